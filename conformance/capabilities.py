@@ -1,0 +1,196 @@
+"""The capability taxonomy: the one source for markers, expectations and the matrix.
+
+A capability is a fine-grained feature a case exercises (``state.bag``). Each one
+belongs to a row of the capability matrix (the rows follow the Beam website's
+matrix) and names the Beam ValidatesRunner category that tests the same thing,
+so our verdicts line up with Beam's own exclusion lists. Adding a capability is
+adding one entry to CAPABILITIES.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Section:
+    anchor: str
+    description: str
+
+
+@dataclass(frozen=True)
+class Row:
+    name: str
+    section: str
+    description: str
+
+
+@dataclass(frozen=True)
+class Capability:
+    id: str
+    title: str
+    row: str
+    beam_category: str
+    # Needs unbounded execution (TestStream, processing time, unbounded SDF).
+    streaming: bool = False
+
+    @property
+    def group(self) -> str:
+        """The pytest marker that selects every capability of this family."""
+        return self.id.split(".", 1)[0]
+
+
+SECTIONS = [
+    Section("what", "What is being computed?"),
+    Section("where", "Where in event time?"),
+    Section("when", "When in processing time?"),
+    Section("how", "How do refinements relate?"),
+    Section("sdf", "Splittable DoFn"),
+    Section("misc", "Primitives, coders and plumbing"),
+]
+
+ROWS = [
+    Row("ParDo", "what", "Element-wise user code with bundles and lifecycle hooks."),
+    Row("GroupByKey", "what", "Grouping of key-value pairs per key, window and pane."),
+    Row("Flatten", "what", "Union of several PCollections."),
+    Row("Combine", "what", "Associative, commutative aggregation, globally or per key."),
+    Row("Side Inputs", "what", "Extra PCollections visible to a DoFn, per window."),
+    Row("Metrics", "what", "Counters, distributions and gauges read back from the result."),
+    Row("Stateful Processing", "what", "Per-key, per-window state."),
+    Row("Global windows", "where", "The single global window."),
+    Row("Fixed windows", "where", "Fixed-size, non-overlapping windows."),
+    Row("Sliding windows", "where", "Fixed-size, overlapping windows."),
+    Row("Session windows", "where", "Merging windows separated by a gap."),
+    Row("Timestamp control", "where", "Assigning and combining element timestamps."),
+    Row("Event-time triggers", "when", "Firing as the watermark passes the end of a window."),
+    Row("Processing-time triggers", "when", "Firing after a delay in processing time."),
+    Row("Count triggers", "when", "Firing after a number of elements."),
+    Row("Composite triggers", "when", "Repeatedly, AfterEach, AfterAny, AfterAll."),
+    Row("Allowed lateness", "when", "Late panes within allowed lateness, dropping beyond it."),
+    Row("Timers", "when", "Event-time and processing-time timers in a stateful DoFn."),
+    Row("Discarding", "how", "Each pane holds only the elements since the last firing."),
+    Row("Accumulating", "how", "Each pane holds every element of the window so far."),
+    Row("Pane info", "how", "First/last flags, timing and indices of every pane."),
+    Row("Bounded splittable DoFn", "sdf", "Initial splits and checkpoints over bounded restrictions."),
+    Row("Unbounded splittable DoFn", "sdf", "Self-checkpointing and watermark estimation."),
+    Row("Bundle finalization", "sdf", "Callbacks after a bundle is durably committed."),
+    Row("Impulse", "misc", "The root primitive: one empty element."),
+    Row("Reshuffle", "misc", "Redistribution that keeps windows and timestamps."),
+    Row("Coders", "misc", "Standard coders round-trip through a shuffle."),
+]
+
+_C = Capability
+CAPABILITIES = [
+    _C("impulse", "Impulse emits one empty element in the global window", "Impulse", "ValidatesRunner"),
+    # ParDo
+    _C("pardo.basic", "Map and FlatMap", "ParDo", "ValidatesRunner"),
+    _C("pardo.multi_output", "Tagged outputs (declared, undeclared, empty)", "ParDo", "ValidatesRunner"),
+    _C("pardo.element_context", "Timestamp, window and pane seen in process", "ParDo", "ValidatesRunner"),
+    _C("pardo.finish_bundle", "Outputs from finish_bundle with explicit timestamp and window", "ParDo", "ValidatesRunner"),
+    _C("pardo.lifecycle", "DoFn lifecycle order (setup, bundles, teardown)", "ParDo", "UsesParDoLifecycle"),
+    _C("pardo.failure", "A user exception fails the job and surfaces its message", "ParDo", "UsesFailureMessage"),
+    # Side inputs
+    _C("side_inputs.singleton", "Singleton side input, with and without default", "Side Inputs", "UsesSideInputs"),
+    _C("side_inputs.iterable", "Iterable side input", "Side Inputs", "UsesSideInputs"),
+    _C("side_inputs.list", "List side input", "Side Inputs", "UsesSideInputs"),
+    _C("side_inputs.dict", "Dict (map) side input", "Side Inputs", "UsesSideInputs"),
+    _C("side_inputs.multimap", "Multimap side input", "Side Inputs", "UsesSideInputs"),
+    _C("side_inputs.windowed", "Windowed side inputs and window mapping", "Side Inputs", "UsesSideInputs"),
+    _C("side_inputs.multiple", "Several side inputs with different coders", "Side Inputs", "UsesSideInputs"),
+    _C("side_inputs.missing_window", "A side window with no data resolves to the default", "Side Inputs", "UsesSideInputs"),
+    # GroupByKey
+    _C("gbk.global", "GroupByKey in the global window", "GroupByKey", "ValidatesRunner"),
+    _C("gbk.fixed", "GroupByKey over fixed windows", "Fixed windows", "ValidatesRunner"),
+    _C("gbk.sliding", "GroupByKey over sliding windows", "Sliding windows", "ValidatesRunner"),
+    _C("gbk.sessions", "GroupByKey over merging session windows", "Session windows", "ValidatesRunner"),
+    _C("gbk.encoded_keys", "Grouping by encoded key bytes", "GroupByKey", "ValidatesRunner"),
+    _C("gbk.large_values", "Large keys and values", "GroupByKey", "LargeKeys"),
+    _C("gbk.empty", "GroupByKey of an empty input", "GroupByKey", "ValidatesRunner"),
+    # Window
+    _C("window.global", "Global windowing", "Global windows", "ValidatesRunner"),
+    _C("window.rewindow", "Re-windowing an already windowed PCollection", "Fixed windows", "ValidatesRunner"),
+    _C("window.timestamp_control", "Assigning element timestamps", "Timestamp control", "ValidatesRunner"),
+    _C("window.custom", "A custom (non-standard) WindowFn", "Fixed windows", "UsesCustomWindowMerging"),
+    # Flatten
+    _C("flatten.basic", "Flatten of several inputs", "Flatten", "ValidatesRunner"),
+    _C("flatten.same_input", "The same PCollection flattened several times", "Flatten", "ValidatesRunner"),
+    _C("flatten.empty", "Flatten of zero inputs", "Flatten", "ValidatesRunner"),
+    _C("flatten.heterogeneous_coders", "Inputs whose coders differ from the output's", "Flatten", "FlattenWithHeterogeneousCoders"),
+    _C("flatten.into_gbk", "Flatten feeding a GroupByKey", "Flatten", "ValidatesRunner"),
+    # Combine
+    _C("combine.globally", "Combine globally", "Combine", "ValidatesRunner"),
+    _C("combine.per_key", "Combine per key", "Combine", "ValidatesRunner"),
+    _C("combine.lifted", "Combiner lifting keeps results exact", "Combine", "ValidatesRunner"),
+    _C("combine.side_inputs", "CombineFn with side inputs", "Combine", "UsesSideInputs"),
+    _C("combine.lifecycle", "CombineFn setup and teardown", "Combine", "ValidatesRunner"),
+    _C("combine.timestamp_combiners", "Timestamp combiners: earliest, latest, end of window", "Timestamp control", "ValidatesRunner"),
+    # Lateness and triggers: driven by TestStream, so streaming.
+    _C("lateness.allowed", "Late panes within allowed lateness", "Allowed lateness", "UsesTestStream", True),
+    _C("lateness.dropping", "Data beyond allowed lateness is dropped", "Allowed lateness", "UsesTestStream", True),
+    _C("triggers.event_time", "AfterWatermark with early and late firings", "Event-time triggers", "UsesTestStream", True),
+    _C("triggers.count", "AfterCount", "Count triggers", "UsesTestStream", True),
+    _C("triggers.processing_time", "AfterProcessingTime", "Processing-time triggers", "UsesTestStreamWithProcessingTime", True),
+    _C("triggers.composite", "AfterAny, AfterAll, AfterEach, Repeatedly", "Composite triggers", "UsesTestStream", True),
+    _C("triggers.accumulating", "Accumulating panes", "Accumulating", "UsesTestStream", True),
+    _C("triggers.discarding", "Discarding panes", "Discarding", "UsesTestStream", True),
+    _C("triggers.pane_info", "PaneInfo fields of fired panes", "Pane info", "UsesTestStream", True),
+    # State
+    _C("state.value", "ValueState (ReadModifyWrite)", "Stateful Processing", "UsesStatefulParDo"),
+    _C("state.bag", "BagState", "Stateful Processing", "UsesStatefulParDo"),
+    _C("state.combining", "CombiningState", "Stateful Processing", "UsesStatefulParDo"),
+    _C("state.set", "SetState", "Stateful Processing", "UsesSetState"),
+    _C("state.map", "MapState", "Stateful Processing", "UsesMapState"),
+    _C("state.ordered_list", "OrderedListState", "Stateful Processing", "UsesOrderedListState"),
+    _C("state.windowed", "State partitioned per key and window and per transform", "Stateful Processing", "UsesStatefulParDo"),
+    _C("state.expiry", "State is cleared when its window expires", "Stateful Processing", "UsesStatefulParDo"),
+    # Timers
+    _C("timers.event_time", "Event-time timers", "Timers", "UsesTimersInParDo"),
+    _C("timers.processing_time", "Processing-time timers", "Timers", "UsesProcessingTimeTimers", True),
+    _C("timers.families", "Timer families (dynamic timer ids)", "Timers", "UsesTimerMap"),
+    _C("timers.looping", "Looping timers", "Timers", "UsesLoopingTimer"),
+    _C("timers.clear_reset", "Clearing and resetting timers", "Timers", "UsesTimersInParDo"),
+    _C("timers.output_timestamp", "Timer output timestamps and watermark holds", "Timers", "UsesTimersInParDo"),
+    _C("timers.on_window_expiration", "OnWindowExpiration", "Timers", "UsesOnWindowExpiration"),
+    _C("timers.time_sorted_input", "Time-sorted input", "Timers", "UsesRequiresTimeSortedInput"),
+    # Splittable DoFn
+    _C("sdf.initial_splits", "Initial splitting of bounded restrictions", "Bounded splittable DoFn", "UsesBoundedSplittableParDo"),
+    _C("sdf.self_checkpoint", "Self-checkpointing and resumption", "Unbounded splittable DoFn", "UsesUnboundedSplittableParDo", True),
+    _C("sdf.watermark_estimation", "Watermark estimators", "Unbounded splittable DoFn", "UsesUnboundedSplittableParDo", True),
+    _C("sdf.bundle_finalization", "Bundle finalization callbacks", "Bundle finalization", "UsesBundleFinalizer"),
+    # Metrics
+    _C("metrics.counters", "Counters", "Metrics", "UsesAttemptedMetrics"),
+    _C("metrics.distributions", "Distributions", "Metrics", "UsesAttemptedMetrics"),
+    _C("metrics.gauges", "Gauges", "Metrics", "UsesAttemptedMetrics"),
+    _C("metrics.committed", "Committed metric values", "Metrics", "UsesCommittedMetrics"),
+    # Misc
+    _C("reshuffle", "Reshuffle keeps elements, timestamps and windows", "Reshuffle", "ValidatesRunner"),
+    _C("coders.standard", "Standard coders round-trip through GroupByKey", "Coders", "ValidatesRunner"),
+]
+
+BY_ID = {c.id: c for c in CAPABILITIES}
+ROWS_BY_NAME = {r.name: r for r in ROWS}
+GROUPS = sorted({c.group for c in CAPABILITIES})
+# Markers that are not capability groups but select cases all the same.
+EXTRA_MARKERS = {
+    "streaming": "needs unbounded execution (TestStream, processing time, unbounded SDF)",
+    "property": "property-based case checked against conformance.model",
+}
+
+
+def get(capability_id: str) -> Capability:
+    try:
+        return BY_ID[capability_id]
+    except KeyError:
+        known = ", ".join(sorted(BY_ID))
+        raise KeyError(f"unknown capability {capability_id!r}; known capabilities: {known}") from None
+
+
+def _check_consistency() -> None:
+    sections = {s.anchor for s in SECTIONS}
+    for row in ROWS:
+        assert row.section in sections, row
+    for cap in CAPABILITIES:
+        assert cap.row in ROWS_BY_NAME, cap
+    assert len(BY_ID) == len(CAPABILITIES), "duplicate capability id"
+
+
+_check_consistency()

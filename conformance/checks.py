@@ -1,0 +1,155 @@
+"""In-pipeline verification of a PCollection's contents.
+
+``check(pcoll, expected)`` appends transforms that capture every element with its
+timestamp, window and pane, gather them in one place, and compare them with the
+expectation inside the SDK worker. Verifying inside the pipeline (the way Beam's
+own assert_that does) works for every runner, including remote workers whose
+memory the test process cannot see; it relies only on ParDo, Flatten, Create and a
+global-window GroupByKey.
+
+Two safeguards keep a check from passing vacuously:
+- a sentinel element is flattened in, so the comparison runs even when the
+  checked PCollection is empty;
+- a passing comparison reports itself (a counter in namespace CONFIRM_NAMESPACE,
+  and an in-process registry), and the case runner fails a case whose checks were
+  never confirmed, e.g. because the runner skipped part of the pipeline.
+"""
+from __future__ import annotations
+
+import threading
+import uuid
+
+import apache_beam as beam
+from apache_beam.metrics import Metrics
+from apache_beam.transforms import trigger, window
+from apache_beam.utils.windowed_value import PaneInfoTiming
+
+from conformance import elements
+from conformance.elements import Pane, Record, Window
+
+CONFIRM_NAMESPACE = "beam_conformance_checks"
+DIFF_BEGIN = "<<<conformance-diff"
+DIFF_END = "conformance-diff>>>"
+
+_confirmed: set[str] = set()
+_confirmed_lock = threading.Lock()
+
+
+def confirmed_in_process(check_id: str) -> bool:
+    with _confirmed_lock:
+        return check_id in _confirmed
+
+
+class CheckFailed(AssertionError):
+    """Raised in the worker when produced elements differ from the expectation."""
+
+
+_TIMING_NAMES = {
+    PaneInfoTiming.EARLY: "EARLY",
+    PaneInfoTiming.ON_TIME: "ON_TIME",
+    PaneInfoTiming.LATE: "LATE",
+    PaneInfoTiming.UNKNOWN: "UNKNOWN",
+}
+
+
+def _window_of(w) -> Window:
+    if isinstance(w, window.GlobalWindow):
+        return elements.GLOBAL
+    start, end = getattr(w, "start", None), getattr(w, "end", None)
+    if start is None or end is None:
+        raise TypeError(f"cannot describe window {w!r}: it has no start and end")
+    return Window(elements.to_ms(start), elements.to_ms(end))
+
+
+def _plain(value):
+    """Materialise lazy iterables (GroupByKey results) so records encode and print."""
+    if isinstance(value, (str, bytes, dict, int, float, type(None))):
+        return value
+    if isinstance(value, tuple):
+        return tuple(_plain(v) for v in value)
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    if hasattr(value, "__iter__") and not isinstance(value, (set, frozenset)):
+        return [_plain(v) for v in value]
+    return value
+
+
+class _Reify(beam.DoFn):
+    def process(self, value, ts=beam.DoFn.TimestampParam, w=beam.DoFn.WindowParam,
+                pane_info=beam.DoFn.PaneInfoParam):
+        pane = Pane(pane_info.is_first, pane_info.is_last, _TIMING_NAMES[pane_info.timing],
+                    pane_info.index, pane_info.nonspeculative_index)
+        yield Record(_plain(value), elements.to_ms(ts), _window_of(w), pane)
+
+
+_SENTINEL = "<conformance-sentinel>"
+
+
+class _Verify(beam.DoFn):
+    def __init__(self, check_id: str, label: str, expected):
+        self._check_id = check_id
+        self._label = label
+        self._expected = expected
+        self._passed = Metrics.counter(CONFIRM_NAMESPACE, check_id)
+
+    def process(self, keyed_records):
+        _, records = keyed_records
+        actual = [r for r in records if not (isinstance(r, str) and r == _SENTINEL)]
+        verdict = elements.compare(self._expected, actual)
+        if not verdict.ok:
+            raise CheckFailed(f"{DIFF_BEGIN}\ncheck '{self._label}': {verdict.text}\n{DIFF_END}")
+        self._passed.inc()
+        with _confirmed_lock:
+            _confirmed.add(self._check_id)
+
+
+def check(pcoll: beam.PCollection, expected, label: str | None = None) -> str:
+    """Verify ``pcoll`` against ``expected`` when the pipeline runs; returns the check id.
+
+    ``expected`` is a list of plain values (only values are compared), a list of
+    ``el(value, timestamp=..., window=..., pane=...)`` (the given fields are compared),
+    ``one_of(list, list, ...)`` or ``satisfies(predicate, description)``.
+    """
+    pipeline = pcoll.pipeline
+    checks = pipeline.__dict__.setdefault("_conformance_checks", [])
+    label = label or f"check{len(checks) + 1}"
+    check_id = f"{label}-{uuid.uuid4().hex[:10]}"
+    checks.append(check_id)
+    gathered = (
+        pcoll
+        | f"{label}/Reify" >> beam.ParDo(_Reify())
+        | f"{label}/Global" >> beam.WindowInto(
+            window.GlobalWindows(), trigger=trigger.DefaultTrigger(),
+            accumulation_mode=trigger.AccumulationMode.DISCARDING)
+        | f"{label}/Key" >> beam.Map(lambda r: (None, r)))
+    sentinel = pipeline | f"{label}/Sentinel" >> beam.Create([(None, _SENTINEL)])
+    _ = (
+        (gathered, sentinel)
+        | f"{label}/Flatten" >> beam.Flatten()
+        | f"{label}/Gather" >> beam.GroupByKey()
+        | f"{label}/Verify" >> beam.ParDo(_Verify(check_id, label, expected)))
+    return check_id
+
+
+def checks_of(pipeline: beam.Pipeline) -> list[str]:
+    return list(pipeline.__dict__.get("_conformance_checks", []))
+
+
+class NormalizeGroups(beam.PTransform):
+    """(key, iterable) -> (key, sorted list): GroupByKey gives no order within a group."""
+
+    def expand(self, pcoll):
+        return pcoll | beam.MapTuple(lambda k, vs: (k, sort_values(vs)))
+
+
+def sort_values(values) -> list:
+    """Sorted naturally when the values compare, by repr otherwise."""
+    values = list(values)
+    try:
+        return sorted(values)
+    except TypeError:
+        return sorted(values, key=repr)
+
+
+def sorted_groups() -> NormalizeGroups:
+    return NormalizeGroups()

@@ -1,0 +1,333 @@
+"""What a case expects, what a runner produced, and the difference between them.
+
+Pure Python and no Beam imports beyond constants, so the comparison logic runs
+(and is unit tested) anywhere, including inside the SDK worker that checks a
+pipeline's output.
+
+Times in expectations are in seconds, as everywhere in Beam Python. They are
+compared at millisecond precision, the precision of the wire format. The end of
+the global window is compared with a 1 ms tolerance: Python's
+``GlobalWindow().max_timestamp()`` lies 1 us below Java's and so encodes 1 ms
+lower (see SEMANTICS.md, section 1).
+"""
+from __future__ import annotations
+
+import collections
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Sequence
+
+# Millisecond values of Beam's time constants.
+MIN_TIMESTAMP_MS = -9223372036854775
+MAX_TIMESTAMP_MS = 9223372036854775
+END_OF_GLOBAL_WINDOW_MS = 9223371950454775
+_TIMINGS = ("EARLY", "ON_TIME", "LATE", "UNKNOWN")
+
+
+class _Any:
+    """Marks an unchecked field; pickles by reference so it stays the one ANY in workers."""
+
+    def __repr__(self) -> str:
+        return "ANY"
+
+    def __reduce__(self):
+        return "ANY"
+
+
+ANY = _Any()
+
+
+# ---------------------------------------------------------------------------
+# Normalised forms: everything reduced to hashable tuples of ints and strings.
+
+def to_ms(seconds_or_ms: Any, *, unit: str = "s") -> int:
+    """Seconds (int, float or Beam Timestamp) to whole milliseconds, floored."""
+    micros = getattr(seconds_or_ms, "micros", None)
+    if micros is None:
+        micros = round(seconds_or_ms * (1_000_000 if unit == "s" else 1_000))
+    ms = micros // 1000
+    # Python's global-window end is 1 us below Java's: treat both as the same instant.
+    if END_OF_GLOBAL_WINDOW_MS - 1 <= ms <= END_OF_GLOBAL_WINDOW_MS:
+        return END_OF_GLOBAL_WINDOW_MS
+    return ms
+
+
+def canon(value: Any) -> Any:
+    """A hashable form of a value in which equal values compare equal."""
+    if isinstance(value, (str, bytes, int, float, bool, type(None))):
+        return value
+    if isinstance(value, dict):
+        return ("<dict>", tuple(sorted((canon(k), canon(v)) for k, v in value.items())))
+    if isinstance(value, (set, frozenset)):
+        return ("<set>", tuple(sorted(canon(v) for v in value)))
+    if isinstance(value, (list, tuple)):
+        return tuple(canon(v) for v in value)
+    try:
+        hash(value)
+        return value
+    except TypeError:
+        return ("<repr>", repr(value))
+
+
+@dataclass(frozen=True)
+class Window:
+    """A window in expectations: ``W(0, 10)`` is [0 s, 10 s); ``GLOBAL`` the global window."""
+    start_ms: int | None = None
+    end_ms: int | None = None
+
+    @property
+    def is_global(self) -> bool:
+        return self.start_ms is None
+
+    def key(self) -> tuple:
+        return ("global",) if self.is_global else ("interval", self.start_ms, self.end_ms)
+
+    def __repr__(self) -> str:
+        if self.is_global:
+            return "GLOBAL"
+        return f"[{_fmt_ms(self.start_ms)}, {_fmt_ms(self.end_ms)})"
+
+
+GLOBAL = Window()
+
+
+def W(start: float, end: float) -> Window:  # noqa: N802 - reads like the notation
+    return Window(to_ms(start), to_ms(end))
+
+
+@dataclass(frozen=True)
+class Pane:
+    """A (possibly partial) PaneInfo: fields left as None are not checked."""
+    first: bool | None = None
+    last: bool | None = None
+    timing: str | None = None
+    index: int | None = None
+    nonspec: int | None = None
+
+    def __post_init__(self):
+        if self.timing is not None and self.timing not in _TIMINGS:
+            raise ValueError(f"pane timing must be one of {_TIMINGS}, not {self.timing!r}")
+
+    def checked_fields(self) -> tuple[str, ...]:
+        return tuple(f for f in ("first", "last", "timing", "index", "nonspec") if getattr(self, f) is not None)
+
+    def project(self, fields: Sequence[str]) -> tuple:
+        return tuple(getattr(self, f) for f in fields)
+
+    def __repr__(self) -> str:
+        parts = []
+        if self.timing is not None:
+            parts.append(self.timing)
+        if self.first is not None:
+            parts.append("first" if self.first else "not-first")
+        if self.last is not None:
+            parts.append("last" if self.last else "not-last")
+        if self.index is not None:
+            parts.append(f"index={self.index}")
+        if self.nonspec is not None:
+            parts.append(f"nonspec={self.nonspec}")
+        return "pane(" + " ".join(parts) + ")"
+
+
+def pane(first=None, last=None, timing=None, index=None, nonspec=None) -> Pane:
+    return Pane(first, last, timing, index, nonspec)
+
+
+# The single pane of a batch GroupByKey, and the pane of elements no trigger produced.
+ON_TIME_ONLY = Pane(True, True, "ON_TIME", 0, 0)
+NO_FIRING = Pane(True, True, "UNKNOWN", 0, 0)
+
+
+@dataclass(frozen=True)
+class Record:
+    """One element as a runner produced it, in one window."""
+    value: Any
+    timestamp_ms: int
+    window: Window
+    pane: Pane
+
+    @property
+    def timestamp(self) -> float:
+        """Seconds, for predicates written the way Beam Python writes times."""
+        return self.timestamp_ms / 1000.0
+
+    def __repr__(self) -> str:
+        return f"{self.value!r} @ {_fmt_ms(self.timestamp_ms)} in {self.window!r} {self.pane!r}"
+
+
+@dataclass(frozen=True)
+class Elem:
+    """An expected element; fields left as ANY are not checked."""
+    value: Any
+    timestamp: Any = ANY
+    window: Any = ANY
+    pane: Any = ANY
+
+    def fields(self) -> tuple:
+        out = ["value"]
+        if not isinstance(self.timestamp, _Any):
+            out.append("timestamp")
+        if not isinstance(self.window, _Any):
+            out.append("window")
+        if not isinstance(self.pane, _Any):
+            out.append(("pane",) + self.pane.checked_fields())
+        return tuple(out)
+
+    def key(self, fields) -> tuple:
+        parts = []
+        for f in fields:
+            if f == "value":
+                parts.append(canon(self.value))
+            elif f == "timestamp":
+                parts.append(to_ms(self.timestamp))
+            elif f == "window":
+                parts.append(self.window.key())
+            else:
+                parts.append(self.pane.project(f[1:]))
+        return tuple(parts)
+
+    def __repr__(self) -> str:
+        text = repr(self.value)
+        if not isinstance(self.timestamp, _Any):
+            text += f" @ {_fmt_ms(to_ms(self.timestamp))}"
+        if not isinstance(self.window, _Any):
+            text += f" in {self.window!r}"
+        if not isinstance(self.pane, _Any):
+            text += f" {self.pane!r}"
+        return text
+
+
+def el(value, timestamp=ANY, window=ANY, pane=ANY) -> Elem:  # noqa: A002 - mirrors Beam names
+    return Elem(value, timestamp, window, pane)
+
+
+def record_key(record: Record, fields) -> tuple:
+    parts = []
+    for f in fields:
+        if f == "value":
+            parts.append(canon(record.value))
+        elif f == "timestamp":
+            parts.append(record.timestamp_ms)
+        elif f == "window":
+            parts.append(record.window.key())
+        else:
+            parts.append(record.pane.project(f[1:]))
+    return tuple(parts)
+
+
+# ---------------------------------------------------------------------------
+# Expectations other than "exactly these elements".
+
+@dataclass(frozen=True)
+class OneOf:
+    """Any of several outcomes is correct (e.g. pane contents that depend on bundling)."""
+    alternatives: tuple
+
+
+def one_of(*alternatives: Iterable) -> OneOf:
+    return OneOf(tuple(tuple(a) for a in alternatives))
+
+
+@dataclass(frozen=True)
+class Satisfies:
+    """A predicate over every produced Record; it returns False or raises AssertionError to fail."""
+    predicate: Callable[[list], Any]
+    description: str
+
+
+def satisfies(predicate: Callable[[list], Any], description: str) -> Satisfies:
+    return Satisfies(predicate, description)
+
+
+# ---------------------------------------------------------------------------
+# Comparison.
+
+@dataclass
+class Verdict:
+    ok: bool
+    text: str = ""
+    missing: list = field(default_factory=list)
+    unexpected: list = field(default_factory=list)
+
+
+def _as_elems(expected: Iterable) -> list[Elem]:
+    return [e if isinstance(e, Elem) else Elem(e) for e in expected]
+
+
+def compare_exact(expected: Iterable, actual: list[Record]) -> Verdict:
+    elems = _as_elems(expected)
+    field_sets = {e.fields() for e in elems}
+    if len(field_sets) > 1:
+        raise ValueError(
+            "every expected element of one check must specify the same fields "
+            f"(value/timestamp/window/pane); got {sorted(map(str, field_sets))}")
+    fields = field_sets.pop() if field_sets else ("value",)
+    want = collections.Counter(e.key(fields) for e in elems)
+    got = collections.Counter(record_key(r, fields) for r in actual)
+    if want == got:
+        return Verdict(True, f"{len(actual)} element(s) as expected")
+    missing_keys = want - got
+    unexpected_keys = got - want
+    missing = [e for e in elems if _take(missing_keys, e.key(fields))]
+    unexpected = [r for r in actual if _take(unexpected_keys, record_key(r, fields))]
+    return Verdict(False, _diff_text(fields, missing, unexpected, len(elems), actual), missing, unexpected)
+
+
+def _take(counter: collections.Counter, key) -> bool:
+    if counter[key] > 0:
+        counter[key] -= 1
+        return True
+    return False
+
+
+def compare(expected: Any, actual: list[Record]) -> Verdict:
+    """Compare produced Records with an expectation (a list, OneOf or Satisfies)."""
+    if isinstance(expected, Satisfies):
+        try:
+            result = expected.predicate(list(actual))
+        except AssertionError as e:
+            return Verdict(False, f"predicate failed: {expected.description}: {e}\n" + _listing("produced", actual))
+        if result is False:
+            return Verdict(False, f"predicate failed: {expected.description}\n" + _listing("produced", actual))
+        return Verdict(True, expected.description)
+    if isinstance(expected, OneOf):
+        verdicts = [compare_exact(alt, actual) for alt in expected.alternatives]
+        if any(v.ok for v in verdicts):
+            return Verdict(True, "matched one of the allowed outcomes")
+        best = min(verdicts, key=lambda v: len(v.missing) + len(v.unexpected))
+        return Verdict(False, f"none of {len(verdicts)} allowed outcomes matched; closest:\n" + best.text)
+    return compare_exact(expected, actual)
+
+
+# ---------------------------------------------------------------------------
+# Text.
+
+def _fmt_ms(ms: int | None) -> str:
+    if ms is None:
+        return "?"
+    if ms == END_OF_GLOBAL_WINDOW_MS:
+        return "END_OF_GLOBAL_WINDOW"
+    if ms <= MIN_TIMESTAMP_MS:
+        return "MIN_TIMESTAMP"
+    if ms >= MAX_TIMESTAMP_MS:
+        return "MAX_TIMESTAMP"
+    return f"{ms / 1000:g}s"
+
+
+def _listing(title: str, items: Sequence, limit: int = 50) -> str:
+    lines = [f"  {title} ({len(items)}):"]
+    lines += [f"    {item!r}" for item in list(items)[:limit]]
+    if len(items) > limit:
+        lines.append(f"    ... and {len(items) - limit} more")
+    return "\n".join(lines)
+
+
+def _diff_text(fields, missing, unexpected, n_expected, actual) -> str:
+    checked = ", ".join(f if isinstance(f, str) else "pane" for f in fields)
+    head = (f"expected {n_expected} element(s), runner produced {len(actual)}; "
+            f"{len(missing)} missing, {len(unexpected)} unexpected (checked: {checked})")
+    parts = [head]
+    if missing:
+        parts.append(_listing("missing (expected, not produced)", missing))
+    if unexpected:
+        parts.append(_listing("unexpected (produced, not expected)", unexpected))
+    return "\n".join(parts)

@@ -1,0 +1,115 @@
+"""A runner's known failures, as data.
+
+File format (YAML)::
+
+    target: beam-fnapi                # informational
+    known_failures:
+      - case: "triggers/after_count_*" # a case id or a glob over case ids
+        reason: "why this runner fails it"
+        issue: https://...            # optional
+      - capability: triggers          # a capability id, or a whole group
+        reason: "..."
+        skip: true                    # optional: do not even run (e.g. the runner hangs)
+
+A known failure that fails is reported as an expected failure; one that passes is
+an unexpected pass, which fails the run so the file stays true.
+"""
+from __future__ import annotations
+
+import fnmatch
+from dataclasses import dataclass
+
+import yaml
+
+from conformance import capabilities
+
+
+class ExpectationsError(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class KnownFailure:
+    reason: str
+    case: str | None = None
+    capability: str | None = None
+    issue: str | None = None
+    skip: bool = False
+    source: str = ""
+
+    def matches(self, case_id: str, capability_id: str) -> bool:
+        if self.case is not None:
+            return fnmatch.fnmatchcase(case_id, self.case)
+        return capability_id == self.capability or capability_id.startswith(self.capability + ".")
+
+    def describe(self) -> str:
+        text = self.reason
+        if self.issue:
+            text += f" ({self.issue})"
+        return text
+
+
+class Expectations:
+    def __init__(self, entries: list[KnownFailure], path: str | None = None):
+        self.entries = entries
+        self.path = path
+        self._used: set[int] = set()
+
+    @classmethod
+    def empty(cls) -> "Expectations":
+        return cls([])
+
+    @classmethod
+    def load(cls, path: str) -> "Expectations":
+        try:
+            with open(path) as f:
+                data = yaml.safe_load(f) or {}
+        except OSError as e:
+            raise ExpectationsError(f"cannot read expectations file {path}: {e}") from None
+        except yaml.YAMLError as e:
+            raise ExpectationsError(f"expectations file {path} is not valid YAML: {e}") from None
+        return cls(parse(data, path), path)
+
+    def lookup(self, case_id: str, capability_id: str) -> KnownFailure | None:
+        """The first entry that covers the case (case entries win over capability entries)."""
+        ordered = sorted(enumerate(self.entries), key=lambda ie: ie[1].case is None)
+        for i, entry in ordered:
+            if entry.matches(case_id, capability_id):
+                self._used.add(i)
+                return entry
+        return None
+
+    def unused(self) -> list[KnownFailure]:
+        """Entries that matched no collected case: probably stale or misspelled."""
+        return [e for i, e in enumerate(self.entries) if i not in self._used]
+
+
+def parse(data, source: str = "<data>") -> list[KnownFailure]:
+    if not isinstance(data, dict):
+        raise ExpectationsError(f"{source}: top level must be a mapping with 'known_failures'")
+    unknown_keys = set(data) - {"target", "description", "known_failures"}
+    if unknown_keys:
+        raise ExpectationsError(f"{source}: unknown top-level keys {sorted(unknown_keys)}")
+    raw = data.get("known_failures") or []
+    if not isinstance(raw, list):
+        raise ExpectationsError(f"{source}: 'known_failures' must be a list")
+    entries = []
+    for n, item in enumerate(raw, 1):
+        where = f"{source}: known_failures entry {n}"
+        if not isinstance(item, dict):
+            raise ExpectationsError(f"{where} must be a mapping")
+        extra = set(item) - {"case", "capability", "reason", "issue", "skip"}
+        if extra:
+            raise ExpectationsError(f"{where}: unknown keys {sorted(extra)}")
+        case, capability = item.get("case"), item.get("capability")
+        if (case is None) == (capability is None):
+            raise ExpectationsError(f"{where}: give exactly one of 'case' or 'capability'")
+        reason = item.get("reason")
+        if not isinstance(reason, str) or not reason.strip():
+            raise ExpectationsError(f"{where}: every known failure needs a 'reason'")
+        if capability is not None and capability not in capabilities.BY_ID \
+                and capability not in capabilities.GROUPS:
+            raise ExpectationsError(f"{where}: unknown capability {capability!r}")
+        entries.append(KnownFailure(reason.strip(), case, capability, item.get("issue"),
+                                    bool(item.get("skip", False)), source))
+    return entries

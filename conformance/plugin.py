@@ -1,0 +1,319 @@
+"""The pytest plugin: targets, capability markers, expectations and results.
+
+Registered through the ``pytest11`` entry point, so ``pytest --pyargs conformance``
+works from any project that installed the kit.
+"""
+from __future__ import annotations
+
+import os
+import time
+
+import pytest
+
+from conformance import capabilities, results, targets
+from conformance.expectations import Expectations, ExpectationsError, KnownFailure
+
+DEFAULT_TARGET = "beam-direct"
+DEFAULT_CASE_TIMEOUT = 180.0
+EXPECTATIONS_DIR = os.path.join(os.path.dirname(__file__), "expectations")
+CASES_PACKAGE = "conformance.cases."
+
+_CASE = pytest.StashKey["CaseInfo"]()
+_RECORDER = pytest.StashKey["_Recorder"]()
+_EXPECTATIONS = pytest.StashKey[Expectations]()
+_STARTED = pytest.StashKey[float]()
+
+
+def pytest_addoption(parser):
+    group = parser.getgroup("beam-conformance", "Beam runner conformance suite")
+    group.addoption("--target", default=os.environ.get("BEAM_CONFORMANCE_TARGET", DEFAULT_TARGET),
+                    help="runner to test: beam-direct, beam-fnapi, grpc://HOST:PORT (any Beam Job API "
+                         "endpoint), or grpc with --job-server-cmd. Default: $BEAM_CONFORMANCE_TARGET "
+                         f"or {DEFAULT_TARGET}. --target=list shows every registered target.")
+    group.addoption("--target-name", default=None,
+                    help="column name for this runner in results and the capability matrix "
+                         "(default: derived from --target)")
+    group.addoption("--expectations", default=None, metavar="FILE.yaml",
+                    help="known failures of this runner (by case id glob or capability, each with a "
+                         "reason). Default: conformance/expectations/<target-name>.yaml if it exists. "
+                         "Pass 'none' to expect every case to pass.")
+    group.addoption("--environment-type", default="LOOPBACK",
+                    choices=["LOOPBACK", "EXTERNAL", "PROCESS", "DOCKER"], type=str.upper,
+                    help="grpc targets: SDK worker environment requested from the runner (default LOOPBACK)")
+    group.addoption("--environment-config", default=None,
+                    help="grpc targets: environment config (EXTERNAL address, PROCESS command JSON, "
+                         "DOCKER image)")
+    group.addoption("--job-server-cmd", default=None, metavar="'CMD ... {port}'",
+                    help="grpc targets: start this job server for the session on a free loopback port "
+                         "({port} is replaced), wait until it answers, stop it at the end")
+    group.addoption("--job-server-timeout", type=float, default=60.0, metavar="SECONDS",
+                    help="how long to wait for a job server to answer (default 60)")
+    group.addoption("--case-timeout", type=float, default=DEFAULT_CASE_TIMEOUT, metavar="SECONDS",
+                    help=f"time limit of one case, so a hanging runner cannot hang the suite "
+                         f"(default {DEFAULT_CASE_TIMEOUT:g})")
+    group.addoption("--results-dir", default="reports", metavar="DIR",
+                    help="where results-<target>.json is written (default ./reports)")
+    group.addoption("--no-results", action="store_true",
+                    help="do not write results-<target>.json")
+    group.addoption("--trust-unconfirmed-checks", action="store_true",
+                    help="accept output checks that cannot be confirmed because the runner reports no "
+                         "metrics and its workers run out of process")
+
+
+class CaseInfo:
+    def __init__(self, case_id: str, capability: capabilities.Capability, known: KnownFailure | None):
+        self.id = case_id
+        self.capability = capability
+        self.known = known
+
+
+# --------------------------------------------------------------------------- configuration
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "capability(id): the capability a conformance case exercises")
+    for group in capabilities.GROUPS:
+        config.addinivalue_line("markers", f"{group}: conformance cases of the {group} capabilities")
+    for name, text in capabilities.EXTRA_MARKERS.items():
+        config.addinivalue_line("markers", f"{name}: {text}")
+    config.stash[_RECORDER] = _Recorder(config)
+    config.pluginmanager.register(config.stash[_RECORDER], "beam-conformance-recorder")
+    config.stash[_STARTED] = time.time()
+    if config.getoption("target") == "list":
+        raise pytest.UsageError("registered targets:\n" + targets.describe_all())
+    config.stash[_EXPECTATIONS] = _load_expectations(config)
+
+
+def target_name(config) -> str:
+    explicit = config.getoption("target_name")
+    if explicit:
+        return explicit
+    return targets.create(config.getoption("target"), settings_of(config)).name
+
+
+def settings_of(config) -> targets.TargetSettings:
+    return targets.TargetSettings(
+        environment_type=config.getoption("environment_type"),
+        environment_config=config.getoption("environment_config"),
+        job_server_cmd=config.getoption("job_server_cmd"),
+        job_server_timeout=config.getoption("job_server_timeout"),
+        trust_unconfirmed_checks=config.getoption("trust_unconfirmed_checks"),
+    )
+
+
+def _load_expectations(config) -> Expectations:
+    path = config.getoption("expectations")
+    if path and path.lower() == "none":
+        return Expectations.empty()
+    if path is None:
+        try:
+            name = target_name(config)
+        except targets.TargetUnavailable as e:
+            raise pytest.UsageError(str(e)) from None
+        candidate = os.path.join(EXPECTATIONS_DIR, f"{name}.yaml")
+        if not os.path.exists(candidate):
+            return Expectations.empty()
+        path = candidate
+    try:
+        return Expectations.load(path)
+    except ExpectationsError as e:
+        raise pytest.UsageError(str(e)) from None
+
+
+def pytest_report_header(config):
+    expectations = config.stash[_EXPECTATIONS]
+    return [f"beam-conformance: target {config.getoption('target')}, expectations "
+            f"{expectations.path or '(none)'} ({len(expectations.entries)} known failures)"]
+
+
+# --------------------------------------------------------------------------- collection
+
+def case_id_of(item) -> str:
+    module = item.module.__name__.rsplit(".", 1)[-1]
+    module = module[len("test_"):] if module.startswith("test_") else module
+    name = item.name[len("test_"):] if item.name.startswith("test_") else item.name
+    return f"{module}/{name}"
+
+
+def _is_case(item) -> bool:
+    module = getattr(item, "module", None)
+    return module is not None and module.__name__.startswith(CASES_PACKAGE)
+
+
+def pytest_collection_modifyitems(session, config, items):
+    expectations = config.stash[_EXPECTATIONS]
+    timeout = config.getoption("case_timeout")
+    seen: dict[str, str] = {}
+    errors = []
+    for item in items:
+        if not _is_case(item):
+            continue
+        marker = item.get_closest_marker("capability")
+        if marker is None or not marker.args:
+            errors.append(f"{item.nodeid}: every conformance case needs @capability('<id>')")
+            continue
+        try:
+            cap = capabilities.get(marker.args[0])
+        except KeyError as e:
+            errors.append(f"{item.nodeid}: {e.args[0]}")
+            continue
+        case_id = case_id_of(item)
+        if case_id in seen:
+            errors.append(f"case id {case_id} is used by both {seen[case_id]} and {item.nodeid}")
+        seen[case_id] = item.nodeid
+        item.add_marker(getattr(pytest.mark, cap.group))
+        if cap.streaming and item.get_closest_marker("streaming") is None:
+            item.add_marker(pytest.mark.streaming)
+        if item.get_closest_marker("timeout") is None:
+            item.add_marker(pytest.mark.timeout(timeout))
+        known = expectations.lookup(case_id, cap.id)
+        item.stash[_CASE] = CaseInfo(case_id, cap, known)
+        if known is not None and known.skip:
+            item.add_marker(pytest.mark.skip(reason=f"known failure, not run: {known.describe()}"))
+    if errors:
+        raise pytest.UsageError("malformed conformance cases:\n  " + "\n  ".join(errors))
+
+
+# --------------------------------------------------------------------------- fixtures
+
+@pytest.fixture(scope="session")
+def conformance_target(request):
+    config = request.config
+    try:
+        target = targets.create(config.getoption("target"), settings_of(config))
+        target.start()
+    except targets.TargetUnavailable as e:
+        pytest.exit(f"target {config.getoption('target')} is unavailable: {e}", returncode=3)
+    if config.getoption("target_name"):
+        target.name = config.getoption("target_name")
+    yield target
+    target.stop()
+
+
+@pytest.fixture
+def runner(request, conformance_target) -> targets.CaseRunner:
+    """Builds and runs this case's pipelines on the target under test."""
+    streaming = request.node.get_closest_marker("streaming") is not None
+    return targets.CaseRunner(conformance_target, streaming=streaming)
+
+
+# --------------------------------------------------------------------------- outcomes
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    report = outcome.get_result()
+    case = item.stash.get(_CASE, None)
+    if case is None:
+        return
+    kind = None
+    message = ""
+    if report.when == "call":
+        message = _message_of(call)
+        if case.known is not None and report.failed:
+            report.outcome = "skipped"
+            report.wasxfail = f"known failure: {case.known.describe()}"
+            kind = "expected-failure"
+        elif case.known is not None and report.passed:
+            report.outcome = "failed"
+            report.longrepr = (f"UNEXPECTED PASS: {case.id} passed but is listed as a known failure "
+                               f"in {case.known.source} ({case.known.describe()}). "
+                               "Remove the entry so the expectations stay true.")
+            message = report.longrepr
+            kind = "unexpected-pass"
+        else:
+            kind = {"passed": "passed", "failed": "failed", "skipped": "skipped"}[report.outcome]
+            if report.skipped:
+                message = _skip_reason(report)
+    elif report.when == "setup" and not report.passed:
+        kind = "skipped" if report.skipped else "error"
+        message = _skip_reason(report) if report.skipped else _message_of(call)
+    elif report.when == "teardown" and report.failed:
+        kind, message = "error", _message_of(call)
+    if kind is None:
+        return
+    cap = case.capability
+    report.user_properties.extend([
+        ("case_id", case.id), ("capability", cap.id), ("beam_category", cap.beam_category),
+        ("conformance_outcome", kind), ("conformance_message", message[:8000]),
+    ])
+    if case.known is not None:
+        report.user_properties.append(("known_failure", case.known.describe()))
+
+
+def _message_of(call) -> str:
+    if call.excinfo is None:
+        return ""
+    value = call.excinfo.value
+    text = getattr(value, "msg", None) or str(value)
+    return f"{text}" if isinstance(value, AssertionError) else f"{call.excinfo.typename}: {text}"
+
+
+def _skip_reason(report) -> str:
+    longrepr = report.longrepr
+    if isinstance(longrepr, tuple) and len(longrepr) == 3:
+        return str(longrepr[2]).removeprefix("Skipped: ")
+    return str(longrepr or "")
+
+
+class _Recorder:
+    """Collects one record per case (on the xdist controller, from every worker)."""
+
+    def __init__(self, config):
+        self.config = config
+        self.records: dict[str, dict] = {}
+        self.results_path: str | None = None
+
+    def pytest_runtest_logreport(self, report):
+        props = dict(report.user_properties)
+        if "conformance_outcome" not in props:
+            return
+        previous = self.records.get(report.nodeid)
+        # A teardown error spoils a passing case; otherwise the call (or failed setup) decides.
+        if previous is not None and not (report.when == "teardown" and previous["outcome"] == "passed"):
+            return
+        duration = report.duration + (previous["duration_s"] if previous else 0.0)
+        self.records[report.nodeid] = results.case_record(report.nodeid, props, duration)
+
+    def pytest_sessionfinish(self, session, exitstatus):
+        if hasattr(self.config, "workerinput"):  # xdist worker: the controller writes the results
+            return
+        if not self.records or self.config.getoption("no_results"):
+            return
+        expectations = self.config.stash[_EXPECTATIONS]
+        self.results_path = results.write(
+            results_dir=self.config.getoption("results_dir"),
+            target=_describe_target(self.config),
+            expectations_path=expectations.path,
+            records=list(self.records.values()),
+            started=self.config.stash[_STARTED],
+        )
+
+
+def _describe_target(config) -> dict:
+    target = targets.create(config.getoption("target"), settings_of(config))
+    info = target.describe()
+    info["name"] = config.getoption("target_name") or target.name
+    return info
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    recorder = config.stash[_RECORDER]
+    records = list(recorder.records.values())
+    if not records:
+        return
+    counts = results.summarize(records)
+    terminalreporter.section("beam-conformance")
+    terminalreporter.write_line(
+        f"target {config.getoption('target')}: " + ", ".join(f"{n} {k}" for k, n in counts.items() if n))
+    if recorder.results_path:
+        terminalreporter.write_line(f"results: {recorder.results_path} "
+                                    "(merge runs with `beam-conformance report`)")
+    expectations = config.stash[_EXPECTATIONS]
+    run_ids = [r["id"] for r in records]
+    stale = [e for e in expectations.entries
+             if not any(e.matches(r["id"], r["capability"]) for r in records)]
+    if stale and len(run_ids) >= 50:  # only meaningful when (most of) the suite ran
+        terminalreporter.write_line(f"{len(stale)} known-failure entr{'y' if len(stale) == 1 else 'ies'} "
+                                    f"in {expectations.path} matched no case:", yellow=True)
+        for e in stale:
+            terminalreporter.write_line(f"  {e.case or e.capability}: {e.reason}", yellow=True)

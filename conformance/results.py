@@ -1,0 +1,80 @@
+"""Machine-readable results of one run: ``results-<target>.json``."""
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import platform
+import re
+import time
+
+from conformance import capabilities
+
+FORMAT = "beam-conformance-results/1"
+OUTCOMES = ("passed", "failed", "expected-failure", "unexpected-pass", "skipped", "error")
+
+
+def case_record(nodeid: str, props: dict, duration_s: float) -> dict:
+    cap = capabilities.get(props["capability"])
+    return {
+        "id": props["case_id"],
+        "nodeid": nodeid,
+        "capability": cap.id,
+        "capability_title": cap.title,
+        "matrix_row": cap.row,
+        "beam_category": props.get("beam_category", cap.beam_category),
+        "streaming": cap.streaming,
+        "outcome": props["conformance_outcome"],
+        "duration_s": round(duration_s, 3),
+        "message": props.get("conformance_message", ""),
+        "known_failure": props.get("known_failure"),
+    }
+
+
+def summarize(records: list[dict]) -> dict[str, int]:
+    counts = {k: 0 for k in OUTCOMES}
+    for r in records:
+        counts[r["outcome"]] += 1
+    return counts
+
+
+def slug(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "-", name).strip("-") or "target"
+
+
+def write(results_dir: str, target: dict, expectations_path: str | None, records: list[dict],
+          started: float) -> str:
+    os.makedirs(results_dir, exist_ok=True)
+    finished = time.time()
+    records = sorted(records, key=lambda r: r["id"])
+    document = {
+        "format": FORMAT,
+        "target": target["name"],
+        "target_info": target,
+        "host": {"platform": platform.platform(), "cpus": os.cpu_count()},
+        "expectations": expectations_path,
+        "started": _iso(started),
+        "finished": _iso(finished),
+        "wall_time_s": round(finished - started, 1),
+        "summary": summarize(records),
+        "cases": records,
+    }
+    path = os.path.join(results_dir, f"results-{slug(target['name'])}.json")
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(document, f, indent=1, sort_keys=False)
+        f.write("\n")
+    os.replace(tmp, path)
+    return path
+
+
+def load(path: str) -> dict:
+    with open(path) as f:
+        document = json.load(f)
+    if document.get("format") != FORMAT:
+        raise ValueError(f"{path} is not a beam-conformance results file (format {document.get('format')!r})")
+    return document
+
+
+def _iso(t: float) -> str:
+    return datetime.datetime.fromtimestamp(t, datetime.timezone.utc).isoformat(timespec="seconds")

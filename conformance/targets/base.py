@@ -1,0 +1,202 @@
+"""What every target provides, and how a case runs a pipeline on one."""
+from __future__ import annotations
+
+import re
+import sys
+from dataclasses import dataclass, field
+
+import apache_beam as beam
+from apache_beam.metrics.metric import MetricsFilter
+from apache_beam.options.pipeline_options import PipelineOptions
+
+from conformance import checks
+
+
+class CaseFailure(AssertionError):
+    """A case failed: wrong output, a failed job, or checks that never ran."""
+
+
+class TargetUnavailable(RuntimeError):
+    """The target could not be reached or started (a setup problem, not a verdict)."""
+
+
+@dataclass
+class TargetSettings:
+    """Command-line settings a target may use (see ``pytest --help``)."""
+    environment_type: str = "LOOPBACK"
+    environment_config: str | None = None
+    job_server_cmd: str | None = None
+    job_server_timeout: float = 60.0
+    trust_unconfirmed_checks: bool = False
+    extra_options: list[str] = field(default_factory=list)
+
+
+class Target:
+    """A runner the suite can execute pipelines on.
+
+    Subclasses say how to build the runner and its options; ``start``/``stop``
+    bracket the test session (a job server, a SparkSession, ...).
+    """
+
+    #: short name used for the results file and the matrix column
+    name: str = "target"
+    #: can the test process see the SDK worker's memory (so checks confirm in process)?
+    in_process_worker: bool = True
+
+    def __init__(self, spec: str, settings: TargetSettings):
+        self.spec = spec
+        self.settings = settings
+
+    def start(self) -> None:
+        pass
+
+    def stop(self) -> None:
+        pass
+
+    def runner(self):
+        raise NotImplementedError(f"target {self.spec!r} must say which Beam runner it uses")
+
+    def option_args(self, streaming: bool) -> list[str]:
+        args = list(self.settings.extra_options)
+        if streaming:
+            args.append("--streaming")
+        return args
+
+    def describe(self) -> dict:
+        """Versions and settings recorded with the results."""
+        return {
+            "spec": self.spec,
+            "apache_beam": beam.__version__,
+            "python": sys.version.split()[0],
+        }
+
+
+@dataclass
+class RunResult:
+    """What a finished job left behind: its state and its metrics."""
+    state: str
+    metrics: dict
+
+    def _query(self, kind: str, namespace: str | None, name: str):
+        return [m for m in self.metrics[kind]
+                if m.key.metric.name == name and (namespace is None or m.key.metric.namespace == namespace)]
+
+    def metric(self, kind: str, name: str, namespace: str | None = None, committed: bool = False):
+        """Sum a metric over steps: attempted by default (falls back to committed
+        when the runner reports only that); ``committed=True`` reads committed values."""
+        results = self._query(kind, namespace, name)
+        if not results:
+            raise CaseFailure(f"the runner reported no {kind[:-1]} named {name!r}; it reported: "
+                              f"{sorted({m.key.metric.name for m in self.metrics[kind]})}")
+        values = []
+        for m in results:
+            value = m.committed if committed else (m.attempted if m.attempted is not None else m.committed)
+            if value is None:
+                raise CaseFailure(f"the runner reported {name!r} without a "
+                                  f"{'committed' if committed else 'attempted'} value")
+            values.append(value)
+        return values
+
+    def counter(self, name: str, namespace: str | None = None, committed: bool = False) -> int:
+        return sum(self.metric("counters", name, namespace, committed))
+
+    def distribution(self, name: str, namespace: str | None = None, committed: bool = False):
+        """(sum, count, min, max) over every step that reported it."""
+        parts = self.metric("distributions", name, namespace, committed)
+        return (sum(d.sum for d in parts), sum(d.count for d in parts),
+                min(d.min for d in parts), max(d.max for d in parts))
+
+    def gauge(self, name: str, namespace: str | None = None, committed: bool = False):
+        parts = self.metric("gauges", name, namespace, committed)
+        return max(parts, key=lambda g: g.timestamp).value
+
+
+_DIFF = re.compile(re.escape(checks.DIFF_BEGIN) + r"\n(.*?)\n" + re.escape(checks.DIFF_END), re.S)
+
+
+def _tail(text: str, lines: int = 25) -> str:
+    kept = text.strip().splitlines()[-lines:]
+    return "\n".join("    " + line for line in kept)
+
+
+class CaseRunner:
+    """Builds and runs the pipelines of one case on one target."""
+
+    def __init__(self, target: Target, streaming: bool):
+        self.target = target
+        self.streaming = streaming
+
+    def pipeline(self, *extra_args: str) -> beam.Pipeline:
+        options = PipelineOptions(self.target.option_args(self.streaming) + list(extra_args))
+        return beam.Pipeline(runner=self.target.runner(), options=options)
+
+    def _execute(self, pipeline: beam.Pipeline):
+        result = pipeline.run()
+        try:
+            state = result.wait_until_finish()
+        except BaseException:
+            _cancel_quietly(result)
+            raise
+        return result, state
+
+    def run(self, pipeline: beam.Pipeline) -> RunResult:
+        """Run to completion; raise CaseFailure with a readable diff if anything is off."""
+        __tracebackhide__ = True
+        try:
+            result, state = self._execute(pipeline)
+        except Exception as e:  # the job failed: show our diff if a check failed, else the runner's text
+            text = f"{type(e).__name__}: {e}"
+            diffs = _DIFF.findall(text)
+            if diffs:
+                raise CaseFailure("output differs from the Beam model:\n" + "\n".join(dict.fromkeys(diffs))) from None
+            raise CaseFailure(f"the job failed on {self.target.name}:\n{_tail(text)}") from None
+        state = str(state)
+        if "DONE" not in state:
+            raise CaseFailure(f"the job finished in state {state}, not DONE")
+        metrics = _all_metrics(result)
+        self._confirm(checks.checks_of(pipeline), metrics)
+        return RunResult(state, metrics)
+
+    def run_expecting_failure(self, pipeline: beam.Pipeline, match: str) -> str:
+        """Run a pipeline that must fail; its error text must contain ``match``."""
+        __tracebackhide__ = True
+        try:
+            result, state = self._execute(pipeline)
+        except Exception as e:
+            text = f"{type(e).__name__}: {e}"
+            if match not in text:
+                raise CaseFailure(f"the job failed as expected, but its error does not mention {match!r}:\n"
+                                  f"{_tail(text)}") from None
+            return text
+        raise CaseFailure(f"the job should have failed with an error mentioning {match!r}, "
+                          f"but it finished in state {state}")
+
+    def _confirm(self, check_ids: list[str], metrics: dict) -> None:
+        __tracebackhide__ = True
+        reported = {m.key.metric.name for m in metrics["counters"]
+                    if m.key.metric.namespace == checks.CONFIRM_NAMESPACE
+                    and ((m.committed or 0) > 0 or (m.attempted or 0) > 0)}
+        unconfirmed = [c for c in check_ids if c not in reported and not checks.confirmed_in_process(c)]
+        if not unconfirmed:
+            return
+        if not reported and not self.target.in_process_worker and self.target.settings.trust_unconfirmed_checks:
+            return
+        raise CaseFailure(
+            f"the job finished, but {len(unconfirmed)} of {len(check_ids)} output check(s) never ran: "
+            f"{unconfirmed}. The runner skipped part of the pipeline or dropped its output. "
+            "(A runner that reports no metrics and runs workers out of process cannot confirm "
+            "checks; pass --trust-unconfirmed-checks to accept that.)")
+
+
+def _all_metrics(result) -> dict:
+    try:
+        return result.metrics().query(MetricsFilter())
+    except Exception:  # a runner without metrics support: report none
+        return {"counters": [], "distributions": [], "gauges": []}
+
+
+def _cancel_quietly(result) -> None:
+    try:
+        result.cancel()
+    except Exception:
+        pass
