@@ -135,6 +135,9 @@ def case_id_of(item) -> str:
 
 
 def _is_case(item) -> bool:
+    """Packaged cases, and anyone's test marked @capability (a runner author may add their own)."""
+    if item.get_closest_marker("capability") is not None:
+        return True
     module = getattr(item, "module", None)
     return module is not None and module.__name__.startswith(CASES_PACKAGE)
 

@@ -1,0 +1,164 @@
+"""Results of one or more runs -> the capability matrix (a plain data structure).
+
+Verdicts per (capability or matrix row, target), counted over the cases that ran
+(skipped cases do not count; expected failures count as failures, because the
+runner does fail them):
+  Yes       every case passes
+  Partially some pass
+  No        none pass
+  ''        nothing ran (not tested)
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from conformance import capabilities
+
+PASSING = ("passed", "unexpected-pass")
+FAILING = ("failed", "expected-failure", "error")
+
+
+@dataclass
+class Cell:
+    """The outcome of a set of cases on one target."""
+    cases: list[dict] = field(default_factory=list)
+
+    @property
+    def ran(self) -> list[dict]:
+        return [c for c in self.cases if c["outcome"] in PASSING + FAILING]
+
+    @property
+    def passing(self) -> list[dict]:
+        return [c for c in self.cases if c["outcome"] in PASSING]
+
+    @property
+    def failing(self) -> list[dict]:
+        return [c for c in self.cases if c["outcome"] in FAILING]
+
+    @property
+    def skipped(self) -> list[dict]:
+        return [c for c in self.cases if c["outcome"] == "skipped"]
+
+    @property
+    def verdict(self) -> str:
+        if not self.ran:
+            return ""
+        if len(self.passing) == len(self.ran):
+            return "Yes"
+        return "Partially" if self.passing else "No"
+
+    @property
+    def qualifier(self) -> str:
+        if not self.ran:
+            return "not tested" if not self.skipped else f"{len(self.skipped)} case(s) skipped"
+        if self.verdict == "Yes":
+            return f"all {len(self.ran)} cases pass"
+        return f"{len(self.passing)} of {len(self.ran)} cases pass"
+
+    def note(self) -> str:
+        """Why cases fail: known-failure reasons first, else the failing capabilities."""
+        reasons = list(dict.fromkeys(c["known_failure"] for c in self.failing if c.get("known_failure")))
+        unexplained = [c for c in self.failing if not c.get("known_failure")]
+        parts = reasons[:3]
+        if len(reasons) > 3:
+            parts.append(f"and {len(reasons) - 3} more known limitations")
+        if unexplained:
+            titles = list(dict.fromkeys(c["capability_title"] for c in unexplained))
+            parts.append("failing: " + "; ".join(titles[:4]) + (" ..." if len(titles) > 4 else ""))
+        return " | ".join(parts)
+
+    def to_json(self) -> dict:
+        return {
+            "verdict": self.verdict,
+            "qualifier": self.qualifier,
+            "note": self.note(),
+            "passed": len(self.passing),
+            "ran": len(self.ran),
+            "skipped": len(self.skipped),
+            "failing": [{"id": c["id"], "outcome": c["outcome"], "message": c["message"],
+                         "known_failure": c.get("known_failure")} for c in self.failing],
+            "passing": [c["id"] for c in self.passing],
+        }
+
+
+@dataclass
+class Column:
+    name: str
+    info: dict
+    summary: dict
+    wall_time_s: float
+
+
+@dataclass
+class Matrix:
+    columns: list[Column]
+    # (row name or capability id) -> target name -> Cell
+    rows: dict[str, dict[str, Cell]]
+    capabilities: dict[str, dict[str, Cell]]
+
+    def row_cell(self, row: str, target: str) -> Cell:
+        return self.rows[row][target]
+
+    def capability_cell(self, cap_id: str, target: str) -> Cell:
+        return self.capabilities[cap_id][target]
+
+    def rows_in_section(self, anchor: str) -> list[capabilities.Row]:
+        return [r for r in capabilities.ROWS if r.section == anchor and self._tested_anywhere(r.name)]
+
+    def capabilities_in_row(self, row: str) -> list[capabilities.Capability]:
+        return [c for c in capabilities.CAPABILITIES
+                if c.row == row and any(self.capabilities[c.id][t.name].cases for t in self.columns)]
+
+    def _tested_anywhere(self, row: str) -> bool:
+        return any(self.rows[row][t.name].cases for t in self.columns)
+
+
+def build(documents: list[dict]) -> Matrix:
+    """Merge results documents (one per target; a later run of the same target replaces an earlier one)."""
+    by_target: dict[str, dict] = {}
+    for doc in documents:
+        by_target[doc["target"]] = doc
+    columns = [Column(name, doc.get("target_info", {}), doc.get("summary", {}), doc.get("wall_time_s", 0.0))
+               for name, doc in by_target.items()]
+    rows = {r.name: {c.name: Cell() for c in columns} for r in capabilities.ROWS}
+    caps = {c.id: {col.name: Cell() for col in columns} for c in capabilities.CAPABILITIES}
+    for name, doc in by_target.items():
+        for case in doc["cases"]:
+            cap = capabilities.BY_ID.get(case["capability"])
+            if cap is None:  # results from a newer taxonomy: keep them visible under their row
+                rows.setdefault(case.get("matrix_row", "Other"), {c.name: Cell() for c in columns})
+                rows[case.get("matrix_row", "Other")][name].cases.append(case)
+                continue
+            caps[cap.id][name].cases.append(case)
+            rows[cap.row][name].cases.append(case)
+    return Matrix(columns, rows, caps)
+
+
+def to_json(matrix: Matrix) -> dict:
+    return {
+        "format": "beam-conformance-matrix/1",
+        "targets": [{"name": c.name, "info": c.info, "summary": c.summary, "wall_time_s": c.wall_time_s}
+                    for c in matrix.columns],
+        "sections": [
+            {
+                "anchor": s.anchor,
+                "description": s.description,
+                "rows": [
+                    {
+                        "name": r.name,
+                        "description": r.description,
+                        "values": {t.name: matrix.row_cell(r.name, t.name).to_json() for t in matrix.columns},
+                        "capabilities": [
+                            {"id": c.id, "title": c.title, "beam_category": c.beam_category,
+                             "streaming": c.streaming,
+                             "values": {t.name: matrix.capability_cell(c.id, t.name).to_json()
+                                        for t in matrix.columns}}
+                            for c in matrix.capabilities_in_row(r.name)
+                        ],
+                    }
+                    for r in matrix.rows_in_section(s.anchor)
+                ],
+            }
+            for s in capabilities.SECTIONS
+        ],
+    }

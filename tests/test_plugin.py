@@ -1,0 +1,154 @@
+"""The pytest plugin, exercised the way a user runs it: pytest in a subprocess on real pipelines."""
+import json
+import textwrap
+
+import pytest
+
+CASES = textwrap.dedent('''
+    import time
+    import apache_beam as beam
+    from conformance.api import capability, check
+
+    @capability("pardo.basic")
+    def test_map_passes(runner):
+        p = runner.pipeline()
+        check(p | beam.Create([1, 2]) | beam.Map(lambda x: x * 10), [10, 20])
+        runner.run(p)
+
+    @capability("gbk.global")
+    def test_wrong_expectation_fails(runner):
+        p = runner.pipeline()
+        check(p | beam.Create([("k", 1)]) | beam.GroupByKey() | beam.MapTuple(lambda k, vs: (k, sorted(vs))),
+              [("k", [1, 2])])
+        runner.run(p)
+''')
+
+
+@pytest.fixture
+def suite(pytester):
+    pytester.makepyfile(test_cases=CASES)
+    return pytester
+
+
+def run(pytester, *args):
+    return pytester.runpytest_subprocess("-p", "no:cacheprovider", "--show-capture=no",
+                                         "--results-dir", str(pytester.path / "out"), *args)
+
+
+def load_results(pytester, target="beam-fnapi"):
+    return json.loads((pytester.path / "out" / f"results-{target}.json").read_text())
+
+
+def test_results_record_outcome_capability_and_diff(suite):
+    result = run(suite, "--target", "beam-fnapi")
+    assert result.ret == 1
+    out = result.stdout.str()
+    diff = out[out.index("missing (expected, not produced) (1):"):]
+    assert "expected 1 element(s), runner produced 1; 1 missing, 1 unexpected" in out
+    assert diff.index("('k', [1, 2])") < diff.index("unexpected (produced, not expected) (1):") \
+        < diff.index("('k', [1]) @ END_OF_GLOBAL_WINDOW in GLOBAL")
+    doc = load_results(suite)
+    by_id = {c["id"]: c for c in doc["cases"]}
+    assert by_id["cases/map_passes"]["outcome"] == "passed"
+    assert by_id["cases/map_passes"]["capability"] == "pardo.basic"
+    assert by_id["cases/map_passes"]["beam_category"] == "ValidatesRunner"
+    failed = by_id["cases/wrong_expectation_fails"]
+    assert failed["outcome"] == "failed"
+    assert "('k', [1, 2])" in failed["message"] and "('k', [1])" in failed["message"]
+    assert doc["summary"]["passed"] == 1 and doc["summary"]["failed"] == 1
+    assert doc["target_info"]["apache_beam"]
+
+
+def test_known_failure_is_expected_and_the_run_passes(suite):
+    (suite.path / "exp.yaml").write_text(
+        "known_failures:\n  - case: cases/wrong_expectation_fails\n    reason: deliberately wrong\n")
+    result = run(suite, "--target", "beam-fnapi", "--expectations", "exp.yaml")
+    assert result.ret == 0
+    result.stdout.fnmatch_lines(["*1 passed, 1 xfailed*"])
+    cases = {c["id"]: c for c in load_results(suite)["cases"]}
+    assert cases["cases/wrong_expectation_fails"]["outcome"] == "expected-failure"
+    assert cases["cases/wrong_expectation_fails"]["known_failure"] == "deliberately wrong"
+
+
+def test_unexpected_pass_fails_the_run(suite):
+    (suite.path / "exp.yaml").write_text(
+        "known_failures:\n  - capability: pardo\n    reason: thought broken\n")
+    result = run(suite, "--target", "beam-fnapi", "--expectations", "exp.yaml", "-k", "map_passes")
+    assert result.ret == 1
+    result.stdout.fnmatch_lines(["*UNEXPECTED PASS*cases/map_passes*thought broken*"])
+    assert load_results(suite)["cases"][0]["outcome"] == "unexpected-pass"
+
+
+def test_skip_entries_are_not_run_and_carry_their_reason(suite):
+    (suite.path / "exp.yaml").write_text(
+        "known_failures:\n  - case: 'cases/wrong_*'\n    reason: hangs this runner\n    skip: true\n")
+    result = run(suite, "--target", "beam-fnapi", "--expectations", "exp.yaml")
+    assert result.ret == 0
+    cases = {c["id"]: c for c in load_results(suite)["cases"]}
+    assert cases["cases/wrong_expectation_fails"]["outcome"] == "skipped"
+    assert "hangs this runner" in cases["cases/wrong_expectation_fails"]["message"]
+
+
+def test_capability_groups_are_markers(suite):
+    result = run(suite, "--target", "beam-fnapi", "-m", "pardo and not streaming")
+    assert result.ret == 0
+    result.stdout.fnmatch_lines(["*1 passed, 1 deselected*"])
+
+
+def test_runs_in_parallel_with_xdist(suite):
+    result = run(suite, "--target", "beam-fnapi", "-n", "2")
+    assert result.ret == 1
+    assert load_results(suite)["summary"] == {"passed": 1, "failed": 1, "expected-failure": 0,
+                                              "unexpected-pass": 0, "skipped": 0, "error": 0}
+
+
+def test_a_hanging_case_times_out(pytester):
+    pytester.makepyfile(test_hang='''
+        import time
+        import apache_beam as beam
+        from conformance.api import capability, check
+
+        @capability("pardo.basic")
+        def test_hangs(runner):
+            p = runner.pipeline()
+            check(p | beam.Create([1]) | beam.Map(lambda x: time.sleep(120) or x), [1])
+            runner.run(p)
+    ''')
+    result = run(pytester, "--target", "beam-fnapi", "--case-timeout", "5")
+    assert result.ret == 1
+    result.stdout.fnmatch_lines(["*Timeout*"])
+    assert load_results(pytester)["cases"][0]["outcome"] == "failed"
+
+
+def test_malformed_cases_are_reported_at_collection(pytester):
+    pytester.makepyfile(test_bad='''
+        from conformance.api import capability
+
+        @capability("no.such.capability")
+        def test_x(runner):
+            pass
+    ''')
+    result = run(pytester, "--target", "beam-fnapi")
+    assert result.ret == 4
+    result.stderr.fnmatch_lines(["*unknown capability 'no.such.capability'*"])
+
+
+def test_unknown_target_lists_the_known_ones(suite):
+    result = run(suite, "--target", "flink-of-my-dreams")
+    assert result.ret != 0
+    result.stderr.fnmatch_lines(["*unknown target 'flink-of-my-dreams'*", "*beam-direct*"])
+
+
+def test_bad_expectations_file_is_a_usage_error(suite):
+    (suite.path / "exp.yaml").write_text("known_failures:\n  - case: a/b\n")
+    result = run(suite, "--target", "beam-fnapi", "--expectations", "exp.yaml")
+    assert result.ret == 4
+    result.stderr.fnmatch_lines(["*needs a 'reason'*"])
+
+
+def test_help_documents_every_option(pytester):
+    result = pytester.runpytest_subprocess("--help")
+    for option in ("--target", "--target-name", "--expectations", "--environment-type", "--environment-config",
+                   "--job-server-cmd", "--job-server-timeout", "--case-timeout", "--results-dir",
+                   "--no-results", "--trust-unconfirmed-checks"):
+        result.stdout.fnmatch_lines([f"*{option}*"])

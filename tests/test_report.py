@@ -1,0 +1,114 @@
+"""The capability matrix built from results, in each output format."""
+import json
+
+import yaml
+
+from conformance.cli import main, write_reports
+from conformance.report import matrix
+
+
+def case(id_, capability, outcome, message="", known=None):
+    from conformance import capabilities
+    cap = capabilities.get(capability)
+    return {"id": id_, "nodeid": f"x::{id_}", "capability": capability, "capability_title": cap.title,
+            "matrix_row": cap.row, "beam_category": cap.beam_category, "streaming": cap.streaming,
+            "outcome": outcome, "duration_s": 0.1, "message": message, "known_failure": known}
+
+
+def results_doc(target, cases):
+    from conformance import results
+    return {"format": results.FORMAT, "target": target, "target_info": {"apache_beam": "2.77.0"},
+            "summary": results.summarize(cases), "wall_time_s": 1.5, "cases": cases}
+
+
+def sample():
+    a = results_doc("runner-a", [
+        case("pardo/map", "pardo.basic", "passed"),
+        case("pardo/flatmap", "pardo.basic", "passed"),
+        case("gbk/sessions", "gbk.sessions", "failed", "check 'x': 1 missing\n  missing: ('k', [1])"),
+        case("gbk/global", "gbk.global", "passed"),
+        case("state/bag", "state.bag", "expected-failure", "boom", known="no state support"),
+        case("state/value", "state.value", "skipped", "known failure, not run"),
+    ])
+    b = results_doc("runner-b", [
+        case("pardo/map", "pardo.basic", "passed"),
+        case("pardo/flatmap", "pardo.basic", "unexpected-pass", "UNEXPECTED PASS"),
+        case("gbk/sessions", "gbk.sessions", "passed"),
+        case("gbk/global", "gbk.global", "error", "setup failed"),
+    ])
+    return [a, b]
+
+
+def test_verdicts_count_cases_that_ran():
+    m = matrix.build(sample())
+    assert m.row_cell("ParDo", "runner-a").verdict == "Yes"
+    assert m.row_cell("ParDo", "runner-a").qualifier == "all 2 cases pass"
+    assert m.row_cell("GroupByKey", "runner-b").verdict == "No"          # the only case errored
+    assert m.row_cell("Session windows", "runner-a").verdict == "No"
+    assert m.row_cell("Stateful Processing", "runner-a").verdict == "No"  # known failures still fail
+    assert m.capability_cell("state.value", "runner-a").verdict == ""     # skipped only: not tested
+    assert m.capability_cell("state.value", "runner-a").qualifier == "1 case(s) skipped"
+    assert m.row_cell("Stateful Processing", "runner-b").qualifier == "not tested"
+    assert "no state support" in m.row_cell("Stateful Processing", "runner-a").note()
+
+
+def test_partial_verdict_and_merge_replaces_earlier_run_of_same_target():
+    docs = sample()
+    newer = results_doc("runner-a", [case("pardo/map", "pardo.basic", "passed"),
+                                     case("pardo/flatmap", "pardo.basic", "failed", "x")])
+    m = matrix.build(docs + [newer])
+    assert [c.name for c in m.columns] == ["runner-a", "runner-b"]
+    assert m.row_cell("ParDo", "runner-a").verdict == "Partially"
+    assert m.row_cell("ParDo", "runner-a").qualifier == "1 of 2 cases pass"
+    assert not m.row_cell("GroupByKey", "runner-a").cases
+
+
+def test_beam_website_yaml_shape(tmp_path):
+    paths = []
+    for doc in sample():
+        p = tmp_path / f"results-{doc['target']}.json"
+        p.write_text(json.dumps(doc))
+        paths.append(str(p))
+    write_reports(paths, str(tmp_path))
+    data = yaml.safe_load((tmp_path / "capability-matrix.yaml").read_text())["capability-matrix"]
+    assert [c["class"] for c in data["columns"]] == ["runner-a", "runner-b"]
+    anchors = [c["anchor"] for c in data["categories"]]
+    assert anchors[:2] == ["what", "where"]
+    for category in data["categories"]:
+        assert {"description", "anchor", "rows"} <= set(category)
+        for row in category["rows"]:
+            # one value per column, in column order, each a verdict with a qualifier and a note
+            assert [v["class"] for v in row["values"]] == ["runner-a", "runner-b"]
+            for v in row["values"]:
+                assert v["l1"] in ("Yes", "Partially", "No", "")
+                assert isinstance(v["l2"], str) and isinstance(v["l3"], str)
+    pardo = next(r for c in data["categories"] for r in c["rows"] if r["name"] == "ParDo")
+    assert [v["l1"] for v in pardo["values"]] == ["Yes", "Yes"]
+
+
+def test_markdown_and_json_outputs(tmp_path):
+    paths = []
+    for doc in sample():
+        p = tmp_path / f"results-{doc['target']}.json"
+        p.write_text(json.dumps(doc))
+        paths.append(str(p))
+    write_reports(paths, str(tmp_path))
+    md = (tmp_path / "capability-matrix.md").read_text()
+    assert "| capability | runner-a | runner-b |" in md
+    assert "`gbk/sessions`" in md and "no state support" in md
+    js = json.loads((tmp_path / "capability-matrix.json").read_text())
+    assert [t["name"] for t in js["targets"]] == ["runner-a", "runner-b"]
+    rows = {r["name"]: r for s in js["sections"] for r in s["rows"]}
+    assert rows["Session windows"]["values"]["runner-a"]["failing"][0]["message"].startswith("check 'x'")
+
+
+def test_cli_report_without_results_says_what_to_do(tmp_path, capsys):
+    assert main(["report", "--results-dir", str(tmp_path), "--out", str(tmp_path)]) == 2
+    assert "run the suite first" in capsys.readouterr().err
+
+
+def test_cli_rejects_files_that_are_not_results(tmp_path, capsys):
+    bogus = tmp_path / "results-x.json"
+    bogus.write_text('{"format": "something-else"}')
+    assert main(["report", str(bogus), "--out", str(tmp_path)]) == 2
+    assert "not a beam-conformance results file" in capsys.readouterr().err
