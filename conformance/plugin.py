@@ -188,6 +188,7 @@ def conformance_target(request):
         pytest.exit(f"target {config.getoption('target')} is unavailable: {e}", returncode=3)
     if config.getoption("target_name"):
         target.name = config.getoption("target_name")
+    config.stash[_RECORDER].target_info = target.describe()
     yield target
     target.stop()
 
@@ -265,6 +266,8 @@ class _Recorder:
         self.config = config
         self.records: dict[str, dict] = {}
         self.results_path: str | None = None
+        # The started target's description; xdist workers send theirs to the controller.
+        self.target_info: dict | None = None
 
     def pytest_runtest_logreport(self, report):
         props = dict(report.user_properties)
@@ -277,26 +280,35 @@ class _Recorder:
         duration = report.duration + (previous["duration_s"] if previous else 0.0)
         self.records[report.nodeid] = results.case_record(report.nodeid, props, duration)
 
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node, error):
+        info = getattr(node, "workeroutput", {}).get("beam_conformance_target")
+        if info and self.target_info is None:
+            self.target_info = info
+
+    def _target_description(self) -> dict:
+        target = targets.create(self.config.getoption("target"), settings_of(self.config))
+        info = dict(self.target_info or target.describe())
+        info["name"] = self.config.getoption("target_name") or target.name
+        return info
+
     def pytest_sessionfinish(self, session, exitstatus):
         if hasattr(self.config, "workerinput"):  # xdist worker: the controller writes the results
+            if self.target_info is not None:
+                self.config.workeroutput["beam_conformance_target"] = self.target_info
             return
         if not self.records or self.config.getoption("no_results"):
             return
         expectations = self.config.stash[_EXPECTATIONS]
         self.results_path = results.write(
             results_dir=self.config.getoption("results_dir"),
-            target=_describe_target(self.config),
+            target=self._target_description(),
             expectations_path=expectations.path,
             records=list(self.records.values()),
             started=self.config.stash[_STARTED],
         )
 
 
-def _describe_target(config) -> dict:
-    target = targets.create(config.getoption("target"), settings_of(config))
-    info = target.describe()
-    info["name"] = config.getoption("target_name") or target.name
-    return info
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):

@@ -16,7 +16,7 @@ from apache_beam.transforms import window
 from apache_beam.transforms.core import RestrictionProvider
 from apache_beam.utils.timestamp import Duration, Timestamp
 
-from conformance.api import GLOBAL, ON_TIME_ONLY, W, capability, check, el, sorted_groups
+from conformance.api import GLOBAL, W, capability, check, el, pane, sorted_groups
 
 
 # --------------------------------------------------------------------------- restriction providers
@@ -183,3 +183,224 @@ def test_split_outputs_group_downstream(runner):
              | beam.GroupByKey() | sorted_groups())
     check(out, [(4, [0, 1, 2, 3]), (6, [0, 1, 2, 3, 4, 5])])
     runner.run(p)
+
+
+# --------------------------------------------------------------------------- self-checkpointing
+
+class CheckpointingOffsets(beam.DoFn):
+    """n -> (n, i) for every offset, claiming at most ``batch`` offsets per call and then
+    deferring the rest of the restriction (a self-checkpoint) with ``delay`` seconds."""
+
+    def __init__(self, batch, delay=None):
+        self.batch = batch
+        self.delay = delay
+
+    def process(self, n, tracker=beam.DoFn.RestrictionParam(CountProvider())):
+        restriction = tracker.current_restriction()
+        pos = restriction.start
+        for _ in range(self.batch):
+            if not tracker.try_claim(pos):
+                return
+            yield n, pos
+            pos += 1
+        if pos < restriction.stop:
+            tracker.defer_remainder(None if self.delay is None else Duration.of(self.delay))
+
+
+@capability("sdf.self_checkpoint")
+def test_checkpoint_with_resume_delay_emits_every_offset_once(runner):
+    # defer_remainder(delay) hands the rest back for resumption: nothing lost, nothing repeated.
+    p = runner.pipeline()
+    check(p | beam.Create([5, 3]) | beam.ParDo(CheckpointingOffsets(batch=2, delay=0.05)), offsets_of(5, 3))
+    runner.run(p)
+
+
+@capability("sdf.self_checkpoint")
+def test_checkpoint_after_every_offset_without_delay(runner):
+    # One position per invocation, resumed immediately: still the whole range exactly once.
+    p = runner.pipeline()
+    check(p | beam.Create([6]) | beam.ParDo(CheckpointingOffsets(batch=1)), offsets_of(6))
+    runner.run(p)
+
+
+@capability("sdf.self_checkpoint")
+def test_resumed_residuals_keep_element_timestamp_and_window(runner):
+    # Outputs produced after a resumption carry the original element's timestamp and window.
+    p = runner.pipeline()
+    out = (p | beam.Create([(4, 21)])
+             | beam.Map(lambda nt: window.TimestampedValue(nt[0], nt[1]))
+             | beam.WindowInto(window.FixedWindows(10))
+             | beam.ParDo(CheckpointingOffsets(batch=1, delay=0.01)))
+    check(out, [el((4, i), 21, W(20, 30)) for i in range(4)])
+    runner.run(p)
+
+
+@capability("sdf.self_checkpoint")
+def test_checkpointed_outputs_sum_once_downstream(runner):
+    # A downstream CombinePerKey sees every offset once: 0 + 1 + ... + (n - 1) per element.
+    p = runner.pipeline()
+    out = (p | beam.Create([10, 7]) | beam.ParDo(CheckpointingOffsets(batch=3, delay=0.01))
+             | beam.CombinePerKey(sum))
+    check(out, [(10, 45), (7, 21)])
+    runner.run(p)
+
+
+# --------------------------------------------------------------------------- watermark estimation
+
+class ManualWatermarkOffsets(beam.DoFn):
+    """n -> (n, i) at timestamp times[i] seconds; after each output the manual watermark is set to
+    that output's timestamp; checkpoints after every ``batch`` outputs."""
+
+    def __init__(self, times, batch=2):
+        self.times = times
+        self.batch = batch
+
+    def process(self, n, tracker=beam.DoFn.RestrictionParam(CountProvider()),
+                estimator=beam.DoFn.WatermarkEstimatorParam(ManualWatermarkEstimator.default_provider())):
+        restriction = tracker.current_restriction()
+        pos = restriction.start
+        for _ in range(self.batch):
+            if not tracker.try_claim(pos):
+                return
+            yield window.TimestampedValue((n, pos), self.times[pos])
+            estimator.set_watermark(Timestamp.of(self.times[pos]))
+            pos += 1
+        if pos < restriction.stop:
+            tracker.defer_remainder(Duration.of(0.01))
+
+
+class MonotonicOffsets(beam.DoFn):
+    """n -> (n, i) at timestamp times[i] seconds, the watermark following the observed timestamps."""
+
+    def __init__(self, times):
+        self.times = times
+
+    def process(self, n, tracker=beam.DoFn.RestrictionParam(CountProvider()),
+                estimator=beam.DoFn.WatermarkEstimatorParam(MonotonicWatermarkEstimator.default_provider())):
+        for pos in claimed_offsets(tracker):
+            yield window.TimestampedValue((n, pos), self.times[pos])
+
+
+@capability("sdf.watermark_estimation")
+def test_manual_watermark_drives_fixed_windows(runner):
+    # Outputs never behind the manual watermark are on time: each Fixed(3) window fires once,
+    # at its end of window, with all of its values.
+    times = [0, 1, 2, 3, 4, 5, 6, 7]
+    p = runner.pipeline()
+    out = (p | beam.Create([8]) | beam.ParDo(ManualWatermarkOffsets(times))
+             | beam.WindowInto(window.FixedWindows(3))
+             | beam.GroupByKey() | sorted_groups())
+    check(out, [el((8, [0, 1, 2]), 2.999, W(0, 3)), el((8, [3, 4, 5]), 5.999, W(3, 6)),
+                el((8, [6, 7]), 8.999, W(6, 9))], label="groups")
+    check(out | beam.Map(lambda kv: kv[0]), [el(8, timestamp=t, pane=pane(timing="ON_TIME"))
+                                             for t in (2.999, 5.999, 8.999)], label="on-time")
+    runner.run(p)
+
+
+@capability("sdf.watermark_estimation")
+def test_manual_watermark_outputs_keep_their_timestamps(runner):
+    # Timestamps set by the SDF are the outputs' timestamps; the element stays in the global window.
+    times = [1, 4, 9, 16]
+    p = runner.pipeline()
+    out = p | beam.Create([4]) | beam.ParDo(ManualWatermarkOffsets(times, batch=1))
+    check(out, [el((4, i), t, GLOBAL) for i, t in enumerate(times)])
+    runner.run(p)
+
+
+@capability("sdf.watermark_estimation")
+def test_monotonic_watermark_drives_sessions(runner):
+    # Monotonically increasing output timestamps 0,1,2,10,11,20 form Sessions(3) [0,5), [10,14), [20,23).
+    times = [0, 1, 2, 10, 11, 20]
+    p = runner.pipeline()
+    out = (p | beam.Create([6]) | beam.ParDo(MonotonicOffsets(times))
+             | beam.WindowInto(window.Sessions(3))
+             | beam.GroupByKey() | sorted_groups())
+    check(out, [el((6, [0, 1, 2]), 4.999, W(0, 5)), el((6, [3, 4]), 13.999, W(10, 14)),
+                el((6, [5]), 22.999, W(20, 23))])
+    runner.run(p)
+
+
+@capability("sdf.watermark_estimation")
+def test_monotonic_watermark_outputs_keep_their_timestamps(runner):
+    # Each output has the timestamp the SDF gave it, and is in the global window.
+    times = [3, 5, 8]
+    p = runner.pipeline()
+    out = p | beam.Create([3]) | beam.ParDo(MonotonicOffsets(times))
+    check(out, [el((3, i), t, GLOBAL) for i, t in enumerate(times)])
+    runner.run(p)
+
+
+# --------------------------------------------------------------------------- bundle finalization
+
+def _touch(path):
+    with open(path, "a") as f:
+        f.write("finalized\n")
+
+
+def wait_for_files(directory, names, timeout=10.0):
+    """The finalized names once all are present (callbacks may run asynchronously), or what was there."""
+    deadline = time.monotonic() + timeout
+    while True:
+        present = set(os.listdir(directory))
+        if names <= present or time.monotonic() > deadline:
+            return present
+        time.sleep(0.05)
+
+
+class FinalizePerElement(beam.DoFn):
+    """Registers, per element, a finalization callback that creates a file named after it."""
+
+    def __init__(self, directory):
+        self.directory = directory
+
+    def process(self, element, finalizer=beam.DoFn.BundleFinalizerParam):
+        path = os.path.join(self.directory, str(element))
+        finalizer.register(lambda: _touch(path))
+        yield element
+
+
+class FinalizeOffsets(beam.DoFn):
+    """A splittable DoFn registering a finalization callback per claimed offset."""
+
+    def __init__(self, directory):
+        self.directory = directory
+
+    # The finalizer comes before the tracker: Beam Python 2.77 mis-assigns a BundleFinalizerParam
+    # declared after a RestrictionParam ("got multiple values for argument 'tracker'").
+    def process(self, n, finalizer=beam.DoFn.BundleFinalizerParam,
+                tracker=beam.DoFn.RestrictionParam(CountProvider(piece=2))):
+        for pos in claimed_offsets(tracker):
+            path = os.path.join(self.directory, f"{n}-{pos}")
+            finalizer.register(lambda path=path: _touch(path))
+            yield n, pos
+
+
+@capability("sdf.bundle_finalization")
+def test_callbacks_run_after_the_bundle_commits(runner, tmp_path):
+    # Every callback registered by a successful bundle is invoked once the bundle is committed.
+    p = runner.pipeline()
+    check(p | beam.Create(["a", "b", "c"]) | beam.ParDo(FinalizePerElement(str(tmp_path))), ["a", "b", "c"])
+    runner.run(p)
+    assert wait_for_files(tmp_path, {"a", "b", "c"}) == {"a", "b", "c"}
+
+
+@capability("sdf.bundle_finalization")
+def test_splittable_dofn_callbacks_cover_every_offset(runner, tmp_path):
+    # Callbacks registered from every split piece of a splittable DoFn are all invoked.
+    p = runner.pipeline()
+    check(p | beam.Create([5, 2]) | beam.ParDo(FinalizeOffsets(str(tmp_path))), offsets_of(5, 2))
+    runner.run(p)
+    expected = {f"{n}-{i}" for n, i in offsets_of(5, 2)}
+    assert wait_for_files(tmp_path, expected) == expected
+
+
+@capability("sdf.bundle_finalization")
+def test_callbacks_after_group_by_key(runner, tmp_path):
+    # Finalization also works in a stage fed by a GroupByKey: one callback per group.
+    p = runner.pipeline()
+    out = (p | beam.Create([("x", 1), ("y", 2), ("x", 3)]) | beam.GroupByKey()
+             | beam.MapTuple(lambda k, vs: f"{k}{sum(vs)}")
+             | beam.ParDo(FinalizePerElement(str(tmp_path))))
+    check(out, ["x4", "y2"])
+    runner.run(p)
+    assert wait_for_files(tmp_path, {"x4", "y2"}) == {"x4", "y2"}

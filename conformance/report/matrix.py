@@ -18,6 +18,10 @@ PASSING = ("passed", "unexpected-pass")
 FAILING = ("failed", "expected-failure", "error")
 
 
+def _cases(n: int) -> str:
+    return f"{n} case" if n == 1 else f"{n} cases"
+
+
 @dataclass
 class Cell:
     """The outcome of a set of cases on one target."""
@@ -50,10 +54,10 @@ class Cell:
     @property
     def qualifier(self) -> str:
         if not self.ran:
-            return "not tested" if not self.skipped else f"{len(self.skipped)} case(s) skipped"
+            return "not tested" if not self.skipped else f"{_cases(len(self.skipped))} skipped"
         if self.verdict == "Yes":
-            return f"all {len(self.ran)} cases pass"
-        return f"{len(self.passing)} of {len(self.ran)} cases pass"
+            return "the only case passes" if len(self.ran) == 1 else f"all {len(self.ran)} cases pass"
+        return f"{len(self.passing)} of {_cases(len(self.ran))} pass"
 
     def note(self) -> str:
         """Why cases fail: known-failure reasons first, else the failing capabilities."""

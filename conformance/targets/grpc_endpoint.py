@@ -103,9 +103,12 @@ class GrpcTarget(Target):
 
     def __init__(self, spec, settings):
         super().__init__(spec, settings)
-        self.endpoint = spec[len("grpc://"):] if spec.startswith("grpc://") else spec
+        # "grpc" alone: the endpoint comes from the job server this session starts.
+        self.endpoint = spec[len("grpc://"):] if spec.startswith("grpc://") else ""
+        if not self.endpoint and not settings.job_server_cmd:
+            raise TargetUnavailable("target grpc needs an endpoint (grpc://HOST:PORT) or --job-server-cmd")
         self.server: JobServerProcess | None = None
-        self.name = "grpc-" + self.endpoint.replace(":", "-")
+        self.name = "grpc-" + self.endpoint.replace(":", "-") if self.endpoint else "grpc"
         # A LOOPBACK worker runs inside this process, so checks confirm in process too.
         self.in_process_worker = settings.environment_type.upper() == "LOOPBACK"
 

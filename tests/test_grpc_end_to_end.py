@@ -1,0 +1,83 @@
+"""The grpc:// target against a real Beam Job API server the session starts on loopback."""
+import json
+import subprocess
+import sys
+import textwrap
+
+JOB_SERVER = f"{sys.executable} -m apache_beam.runners.portability.local_job_service_main --port {{port}}"
+
+CASES = textwrap.dedent('''
+    import apache_beam as beam
+    from apache_beam.transforms import window
+    from conformance.api import W, capability, check, el, sorted_groups
+
+    @capability("gbk.fixed")
+    def test_fixed_windows(runner):
+        p = runner.pipeline()
+        out = (p | beam.Create([("k", 1), ("k", 2), ("k", 12)])
+                 | beam.Map(lambda kv: window.TimestampedValue(kv, kv[1]))
+                 | beam.WindowInto(window.FixedWindows(10)) | beam.GroupByKey() | sorted_groups())
+        check(out, [el(("k", [1, 2]), 9.999, W(0, 10)), el(("k", [12]), 19.999, W(10, 20))])
+        runner.run(p)
+
+    @capability("side_inputs.iterable")
+    def test_side_input(runner):
+        p = runner.pipeline()
+        side = p | "side" >> beam.Create([1, 2, 3])
+        out = p | beam.Create(["a"]) | beam.Map(lambda x, s: (x, sum(s)), s=beam.pvalue.AsIter(side))
+        check(out, [("a", 6)])
+        runner.run(p)
+
+    @capability("metrics.counters")
+    def test_counter(runner):
+        from apache_beam.metrics import Metrics
+        counter = Metrics.counter("e2e", "seen")
+        p = runner.pipeline()
+        _ = p | beam.Create([1, 2, 3]) | beam.Map(lambda x: counter.inc() or x)
+        assert runner.run(p).counter("seen", "e2e") == 3
+
+    @capability("pardo.basic")
+    def test_wrong_on_purpose(runner):
+        p = runner.pipeline()
+        check(p | beam.Create([1, 2]), [1, 2, 3])
+        runner.run(p)
+''')
+
+
+def run(pytester, *args):
+    return pytester.runpytest_subprocess("-p", "no:cacheprovider", "--show-capture=no",
+                                         "--results-dir", str(pytester.path / "out"), *args)
+
+
+def test_cases_run_over_grpc_against_a_job_server_started_for_the_session(pytester):
+    pytester.makepyfile(test_e2e=CASES)
+    result = run(pytester, "--target", "grpc", "--target-name", "local-job-service",
+                 "--job-server-cmd", JOB_SERVER, "--pyargs", "conformance.cases.test_impulse", "test_e2e.py")
+    # Impulse cases and three of ours pass; the deliberately wrong one fails with its diff,
+    # which travelled back from the SDK worker through the job service.
+    assert result.ret == 1, result.stdout.str()[-3000:]
+    out = result.stdout.str()
+    assert "1 missing, 0 unexpected" in out and "missing (expected, not produced) (1):" in out
+    doc = json.loads((pytester.path / "out" / "results-local-job-service.json").read_text())
+    outcomes = {c["id"]: c["outcome"] for c in doc["cases"]}
+    assert outcomes.pop("e2e/wrong_on_purpose") == "failed"
+    assert set(outcomes.values()) == {"passed"} and len(outcomes) == 6, outcomes
+    # The session stopped the job server it started.
+    port = doc["target_info"]["endpoint"].rsplit(":", 1)[1]
+    alive = subprocess.run(["pgrep", "-f", f"local_job_service_main --port {port}"], capture_output=True)
+    assert alive.returncode == 1, alive.stdout
+
+
+def test_unreachable_endpoint_fails_fast_with_a_clear_message(pytester):
+    pytester.makepyfile(test_e2e=CASES)
+    result = run(pytester, "--target", "grpc://127.0.0.1:9", "--job-server-timeout", "2")
+    assert result.ret == 3
+    result.stdout.fnmatch_lines(["*no Beam Job API server answered at 127.0.0.1:9 within 2s*"])
+
+
+def test_a_job_server_that_dies_is_reported_with_its_output(pytester):
+    pytester.makepyfile(test_e2e=CASES)
+    result = run(pytester, "--target", "grpc", "--job-server-timeout", "30", "--job-server-cmd",
+                 f"{sys.executable} -c \"import sys; print('cannot bind {{port}}'); sys.exit(7)\"")
+    assert result.ret == 3
+    result.stdout.fnmatch_lines(["*job server exited with code 7*", "*cannot bind*"])
