@@ -96,6 +96,8 @@ CAPABILITIES = [
     _C("side_inputs.multimap", "Multimap side input", "Side Inputs", "UsesSideInputs"),
     _C("side_inputs.windowed", "Windowed side inputs and window mapping", "Side Inputs", "UsesSideInputs"),
     _C("side_inputs.multiple", "Several side inputs with different coders", "Side Inputs", "UsesSideInputs"),
+    _C("side_inputs.readiness", "A side input computed downstream of a GroupByKey is complete when read",
+       "Side Inputs", "UsesSideInputs"),
     _C("side_inputs.missing_window", "A side window with no data resolves to the default", "Side Inputs", "UsesSideInputs"),
     # GroupByKey
     _C("gbk.global", "GroupByKey in the global window", "GroupByKey", "ValidatesRunner"),

@@ -162,6 +162,15 @@ class Elem:
     window: Any = ANY
     pane: Any = ANY
 
+    def __post_init__(self):
+        # Catch authoring slips (a window passed as the timestamp) before the pipeline runs.
+        if not isinstance(self.timestamp, (_Any, int, float)) and not hasattr(self.timestamp, "micros"):
+            raise TypeError(f"el(): timestamp must be seconds or a Beam Timestamp, not {self.timestamp!r}")
+        if not isinstance(self.window, (_Any, Window)):
+            raise TypeError(f"el(): window must be W(start, end) or GLOBAL, not {self.window!r}")
+        if not isinstance(self.pane, (_Any, Pane)):
+            raise TypeError(f"el(): pane must be pane(...), ON_TIME_ONLY or NO_FIRING, not {self.pane!r}")
+
     def fields(self) -> tuple:
         out = ["value"]
         if not isinstance(self.timestamp, _Any):

@@ -85,3 +85,12 @@ def test_any_survives_pickling_as_the_same_object():
 def test_empty_expectation_against_empty_output():
     assert elements.compare([], []).ok
     assert not elements.compare([], [rec(1)]).ok
+
+
+def test_el_rejects_misplaced_arguments_when_the_case_is_written():
+    with pytest.raises(TypeError, match="timestamp must be seconds"):
+        el("v", W(0, 10))
+    with pytest.raises(TypeError, match="window must be"):
+        el("v", 1.0, (0, 10))
+    with pytest.raises(TypeError, match="pane must be"):
+        el("v", 1.0, GLOBAL, "ON_TIME")

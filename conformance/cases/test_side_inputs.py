@@ -393,7 +393,7 @@ def test_empty_flatten_and_empty_create_side_inputs(runner):
     runner.run(p)
 
 
-@capability("side_inputs.multiple")
+@capability("side_inputs.readiness")
 def test_side_input_computed_after_group_by_key(runner):
     # SEMANTICS 6 readiness: a side input produced late (after a GroupByKey) is complete when read.
     p = runner.pipeline()
@@ -406,7 +406,7 @@ def test_side_input_computed_after_group_by_key(runner):
     runner.run(p)
 
 
-@capability("side_inputs.multiple")
+@capability("side_inputs.readiness")
 def test_side_input_into_main_input_after_group_by_key(runner):
     # Readiness on both sides of a shuffle: main and side inputs both come out of GroupByKeys.
     p = runner.pipeline()
