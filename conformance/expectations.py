@@ -10,9 +10,13 @@ File format (YAML)::
       - capability: triggers          # a capability id, or a whole group
         reason: "..."
         skip: true                    # optional: do not even run (e.g. the runner hangs)
+      - case: "timers/some_case"
+        reason: "fails only in some runs: ..."
+        flaky: true                   # optional: a pass is accepted too (nondeterministic runner bug)
 
 A known failure that fails is reported as an expected failure; one that passes is
-an unexpected pass, which fails the run so the file stays true.
+an unexpected pass, which fails the run so the file stays true (unless it is marked
+flaky: then a pass is reported as passed, with the entry's reason attached).
 """
 from __future__ import annotations
 
@@ -35,6 +39,7 @@ class KnownFailure:
     capability: str | None = None
     issue: str | None = None
     skip: bool = False
+    flaky: bool = False
     source: str = ""
 
     def matches(self, case_id: str, capability_id: str) -> bool:
@@ -98,7 +103,7 @@ def parse(data, source: str = "<data>") -> list[KnownFailure]:
         where = f"{source}: known_failures entry {n}"
         if not isinstance(item, dict):
             raise ExpectationsError(f"{where} must be a mapping")
-        extra = set(item) - {"case", "capability", "reason", "issue", "skip"}
+        extra = set(item) - {"case", "capability", "reason", "issue", "skip", "flaky"}
         if extra:
             raise ExpectationsError(f"{where}: unknown keys {sorted(extra)}")
         case, capability = item.get("case"), item.get("capability")
@@ -111,5 +116,6 @@ def parse(data, source: str = "<data>") -> list[KnownFailure]:
                 and capability not in capabilities.GROUPS:
             raise ExpectationsError(f"{where}: unknown capability {capability!r}")
         entries.append(KnownFailure(reason.strip(), case, capability, item.get("issue"),
-                                    bool(item.get("skip", False)), source))
+                                    bool(item.get("skip", False)), bool(item.get("flaky", False)),
+                                    source))
     return entries

@@ -217,6 +217,8 @@ def pytest_runtest_makereport(item, call):
             report.outcome = "skipped"
             report.wasxfail = f"known failure: {case.known.describe()}"
             kind = "expected-failure"
+        elif case.known is not None and report.passed and case.known.flaky:
+            kind, message = "passed", f"passed this time; known to fail in some runs: {case.known.describe()}"
         elif case.known is not None and report.passed:
             report.outcome = "failed"
             report.longrepr = (f"UNEXPECTED PASS: {case.id} passed but is listed as a known failure "

@@ -62,6 +62,10 @@ class Target:
             args.append("--streaming")
         return args
 
+    def explain_failure(self, error_text: str) -> str | None:
+        """A note for a runner error whose text alone would mislead (None: nothing to add)."""
+        return None
+
     def describe(self) -> dict:
         """Versions and settings recorded with the results."""
         return {
@@ -149,7 +153,9 @@ class CaseRunner:
             diffs = _DIFF.findall(text)
             if diffs:
                 raise CaseFailure("output differs from the Beam model:\n" + "\n".join(dict.fromkeys(diffs))) from None
-            raise CaseFailure(f"the job failed on {self.target.name}:\n{_tail(text)}") from None
+            note = self.target.explain_failure(text)
+            note = f"\n({note})" if note else ""
+            raise CaseFailure(f"the job failed on {self.target.name}:\n{_tail(text)}{note}") from None
         state = str(state)
         if "DONE" not in state:
             raise CaseFailure(f"the job finished in state {state}, not DONE")

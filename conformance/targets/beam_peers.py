@@ -12,6 +12,14 @@ class BeamDirectTarget(Target):
     def runner(self):
         return "DirectRunner"
 
+    def explain_failure(self, error_text: str) -> str | None:
+        # The streaming DirectRunner reports "Monitor task detected a pipeline stall" by raising
+        # a tuple, which Python turns into this TypeError.
+        if "exceptions must derive from BaseException" in error_text:
+            return ("the DirectRunner raises this when it detects a stall: nothing left to run but "
+                    "watermarks incomplete, e.g. a timer or trigger it never fires")
+        return None
+
 
 class BeamFnApiTarget(Target):
     """Beam's FnApiRunner, in process."""
