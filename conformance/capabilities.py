@@ -60,6 +60,8 @@ ROWS = [
     Row("Fixed windows", "where", "Fixed-size, non-overlapping windows."),
     Row("Sliding windows", "where", "Fixed-size, overlapping windows."),
     Row("Session windows", "where", "Merging windows separated by a gap."),
+    Row("Custom windows", "where", "User-defined, non-merging WindowFns."),
+    Row("Custom merging windows", "where", "User-defined WindowFns that merge windows."),
     Row("Timestamp control", "where", "Assigning and combining element timestamps."),
     Row("Event-time triggers", "when", "Firing as the watermark passes the end of a window."),
     Row("Processing-time triggers", "when", "Firing after a delay in processing time."),
@@ -111,7 +113,8 @@ CAPABILITIES = [
     _C("window.global", "Global windowing", "Global windows", "ValidatesRunner"),
     _C("window.rewindow", "Re-windowing an already windowed PCollection", "Fixed windows", "ValidatesRunner"),
     _C("window.timestamp_control", "Assigning element timestamps", "Timestamp control", "ValidatesRunner"),
-    _C("window.custom", "A custom (non-standard) WindowFn", "Fixed windows", "UsesCustomWindowMerging"),
+    _C("window.custom", "A user-defined WindowFn", "Custom windows", "ValidatesRunner"),
+    _C("window.custom_merging", "A user-defined merging WindowFn", "Custom merging windows", "UsesCustomWindowMerging"),
     # Flatten
     _C("flatten.basic", "Flatten of several inputs", "Flatten", "ValidatesRunner"),
     _C("flatten.same_input", "The same PCollection flattened several times", "Flatten", "ValidatesRunner"),
@@ -147,6 +150,8 @@ CAPABILITIES = [
     # Timers
     _C("timers.event_time", "Event-time timers", "Timers", "UsesTimersInParDo"),
     _C("timers.processing_time", "Processing-time timers", "Timers", "UsesProcessingTimeTimers", True),
+    _C("timers.strict_ordering", "Timers of a key fire one at a time in timestamp order", "Timers",
+       "UsesStrictTimerOrdering"),
     _C("timers.families", "Timer families (dynamic timer ids)", "Timers", "UsesTimerMap"),
     _C("timers.looping", "Looping timers", "Timers", "UsesLoopingTimer"),
     _C("timers.clear_reset", "Clearing and resetting timers", "Timers", "UsesTimersInParDo"),
