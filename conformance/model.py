@@ -17,7 +17,8 @@ END_OF_WINDOW, EARLIEST, LATEST = "END_OF_WINDOW", "EARLIEST", "LATEST"
 
 @dataclass(frozen=True, order=True)
 class Interval:
-    """The window [start, end) in ms. Its max timestamp is end - 1 ms (our records are ms-precise)."""
+    """The window [start, end) in ms. Its max timestamp, the latest instant inside it, is end - 1 ms
+    (our records are ms-precise), before the epoch as after it."""
     start: int
     end: int
 
@@ -44,7 +45,6 @@ class Elem(NamedTuple):
 
 class GlobalWindows:
     """Every timestamp belongs to the global window."""
-    merging = False
 
     def assign(self, t: int) -> list:
         return [GLOBAL]
@@ -52,7 +52,6 @@ class GlobalWindows:
 
 class FixedWindows:
     """t belongs to [N*size + offset, (N+1)*size + offset); the offset is normalised into [0, size)."""
-    merging = False
 
     def __init__(self, size: int, offset: int = 0):
         self.size, self.offset = size, offset % size
@@ -66,7 +65,6 @@ class SlidingWindows:
     """t belongs to every [s, s + size) with s on the grid offset + N*period and t - size < s <= t.
 
     The latest start is t - ((t - offset) mod period); windows are listed latest start first."""
-    merging = False
 
     def __init__(self, size: int, period: int, offset: int = 0):
         self.size, self.period, self.offset = size, period, offset % period
@@ -79,7 +77,6 @@ class SlidingWindows:
 class Sessions:
     """t gets the proto-window [t, t + gap); per key, windows that strictly overlap
     (a.end > b.start) merge into their span, transitively; touching windows do not merge."""
-    merging = True
 
     def __init__(self, gap: int):
         self.gap = gap
@@ -124,26 +121,22 @@ def key_identity(key) -> tuple:
 def combine_timestamps(timestamps: list[int], window, timestamp_combiner: str) -> int:
     """The output timestamp of a pane: END_OF_WINDOW -> the window's max timestamp,
     EARLIEST -> the minimum input timestamp, LATEST -> the maximum (no shifting, BEAM-12011)."""
-    if timestamp_combiner == END_OF_WINDOW:
-        return window.max_timestamp
-    if timestamp_combiner == EARLIEST:
-        return min(timestamps)
-    if timestamp_combiner == LATEST:
-        return max(timestamps)
-    raise ValueError(f"unknown timestamp combiner {timestamp_combiner!r}")
+    return {END_OF_WINDOW: window.max_timestamp, EARLIEST: min(timestamps),
+            LATEST: max(timestamps)}[timestamp_combiner]
 
 
 def group_by_key(elems: Iterable[Elem], windowfn, timestamp_combiner: str = END_OF_WINDOW) -> list[Elem]:
     """One output per (encoded key, window) after merging: Elem((key, sorted values), ts, window).
 
-    Merging windowfns merge per key. Every on-time batch group is one pane (first, last, ON_TIME)."""
+    Merging window functions merge per key. An on-time batch group is one pane (first, last, ON_TIME)."""
     by_key: dict = {}
     for e in elems:
         key, value = e.value
         by_key.setdefault(key_identity(key), (key, []))[1].append((value, e.timestamp, e.window))
     out = []
     for key, entries in by_key.values():
-        merged = windowfn.merge(w for _, _, w in entries) if windowfn.merging else {}
+        merge = getattr(windowfn, "merge", None)  # only merging window functions have one
+        merged = merge(w for _, _, w in entries) if merge else {}
         groups: dict = {}
         for value, t, w in entries:
             groups.setdefault(merged.get(w, w), []).append((value, t))

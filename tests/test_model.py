@@ -14,6 +14,9 @@ def test_fixed_windows_with_and_without_offset():
     assert fixed.assign(9) == [Interval(0, 10)]
     assert fixed.assign(10) == [Interval(10, 20)]
     assert fixed.assign(-1) == [Interval(-10, 0)]
+    # Before the epoch the max timestamp is still end - 1, inside the window.
+    assert fixed.assign(-1)[0].max_timestamp == -1
+    assert fixed.assign(fixed.assign(-15)[0].max_timestamp) == [Interval(-20, -10)]
     # Offset 13 normalises to 3: windows [3, 13), [13, 23), ...
     shifted = model.FixedWindows(10, offset=13)
     assert shifted.assign(2) == [Interval(-7, 3)]
