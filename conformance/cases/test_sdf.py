@@ -215,6 +215,20 @@ def test_checkpoint_with_resume_delay_emits_every_offset_once(runner):
     runner.run(p)
 
 
+@beam.DoFn.unbounded_per_element()
+class UnboundedCheckpointingOffsets(CheckpointingOffsets):
+    """The same DoFn declared unbounded per element: its output PCollection is unbounded."""
+
+
+@capability("sdf.self_checkpoint")
+def test_unbounded_per_element_sdf_resumes_until_done(runner):
+    # An SDF declared unbounded is resumed after each checkpoint until its restriction is done.
+    p = runner.pipeline()
+    out = p | beam.Create([4, 2]) | beam.ParDo(UnboundedCheckpointingOffsets(batch=1, delay=0.02))
+    check(out, offsets_of(4, 2))
+    runner.run(p)
+
+
 @capability("sdf.self_checkpoint")
 def test_checkpoint_after_every_offset_without_delay(runner):
     # One position per invocation, resumed immediately: still the whole range exactly once.

@@ -1,0 +1,282 @@
+"""Metrics: counters, distributions and gauges read back from the pipeline result (SEMANTICS 8).
+
+Metrics are reported per step (the transform's full name) and per namespace and name. Attempted
+values include retried work; committed values count every successful bundle once. With no
+failures, both equal the exact totals below. Bundle counts are up to the runner, so values
+written in start_bundle/finish_bundle are checked by relations that hold for any bundling.
+"""
+import apache_beam as beam
+from apache_beam.metrics import Metrics
+from apache_beam.metrics.metric import MetricResults, MetricsFilter
+
+from conformance.api import capability, check, sorted_groups
+
+NS = "conformance.metrics"
+JAVA_INPUT = [5, 8, 13]  # the Java MetricsTest input: sum 26, count 3, min 5, max 13
+
+
+def per_step(result, kind, name, step, namespace=NS, committed=False):
+    """The one value of metric ``name`` reported by ``step`` (matched the way MetricsFilter.with_step
+    matches: as a sub-path of the full step name). Attempted by default, committed on request."""
+    wanted = MetricsFilter().with_name(name).with_namespace(namespace).with_step(step)
+    found = [m for m in result.metrics[kind] if MetricResults.matches(wanted, m.key)]
+    reported = sorted({(m.key.step, m.key.metric.namespace, m.key.metric.name) for m in result.metrics[kind]})
+    assert len(found) == 1, f"expected one {kind[:-1]} {namespace}:{name} at step {step!r}; reported: {reported}"
+    m = found[0]
+    value = m.committed if committed else (m.attempted if m.attempted is not None else m.committed)
+    assert value is not None, f"{namespace}:{name} at {step!r} has no {'committed' if committed else 'attempted'} value"
+    return value
+
+
+def as_tuple(distribution):
+    return distribution.sum, distribution.count, distribution.min, distribution.max
+
+
+class JavaVectorStep(beam.DoFn):
+    """Per element: counter "count" += 1 and distribution "input" <- element, ``times`` times;
+    gauge "my-gauge" <- 12; distribution "bundle" <- 10 in start_bundle and 40 in finish_bundle."""
+
+    def __init__(self, times=1):
+        self.times = times
+        self.count = Metrics.counter(NS, "count")
+        self.input = Metrics.distribution(NS, "input")
+        self.gauge = Metrics.gauge(NS, "my-gauge")
+        self.bundle = Metrics.distribution(NS, "bundle")
+
+    def start_bundle(self):
+        self.bundle.update(10)
+
+    def process(self, element):
+        for _ in range(self.times):
+            self.count.inc()
+            self.input.update(element)
+        self.gauge.set(12)
+        yield element
+
+    def finish_bundle(self):
+        self.bundle.update(40)
+
+
+def java_vector_pipeline(runner):
+    """Create(5, 8, 13) -> MyStep1 (each metric once per element) -> MyStep2 (twice per element)."""
+    p = runner.pipeline()
+    out = (p | beam.Create(JAVA_INPUT)
+             | "MyStep1" >> beam.ParDo(JavaVectorStep(times=1))
+             | "MyStep2" >> beam.ParDo(JavaVectorStep(times=2)))
+    check(out, JAVA_INPUT)
+    return p
+
+
+@capability("metrics.counters")
+def test_counter_counts_processed_elements(runner):
+    # A counter incremented once per element reports the element count.
+    counter = Metrics.counter(NS, "elements")
+
+    def count(x):
+        counter.inc()
+        return x
+
+    p = runner.pipeline()
+    check(p | beam.Create(["a", "b", "c", "d"]) | beam.Map(count), ["a", "b", "c", "d"])
+    result = runner.run(p)
+    assert result.counter("elements", namespace=NS) == 4
+
+
+@capability("metrics.counters")
+def test_java_vector_counter_per_step(runner):
+    # SEMANTICS 8 (Java MetricsTest): counter "count" = 3 at MyStep1 and 6 at MyStep2; 9 in all.
+    result = runner.run(java_vector_pipeline(runner))
+    assert per_step(result, "counters", "count", "MyStep1") == 3
+    assert per_step(result, "counters", "count", "MyStep2") == 6
+    assert result.counter("count", namespace=NS) == 9
+
+
+@capability("metrics.counters")
+def test_counters_in_start_and_finish_bundle(runner):
+    # Counters written in start/finish_bundle are reported: one start and one finish per bundle,
+    # and the per-bundle element counts added in finish_bundle sum to the input size.
+    class CountPerBundle(beam.DoFn):
+        def start_bundle(self):
+            self.seen = 0
+            Metrics.counter(NS, "bundles_started").inc()
+
+        def process(self, x):
+            self.seen += 1
+            yield x
+
+        def finish_bundle(self):
+            Metrics.counter(NS, "bundles_finished").inc()
+            Metrics.counter(NS, "elements_in_bundles").inc(self.seen)
+
+    p = runner.pipeline()
+    check(p | beam.Create(list(range(7))) | beam.ParDo(CountPerBundle()), list(range(7)))
+    result = runner.run(p)
+    started = result.counter("bundles_started", namespace=NS)
+    assert started >= 1
+    assert result.counter("bundles_finished", namespace=NS) == started
+    assert result.counter("elements_in_bundles", namespace=NS) == 7
+
+
+@capability("metrics.counters")
+def test_same_name_in_two_namespaces_is_two_metrics(runner):
+    # Metrics are identified by namespace and name: a namespace filter separates equal names.
+    def counted(namespace):
+        counter = Metrics.counter(namespace, "hits")
+
+        def fn(x):
+            counter.inc()
+            return x
+        return fn
+
+    p = runner.pipeline()
+    values = p | beam.Create([1, 2, 3])
+    check(values | "A" >> beam.Map(counted(NS + ".a")), [1, 2, 3], label="a")
+    check(values | "B" >> beam.Filter(lambda x: x > 1) | "B2" >> beam.Map(counted(NS + ".b")), [2, 3], label="b")
+    result = runner.run(p)
+    assert result.counter("hits", namespace=NS + ".a") == 3
+    assert result.counter("hits", namespace=NS + ".b") == 2
+
+
+@capability("metrics.counters")
+def test_same_name_in_two_steps_reports_each_step(runner):
+    # One namespace and name in two steps: each step reports its own value; they add up.
+    class Hit(beam.DoFn):
+        def __init__(self):
+            self.counter = Metrics.counter(NS, "shared")
+
+        def process(self, x):
+            self.counter.inc()
+            yield x
+
+    p = runner.pipeline()
+    out = (p | beam.Create([("k", 1), ("k", 2), ("j", 3), ("k", 4)])
+             | "BeforeGroup" >> beam.ParDo(Hit())
+             | beam.GroupByKey() | sorted_groups()
+             | "AfterGroup" >> beam.ParDo(Hit()))
+    check(out, [("k", [1, 2, 4]), ("j", [3])])
+    result = runner.run(p)
+    assert per_step(result, "counters", "shared", "BeforeGroup") == 4
+    assert per_step(result, "counters", "shared", "AfterGroup") == 2
+    assert result.counter("shared", namespace=NS) == 6
+
+
+@capability("metrics.counters")
+def test_counter_increments_and_decrements(runner):
+    # inc(n) and dec(n) add up: per element +5 then -2 gives 3 per element.
+    counter = Metrics.counter(NS, "net")
+
+    def adjust(x):
+        counter.inc(5)
+        counter.dec(2)
+        return x
+
+    p = runner.pipeline()
+    check(p | beam.Create([1, 2]) | beam.Map(adjust), [1, 2])
+    result = runner.run(p)
+    assert result.counter("net", namespace=NS) == 6
+
+
+@capability("metrics.counters")
+def test_counter_never_incremented_reports_no_count(runner):
+    # A declared but never incremented counter has no count: absent, or reported as 0, never more.
+    class Declares(beam.DoFn):
+        def __init__(self):
+            self.unused = Metrics.counter(NS, "never")
+            self.used = Metrics.counter(NS, "always")
+
+        def process(self, x):
+            self.used.inc()
+            yield x
+
+    p = runner.pipeline()
+    check(p | beam.Create([1, 2, 3]) | beam.ParDo(Declares()), [1, 2, 3])
+    result = runner.run(p)
+    assert result.counter("always", namespace=NS) == 3
+    never = [m for m in result.metrics["counters"] if m.key.metric.namespace == NS and m.key.metric.name == "never"]
+    assert all((m.attempted or 0) == 0 and (m.committed or 0) == 0 for m in never), never
+
+
+@capability("metrics.distributions")
+def test_java_vector_distribution_per_step(runner):
+    # SEMANTICS 8: distribution "input" = sum 26, count 3, min 5, max 13 at MyStep1; 52/6/5/13 at MyStep2.
+    result = runner.run(java_vector_pipeline(runner))
+    assert as_tuple(per_step(result, "distributions", "input", "MyStep1")) == (26, 3, 5, 13)
+    assert as_tuple(per_step(result, "distributions", "input", "MyStep2")) == (52, 6, 5, 13)
+    assert result.distribution("input", namespace=NS) == (78, 9, 5, 13)
+
+
+@capability("metrics.distributions")
+def test_java_vector_bundle_distribution(runner):
+    # SEMANTICS 8: "bundle" gets 10 in start_bundle and 40 in finish_bundle: min 10, max 40,
+    # and as many 10s as 40s, whatever the bundling.
+    result = runner.run(java_vector_pipeline(runner))
+    for step in ("MyStep1", "MyStep2"):
+        total, count, low, high = as_tuple(per_step(result, "distributions", "bundle", step))
+        assert (low, high) == (10, 40), step
+        assert count >= 2 and count % 2 == 0 and total == 25 * count, (step, total, count)
+
+
+@capability("metrics.distributions")
+def test_distribution_of_negative_and_repeated_values(runner):
+    # A distribution keeps exact sum, count, min and max, including negative and repeated values.
+    dist = Metrics.distribution(NS, "spread")
+
+    def record(x):
+        dist.update(x)
+        return x
+
+    values = [-7, 0, 3, 3, 12]
+    p = runner.pipeline()
+    check(p | beam.Create(values) | beam.Map(record), values)
+    result = runner.run(p)
+    assert result.distribution("spread", namespace=NS) == (11, 5, -7, 12)
+
+
+@capability("metrics.gauges")
+def test_java_vector_gauge(runner):
+    # SEMANTICS 8: gauge "my-gauge" set to 12 reports 12 at each step.
+    result = runner.run(java_vector_pipeline(runner))
+    assert per_step(result, "gauges", "my-gauge", "MyStep1").value == 12
+    assert per_step(result, "gauges", "my-gauge", "MyStep2").value == 12
+    assert result.gauge("my-gauge", namespace=NS) == 12
+
+
+@capability("metrics.gauges")
+def test_gauge_reports_the_last_value_set(runner):
+    # A gauge reports its latest value, not a sum or a maximum: 30 then 7 reports 7.
+    gauge = Metrics.gauge(NS, "latest")
+
+    def set_twice(x):
+        gauge.set(30)
+        gauge.set(7)
+        return x
+
+    p = runner.pipeline()
+    check(p | beam.Create(["only"]) | beam.Map(set_twice), ["only"])
+    result = runner.run(p)
+    assert result.gauge("latest", namespace=NS) == 7
+
+
+@capability("metrics.committed")
+def test_committed_counter_per_step(runner):
+    # SEMANTICS 8: with no retries, committed "count" = 3 at MyStep1 and 6 at MyStep2.
+    result = runner.run(java_vector_pipeline(runner))
+    assert per_step(result, "counters", "count", "MyStep1", committed=True) == 3
+    assert per_step(result, "counters", "count", "MyStep2", committed=True) == 6
+    assert result.counter("count", namespace=NS, committed=True) == 9
+
+
+@capability("metrics.committed")
+def test_committed_distribution_per_step(runner):
+    # SEMANTICS 8: committed "input" = 26/3/5/13 at MyStep1 and 52/6/5/13 at MyStep2.
+    result = runner.run(java_vector_pipeline(runner))
+    assert as_tuple(per_step(result, "distributions", "input", "MyStep1", committed=True)) == (26, 3, 5, 13)
+    assert as_tuple(per_step(result, "distributions", "input", "MyStep2", committed=True)) == (52, 6, 5, 13)
+
+
+@capability("metrics.committed")
+def test_committed_gauge(runner):
+    # SEMANTICS 8: committed gauge "my-gauge" = 12.
+    result = runner.run(java_vector_pipeline(runner))
+    assert per_step(result, "gauges", "my-gauge", "MyStep1", committed=True).value == 12
+    assert result.gauge("my-gauge", namespace=NS, committed=True) == 12

@@ -1,0 +1,680 @@
+"""Timers in a stateful ParDo (SEMANTICS.md, section 7).
+
+Event-time timers fire when the input watermark passes them, per key in timestamp order,
+in the window of the element that set them; their output is stamped with the firing time.
+Setting a timer again overwrites it; clear() cancels it.
+
+What Beam 2.77's Python SDK exposes: TimerSpec(name, TimeDomain.WATERMARK | REAL_TIME),
+@on_timer, timer.set(ts, dynamic_timer_tag=...) / clear(dynamic_timer_tag=...) and
+DoFn.DynamicTimerTagParam (timer families). It has no withOutputTimestamp (event-time
+timers always hold and stamp at their firing time), no OnWindowExpiration and no
+RequiresTimeSortedInput. The last two are Runner API features (ParDoPayload fields
+on_window_expiration_timer_family_spec and requires_time_sorted_input, with their
+pipeline requirements), so their cases set those fields on the submitted pipeline directly.
+"""
+import pytest
+
+import apache_beam as beam
+from apache_beam.coders import coders
+from apache_beam.portability import common_urns
+from apache_beam.testing import test_stream
+from apache_beam.transforms import window
+from apache_beam.transforms.timeutil import TimeDomain
+from apache_beam.transforms.userstate import (BagStateSpec, ReadModifyWriteStateSpec, TimerSpec, on_timer)
+
+from conformance.api import GLOBAL, W, capability, check, el, pane
+
+StateParam = beam.DoFn.StateParam
+TimerParam = beam.DoFn.TimerParam
+KeyParam = beam.DoFn.KeyParam
+WindowParam = beam.DoFn.WindowParam
+TimestampParam = beam.DoFn.TimestampParam
+
+
+def _keyed_input(p, items, label="Input"):
+    """A PCollection of (key, value) pairs from (key, value, timestamp_seconds) triples."""
+    return (p
+            | label >> beam.Create(items)
+            | f"{label}/Stamp" >> beam.Map(lambda kvt: window.TimestampedValue((kvt[0], kvt[1]), kvt[2])))
+
+
+def _secs(ts):
+    return ts.micros / 1_000_000
+
+
+# --------------------------------------------------------------------------- timers.event_time
+
+class _TimerAtValue(beam.DoFn):
+    """Sets an event-time timer at the element's value (seconds); the callback reports key and time."""
+    FIRE = TimerSpec("fire", TimeDomain.WATERMARK)
+
+    def process(self, kv, fire=TimerParam(FIRE)):
+        fire.set(kv[1])
+
+    @on_timer(FIRE)
+    def fired(self, key=KeyParam, ts=TimestampParam):
+        yield key, _secs(ts)
+
+
+@capability("timers.event_time")
+def test_event_time_timer_output_stamped_at_firing_time_in_element_window(runner):
+    # SEMANTICS 7: timer output defaults to the firing time and lies in the window of the element that set it.
+    p = runner.pipeline()
+    out = (_keyed_input(p, [("k", 7, 3), ("k", 17, 14), ("j", 8, 3)])
+           | beam.WindowInto(window.FixedWindows(10))
+           | beam.ParDo(_TimerAtValue()))
+    check(out, [el(("k", 7.0), 7, W(0, 10)), el(("k", 17.0), 17, W(10, 20)), el(("j", 8.0), 8, W(0, 10))])
+    runner.run(p)
+
+
+@capability("timers.event_time")
+def test_event_time_timer_in_global_window(runner):
+    # A timer set in the global window fires at its time, output stamped with it, in the global window.
+    p = runner.pipeline()
+    out = _keyed_input(p, [("k", 100, 5), ("j", 42, 50)]) | beam.ParDo(_TimerAtValue())
+    check(out, [el(("k", 100.0), 100, GLOBAL), el(("j", 42.0), 42, GLOBAL)])
+    runner.run(p)
+
+
+@capability("timers.event_time")
+def test_event_time_timer_within_allowed_lateness(runner):
+    # SEMANTICS 7 (testEventTimeTimerSetWithinAllowedLateness): Fixed(10 s), lateness 10 s, element at 5 s,
+    # timer at 15 s fires with timestamp 15 s, still in window [0,10).
+    p = runner.pipeline()
+    out = (_keyed_input(p, [("k", 15, 5)])
+           | beam.WindowInto(window.FixedWindows(10), allowed_lateness=10)
+           | beam.ParDo(_TimerAtValue()))
+    check(out, [el(("k", 15.0), 15, W(0, 10))])
+    runner.run(p)
+
+
+@capability("timers.event_time")
+def test_timer_received_in_original_sliding_windows(runner):
+    # SEMANTICS 7 (testTimerReceivedInOriginalWindow): an element in three sliding windows sets a timer in
+    # each; each fires in its own window (at that window's max timestamp).
+    class Fn(beam.DoFn):
+        END = TimerSpec("end", TimeDomain.WATERMARK)
+
+        def process(self, kv, end=TimerParam(END), w=WindowParam):
+            end.set(w.max_timestamp())
+
+        @on_timer(END)
+        def at_end(self, w=WindowParam):
+            yield _secs(w.start), _secs(w.end)
+
+    p = runner.pipeline()
+    out = (_keyed_input(p, [("k", 0, 7)])
+           | beam.WindowInto(window.SlidingWindows(15, 5))
+           | beam.ParDo(Fn()))
+    check(out, [el((-5.0, 10.0), 9.999, W(-5, 10)), el((0.0, 15.0), 14.999, W(0, 15)),
+                el((5.0, 20.0), 19.999, W(5, 20))])
+    runner.run(p)
+
+
+@capability("timers.strict_ordering")
+def test_timers_of_a_key_fire_in_timestamp_order(runner):
+    # SEMANTICS 7: the timers of a key fire in timestamp order (set at 30, 10, 20 -> fire 10, 20, 30).
+    class Fn(beam.DoFn):
+        FIRED = ReadModifyWriteStateSpec("fired", coders.VarIntCoder())
+        T_A = TimerSpec("a", TimeDomain.WATERMARK)
+        T_B = TimerSpec("b", TimeDomain.WATERMARK)
+        T_C = TimerSpec("c", TimeDomain.WATERMARK)
+
+        def process(self, kv, a=TimerParam(T_A), b=TimerParam(T_B), c=TimerParam(T_C)):
+            a.set(30)
+            b.set(10)
+            c.set(20)
+
+        def _position(self, fired):
+            n = fired.read() or 0
+            fired.write(n + 1)
+            return n
+
+        @on_timer(T_A)
+        def on_a(self, fired=StateParam(FIRED)):
+            yield "a", self._position(fired)
+
+        @on_timer(T_B)
+        def on_b(self, fired=StateParam(FIRED)):
+            yield "b", self._position(fired)
+
+        @on_timer(T_C)
+        def on_c(self, fired=StateParam(FIRED)):
+            yield "c", self._position(fired)
+
+    p = runner.pipeline()
+    out = _keyed_input(p, [("k", 0, 1)]) | beam.ParDo(Fn())
+    check(out, [el(("b", 0), 10), el(("c", 1), 20), el(("a", 2), 30)])
+    runner.run(p)
+
+
+@capability("timers.event_time")
+def test_two_timers_setting_each_other(runner):
+    # SEMANTICS 7 (testTwoTimersSettingEachOther): t1 and t2 set each other one second apart; the
+    # interleaved firings produce 0..100, each at its own timestamp.
+    class Fn(beam.DoFn):
+        N = ReadModifyWriteStateSpec("n", coders.VarIntCoder())
+        T1 = TimerSpec("t1", TimeDomain.WATERMARK)
+        T2 = TimerSpec("t2", TimeDomain.WATERMARK)
+
+        def process(self, kv, t1=TimerParam(T1)):
+            t1.set(0)
+
+        def _step(self, n_state, ts):
+            n = n_state.read() or 0
+            n_state.write(n + 1)
+            return n, ts + 1 if n < 100 else None
+
+        @on_timer(T1)
+        def on_t1(self, ts=TimestampParam, n=StateParam(N), t2=TimerParam(T2)):
+            value, nxt = self._step(n, ts)
+            if nxt is not None:
+                t2.set(nxt)
+            yield "t1", value
+
+        @on_timer(T2)
+        def on_t2(self, ts=TimestampParam, n=StateParam(N), t1=TimerParam(T1)):
+            value, nxt = self._step(n, ts)
+            if nxt is not None:
+                t1.set(nxt)
+            yield "t2", value
+
+    p = runner.pipeline()
+    out = _keyed_input(p, [("k", 0, 0)]) | beam.ParDo(Fn())
+    check(out, [el(("t1" if i % 2 == 0 else "t2", i), i) for i in range(101)])
+    runner.run(p)
+
+
+@capability("timers.event_time")
+def test_timer_callback_flushes_buffered_state_per_window(runner):
+    # Buffering in state and flushing at window end: one output per key and window, holding its elements.
+    class Fn(beam.DoFn):
+        BUF = BagStateSpec("buf", coders.VarIntCoder())
+        FLUSH = TimerSpec("flush", TimeDomain.WATERMARK)
+
+        def process(self, kv, buf=StateParam(BUF), flush=TimerParam(FLUSH), w=WindowParam):
+            buf.add(kv[1])
+            flush.set(w.max_timestamp())
+
+        @on_timer(FLUSH)
+        def on_flush(self, key=KeyParam, buf=StateParam(BUF)):
+            yield key, sorted(buf.read())
+            buf.clear()
+
+    p = runner.pipeline()
+    data = [("a", 1, 1), ("a", 2, 2), ("a", 3, 13), ("b", 4, 4), ("a", 5, 9)]
+    out = _keyed_input(p, data) | beam.WindowInto(window.FixedWindows(10)) | beam.ParDo(Fn())
+    check(out, [el(("a", [1, 2, 5]), 9.999, W(0, 10)), el(("a", [3]), 19.999, W(10, 20)),
+                el(("b", [4]), 9.999, W(0, 10))])
+    runner.run(p)
+
+
+# --------------------------------------------------------------------------- timers.clear_reset
+
+@capability("timers.clear_reset")
+def test_setting_timer_again_overwrites_it(runner):
+    # SEMANTICS 7 (testEventTimeTimerCanBeReset): setting the same timer twice leaves one firing, at the last time.
+    class Fn(beam.DoFn):
+        FIRE = TimerSpec("fire", TimeDomain.WATERMARK)
+
+        def process(self, kv, fire=TimerParam(FIRE)):
+            fire.set(10)
+            fire.set(kv[1])
+
+        @on_timer(FIRE)
+        def fired(self, key=KeyParam, ts=TimestampParam):
+            yield key, _secs(ts)
+
+    p = runner.pipeline()
+    out = _keyed_input(p, [("k", 20, 1), ("j", 5, 1)]) | beam.ParDo(Fn())
+    check(out, [el(("k", 20.0), 20), el(("j", 5.0), 5)])
+    runner.run(p)
+
+
+@capability("timers.clear_reset")
+def test_timer_reset_by_later_elements_fires_once(runner):
+    # Each element resets the key's timer to (latest element time + 10); it fires once, after all of them.
+    class Fn(beam.DoFn):
+        LATEST = ReadModifyWriteStateSpec("latest", coders.VarIntCoder())
+        SEEN = ReadModifyWriteStateSpec("seen", coders.VarIntCoder())
+        FIRE = TimerSpec("fire", TimeDomain.WATERMARK)
+
+        def process(self, kv, latest=StateParam(LATEST), seen=StateParam(SEEN), fire=TimerParam(FIRE),
+                    ts=TimestampParam):
+            t = max(latest.read() or 0, int(_secs(ts)))
+            latest.write(t)
+            seen.write((seen.read() or 0) + 1)
+            fire.set(t + 10)
+
+        @on_timer(FIRE)
+        def fired(self, key=KeyParam, seen=StateParam(SEEN)):
+            yield key, seen.read()
+
+    p = runner.pipeline()
+    out = _keyed_input(p, [("k", 0, 1), ("k", 0, 5), ("k", 0, 3), ("j", 0, 2)]) | beam.ParDo(Fn())
+    check(out, [el(("k", 3), 15), el(("j", 1), 12)])
+    runner.run(p)
+
+
+@capability("timers.clear_reset")
+def test_cleared_timer_does_not_fire(runner):
+    # SEMANTICS 7: clear() cancels a set timer.
+    class Fn(beam.DoFn):
+        FIRE = TimerSpec("fire", TimeDomain.WATERMARK)
+
+        def process(self, kv, fire=TimerParam(FIRE)):
+            fire.set(10)
+            fire.clear()
+            yield "processed", kv[0]
+
+        @on_timer(FIRE)
+        def fired(self, key=KeyParam):
+            yield "fired", key
+
+    p = runner.pipeline()
+    out = _keyed_input(p, [("k", 0, 1), ("j", 0, 2)]) | beam.ParDo(Fn())
+    check(out, [("processed", "k"), ("processed", "j")])
+    runner.run(p)
+
+
+@capability("timers.clear_reset")
+def test_timer_set_after_clear_fires(runner):
+    # clear() then set(): the later set wins and the timer fires once.
+    class Fn(beam.DoFn):
+        FIRE = TimerSpec("fire", TimeDomain.WATERMARK)
+
+        def process(self, kv, fire=TimerParam(FIRE)):
+            fire.set(10)
+            fire.clear()
+            fire.set(kv[1])
+
+        @on_timer(FIRE)
+        def fired(self, key=KeyParam, ts=TimestampParam):
+            yield key, _secs(ts)
+
+    p = runner.pipeline()
+    out = _keyed_input(p, [("k", 30, 1)]) | beam.ParDo(Fn())
+    check(out, [el(("k", 30.0), 30)])
+    runner.run(p)
+
+
+@capability("timers.strict_ordering")
+def test_timer_cleared_by_an_earlier_timer(runner):
+    # A timer at 20 clears a pending timer at 50 of the same key: only the one at 20 fires.
+    class Fn(beam.DoFn):
+        TARGET = TimerSpec("target", TimeDomain.WATERMARK)
+        CANCEL = TimerSpec("cancel", TimeDomain.WATERMARK)
+
+        def process(self, kv, target=TimerParam(TARGET), cancel=TimerParam(CANCEL)):
+            target.set(50)
+            cancel.set(20)
+
+        @on_timer(CANCEL)
+        def on_cancel(self, key=KeyParam, target=TimerParam(TARGET)):
+            target.clear()
+            yield "cancel", key
+
+        @on_timer(TARGET)
+        def on_target(self, key=KeyParam):
+            yield "target", key
+
+    p = runner.pipeline()
+    out = _keyed_input(p, [("k", 0, 1)]) | beam.ParDo(Fn())
+    check(out, [el(("cancel", "k"), 20)])
+    runner.run(p)
+
+
+@capability("timers.strict_ordering")
+def test_timer_moved_earlier_by_another_timer(runner):
+    # A timer at 20 resets a pending timer at 50 to 30: it fires once, at 30.
+    class Fn(beam.DoFn):
+        TARGET = TimerSpec("target", TimeDomain.WATERMARK)
+        MOVE = TimerSpec("move", TimeDomain.WATERMARK)
+
+        def process(self, kv, target=TimerParam(TARGET), move=TimerParam(MOVE)):
+            target.set(50)
+            move.set(20)
+
+        @on_timer(MOVE)
+        def on_move(self, target=TimerParam(TARGET)):
+            target.set(30)
+
+        @on_timer(TARGET)
+        def on_target(self, key=KeyParam, ts=TimestampParam):
+            yield key, _secs(ts)
+
+    p = runner.pipeline()
+    out = _keyed_input(p, [("k", 0, 1)]) | beam.ParDo(Fn())
+    check(out, [el(("k", 30.0), 30)])
+    runner.run(p)
+
+
+# --------------------------------------------------------------------------- timers.looping
+
+class _Loop(beam.DoFn):
+    """Arms a timer 10 s after the element; each firing re-arms it 10 s later until `value` firings."""
+    N = ReadModifyWriteStateSpec("n", coders.VarIntCoder())
+    BOUND = ReadModifyWriteStateSpec("bound", coders.VarIntCoder())
+    LOOP = TimerSpec("loop", TimeDomain.WATERMARK)
+
+    def process(self, kv, bound=StateParam(BOUND), loop=TimerParam(LOOP), ts=TimestampParam):
+        bound.write(kv[1])
+        loop.set(ts + 10)
+
+    @on_timer(LOOP)
+    def tick(self, key=KeyParam, ts=TimestampParam, n=StateParam(N), bound=StateParam(BOUND),
+             loop=TimerParam(LOOP)):
+        count = (n.read() or 0) + 1
+        n.write(count)
+        if count < bound.read():
+            loop.set(ts + 10)
+        yield key, count
+
+
+@capability("timers.looping")
+def test_looping_timer_rearms_until_bound(runner):
+    # A timer re-arming itself from its callback fires again each time, until the bound (5) stops it.
+    p = runner.pipeline()
+    out = _keyed_input(p, [("k", 5, 0)]) | beam.ParDo(_Loop())
+    check(out, [el(("k", i), 10 * i) for i in range(1, 6)])
+    runner.run(p)
+
+
+@capability("timers.looping")
+def test_looping_timers_of_different_keys_are_independent(runner):
+    # Looping timers of two keys run side by side with their own state and bounds.
+    p = runner.pipeline()
+    out = _keyed_input(p, [("a", 3, 1), ("b", 2, 4)]) | beam.ParDo(_Loop())
+    check(out, [el(("a", 1), 11), el(("a", 2), 21), el(("a", 3), 31), el(("b", 1), 14), el(("b", 2), 24)])
+    runner.run(p)
+
+
+@capability("timers.looping")
+def test_looping_timer_in_fixed_window_stays_in_window(runner):
+    # A loop re-arming every 3 s while the next firing stays inside the window: element at 1 in [0,10)
+    # fires at 4 and 7 (10 would leave the window), every firing in [0,10).
+    class Fn(beam.DoFn):
+        N = ReadModifyWriteStateSpec("n", coders.VarIntCoder())
+        LOOP = TimerSpec("loop", TimeDomain.WATERMARK)
+
+        def process(self, kv, loop=TimerParam(LOOP), ts=TimestampParam):
+            loop.set(ts + 3)
+
+        @on_timer(LOOP)
+        def tick(self, key=KeyParam, ts=TimestampParam, w=WindowParam, n=StateParam(N), loop=TimerParam(LOOP)):
+            count = (n.read() or 0) + 1
+            n.write(count)
+            if ts + 3 < w.end and count < 20:  # the count bound only guards against a runaway loop
+                loop.set(ts + 3)
+            yield key, count
+
+    p = runner.pipeline()
+    out = _keyed_input(p, [("k", 0, 1)]) | beam.WindowInto(window.FixedWindows(10)) | beam.ParDo(Fn())
+    check(out, [el(("k", 1), 4, W(0, 10)), el(("k", 2), 7, W(0, 10))])
+    runner.run(p)
+
+
+# --------------------------------------------------------------------------- timers.families
+
+class _Family(beam.DoFn):
+    """Per element, sets (or, for time None, clears) timers of one family: value = [(tag, time), ...]."""
+    FAMILY = TimerSpec("family", TimeDomain.WATERMARK)
+
+    def process(self, kv, family=TimerParam(FAMILY)):
+        for tag, when in kv[1]:
+            if when is None:
+                family.clear(dynamic_timer_tag=tag)
+            else:
+                family.set(when, dynamic_timer_tag=tag)
+
+    @on_timer(FAMILY)
+    def fired(self, key=KeyParam, tag=beam.DoFn.DynamicTimerTagParam, ts=TimestampParam):
+        yield key, tag, _secs(ts)
+
+
+class _OrderedFamily(_Family):
+    """Like _Family, but each firing also reports how many timers of its key fired before it."""
+    FAMILY = TimerSpec("family", TimeDomain.WATERMARK)
+    FIRED = ReadModifyWriteStateSpec("fired", coders.VarIntCoder())
+
+    def process(self, kv, family=TimerParam(FAMILY)):
+        for tag, when in kv[1]:
+            family.set(when, dynamic_timer_tag=tag)
+
+    @on_timer(FAMILY)
+    def fired(self, key=KeyParam, tag=beam.DoFn.DynamicTimerTagParam, fired=StateParam(FIRED)):
+        n = fired.read() or 0
+        fired.write(n + 1)
+        yield key, tag, n
+
+
+@capability("timers.families")
+def test_timer_family_tags_fire_independently(runner):
+    # Timers of one family with different dynamic tags are independent timers: each fires at its own time.
+    p = runner.pipeline()
+    data = [("k", [("x", 30), ("y", 10), ("z", 20)], 1), ("j", [("x", 15)], 1)]
+    out = _keyed_input(p, data) | beam.ParDo(_Family())
+    check(out, [el(("k", "y", 10.0), 10), el(("k", "z", 20.0), 20), el(("k", "x", 30.0), 30),
+                el(("j", "x", 15.0), 15)])
+    runner.run(p)
+
+
+@capability("timers.strict_ordering")
+def test_timer_family_tags_fire_in_timestamp_order(runner):
+    # SEMANTICS 7: timers of a key fire in timestamp order, across the tags of a family too.
+    p = runner.pipeline()
+    data = [("k", [("x", 30), ("y", 10), ("z", 20)], 1)]
+    out = _keyed_input(p, data) | beam.ParDo(_OrderedFamily())
+    check(out, [el(("k", "y", 0), 10), el(("k", "z", 1), 20), el(("k", "x", 2), 30)])
+    runner.run(p)
+
+
+@capability("timers.families")
+def test_timer_family_reset_and_clear_apply_per_tag(runner):
+    # Re-setting a tag overwrites only that tag's timer; clearing a tag cancels only that tag.
+    p = runner.pipeline()
+    data = [("k", [("x", 10), ("y", 20), ("z", 25), ("x", 40), ("z", None)], 1)]
+    out = _keyed_input(p, data) | beam.ParDo(_Family())
+    check(out, [el(("k", "y", 20.0), 20), el(("k", "x", 40.0), 40)])
+    runner.run(p)
+
+
+# --------------------------------------------------------------------------- timers.output_timestamp
+
+@capability("timers.output_timestamp")
+def test_timer_output_timestamp_defaults_to_firing_time(runner):
+    # SEMANTICS 7: an event-time timer's output timestamp defaults to its firing time: the callback's
+    # timestamp and its outputs' timestamps are the firing time (13), not the setting element's (3).
+    class Fn(beam.DoFn):
+        FIRE = TimerSpec("fire", TimeDomain.WATERMARK)
+
+        def process(self, kv, fire=TimerParam(FIRE)):
+            fire.set(13)
+
+        @on_timer(FIRE)
+        def fired(self, ts=TimestampParam):
+            yield "callback-timestamp", _secs(ts)
+
+    p = runner.pipeline()
+    out = (_keyed_input(p, [("k", 0, 3)])
+           | beam.WindowInto(window.FixedWindows(20))
+           | beam.ParDo(Fn()))
+    check(out, [el(("callback-timestamp", 13.0), 13, W(0, 20))])
+    runner.run(p)
+
+
+@capability("timers.output_timestamp")
+def test_timer_output_keeps_window_for_downstream_grouping(runner):
+    # Timer output stamped 15 in window [0,10) (lateness 10) stays in [0,10): a downstream GroupByKey
+    # groups it with that window's elements, not into [10,20).
+    class Fn(beam.DoFn):
+        FIRE = TimerSpec("fire", TimeDomain.WATERMARK)
+
+        def process(self, kv, fire=TimerParam(FIRE)):
+            fire.set(15)
+            yield kv
+
+        @on_timer(FIRE)
+        def fired(self, key=KeyParam):
+            yield key, "timer"
+
+    p = runner.pipeline()
+    out = (_keyed_input(p, [("k", "elem", 5)])
+           | beam.WindowInto(window.FixedWindows(10), allowed_lateness=10)
+           | beam.ParDo(Fn())
+           | beam.GroupByKey()
+           | beam.MapTuple(lambda k, vs: (k, sorted(vs))))
+    check(out, [el(("k", ["elem", "timer"]), window=W(0, 10))])
+    runner.run(p)
+
+
+@pytest.mark.streaming
+@capability("timers.output_timestamp")
+def test_pending_timer_holds_output_watermark(runner):
+    # SEMANTICS 7: a pending event-time timer holds the output watermark at its output timestamp (8), so its
+    # output is on time for a downstream GroupByKey even though the input watermark jumped to 30 at once.
+    class Fn(beam.DoFn):
+        FIRE = TimerSpec("fire", TimeDomain.WATERMARK)
+
+        def process(self, kv, fire=TimerParam(FIRE)):
+            fire.set(8)
+            yield kv
+
+        @on_timer(FIRE)
+        def fired(self, key=KeyParam):
+            yield key, "timer"
+
+    stream = (test_stream.TestStream()
+              .advance_watermark_to(0)
+              .add_elements([window.TimestampedValue(("k", "elem"), 1)])
+              .advance_watermark_to(30)
+              .advance_watermark_to_infinity())
+    p = runner.pipeline()
+    out = (p | stream
+           | beam.WindowInto(window.FixedWindows(10))
+           | beam.ParDo(Fn())
+           | beam.GroupByKey()
+           | beam.MapTuple(lambda k, vs: (k, sorted(vs))))
+    check(out, [el(("k", ["elem", "timer"]), 9.999, W(0, 10), pane(timing="ON_TIME"))])
+    runner.run(p)
+
+
+# --------------------------------------------------------------------------- timers.processing_time
+
+class _ProcessingTimer(beam.DoFn):
+    """Sets a processing-time timer at the element's value; its callback marks the key as fired."""
+    FIRED = ReadModifyWriteStateSpec("fired", coders.BooleanCoder())
+    PT = TimerSpec("pt", TimeDomain.REAL_TIME)
+
+    def process(self, kv, pt=TimerParam(PT), fired=StateParam(FIRED)):
+        if kv[1] == "probe":
+            yield kv[0], "probe", bool(fired.read())
+        else:
+            pt.set(kv[1])
+
+    @on_timer(PT)
+    def on_pt(self, key=KeyParam, fired=StateParam(FIRED)):
+        fired.write(True)
+        yield key, "fired", True
+
+
+@capability("timers.processing_time")
+def test_processing_time_timer_fires_in_element_window(runner):
+    # A processing-time timer whose time has come (set for processing time 1, clock advanced to 20) fires
+    # once, in the window of the element that set it.
+    stream = (test_stream.TestStream()
+              .advance_watermark_to(0)
+              .add_elements([window.TimestampedValue(("k", 1), 3), window.TimestampedValue(("j", 1), 12)])
+              .advance_processing_time(20)
+              .advance_watermark_to_infinity())
+    p = runner.pipeline()
+    out = p | stream | beam.WindowInto(window.FixedWindows(10)) | beam.ParDo(_ProcessingTimer())
+    check(out, [el(("k", "fired", True), window=W(0, 10)), el(("j", "fired", True), window=W(10, 20))])
+    runner.run(p)
+
+
+@capability("timers.processing_time")
+def test_processing_time_timer_waits_for_processing_time(runner):
+    # A processing-time timer set for processing time 10 (TestStream processing time starts at 0; Python
+    # sets processing-time timers in absolute time) has not fired after advancing 5 s, has after 15 s.
+    stream = (test_stream.TestStream()
+              .advance_watermark_to(0)
+              .add_elements([window.TimestampedValue(("k", 10), 1)])
+              .advance_processing_time(5)
+              .add_elements([window.TimestampedValue(("k", "probe"), 2)])
+              .advance_processing_time(10)
+              .add_elements([window.TimestampedValue(("k", "probe"), 3)])
+              .advance_watermark_to_infinity())
+    p = runner.pipeline()
+    out = p | stream | beam.ParDo(_ProcessingTimer())
+    check(out, [("k", "probe", False), ("k", "fired", True), ("k", "probe", True)])
+    runner.run(p)
+
+
+# --------------------------------------------------------------------------- Runner API level features
+
+class _ParDoWithPayloadFlags(beam.ParDo):
+    """A ParDo whose submitted ParDoPayload carries flags the Python SDK has no API for."""
+
+    def __init__(self, fn, requirement, **payload_fields):
+        super().__init__(fn)
+        self._requirement = requirement
+        self._payload_fields = payload_fields
+
+    def to_runner_api_parameter(self, context, **extra_kwargs):
+        urn, payload = super().to_runner_api_parameter(context, **extra_kwargs)
+        for name, value in self._payload_fields.items():
+            setattr(payload, name, value)
+        context.add_requirement(self._requirement)
+        return urn, payload
+
+
+@capability("timers.time_sorted_input")
+def test_time_sorted_input_delivers_each_key_in_timestamp_order(runner):
+    # SEMANTICS 7 (@RequiresTimeSortedInput): elements of each key reach the DoFn in timestamp order,
+    # whatever order they were created in. (Runner API flag: the Python SDK has no decorator for it.)
+    class Fn(beam.DoFn):
+        SEEN = ReadModifyWriteStateSpec("seen", coders.PickleCoder())
+        REPORT = TimerSpec("report", TimeDomain.WATERMARK)
+
+        def process(self, kv, seen=StateParam(SEEN), report=TimerParam(REPORT)):
+            seen.write((seen.read() or []) + [kv[1]])
+            report.set(1000)
+
+        @on_timer(REPORT)
+        def on_report(self, key=KeyParam, seen=StateParam(SEEN)):
+            yield key, seen.read()
+
+    p = runner.pipeline()
+    data = [("k", v, v) for v in (5, 1, 4, 2, 3)] + [("j", v, v) for v in (9, 7, 8)]
+    out = _keyed_input(p, data) | _ParDoWithPayloadFlags(
+        Fn(), common_urns.requirements.REQUIRES_TIME_SORTED_INPUT.urn, requires_time_sorted_input=True)
+    check(out, [("k", [1, 2, 3, 4, 5]), ("j", [7, 8, 9])])
+    runner.run(p)
+
+
+@capability("timers.on_window_expiration")
+def test_on_window_expiration_runs_once_per_key_and_window_with_state(runner):
+    # SEMANTICS 7 (runOnWindowExpirationSimple): the expiration callback runs once per key and window,
+    # just before the window's state is cleared, and still reads it. (Runner API field
+    # on_window_expiration_timer_family_spec: the Python SDK has no @on_window_expiration.)
+    class Fn(beam.DoFn):
+        COUNT = ReadModifyWriteStateSpec("count", coders.VarIntCoder())
+        EXPIRY = TimerSpec("expiry", TimeDomain.WATERMARK)
+
+        def process(self, kv, count=StateParam(COUNT)):
+            count.write((count.read() or 0) + 1)
+
+        @on_timer(EXPIRY)
+        def expired(self, key=KeyParam, w=WindowParam, count=StateParam(COUNT), unused=TimerParam(EXPIRY)):
+            yield key, _secs(w.start), count.read()
+
+    p = runner.pipeline()
+    data = [("k", 0, 1), ("k", 0, 2), ("k", 0, 12), ("j", 0, 3)]
+    out = (_keyed_input(p, data)
+           | beam.WindowInto(window.FixedWindows(10))
+           | _ParDoWithPayloadFlags(Fn(), common_urns.requirements.REQUIRES_ON_WINDOW_EXPIRATION.urn,
+                                    on_window_expiration_timer_family_spec=Fn.EXPIRY.name))
+    check(out, [el(("k", 0.0, 2), window=W(0, 10)), el(("k", 10.0, 1), window=W(10, 20)),
+                el(("j", 0.0, 1), window=W(0, 10))])
+    runner.run(p)

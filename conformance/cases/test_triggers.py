@@ -1,0 +1,633 @@
+"""Triggers, accumulation modes and PaneInfo (SEMANTICS.md, sections 4 and 5), driven by TestStream.
+
+Each case feeds one key through a TestStream, one element batch per step wherever pane
+contents would otherwise depend on bundling, and moves the watermark and processing time
+explicitly, so every pane (values, timestamp, window, PaneInfo) is fixed by the model.
+
+Model facts the expectations rely on (SEMANTICS 5 and the Runner API):
+- PaneInfo timing follows EARLY* ON_TIME? LATE*: a pane fired before the input watermark
+  passes the window's end is EARLY (nonspeculative index -1), whatever sub-trigger fired
+  it; the first pane once it has passed is ON_TIME; every pane after a non-early pane is
+  LATE. is_first iff index == 0. is_last iff the trigger finished with this pane or the
+  window is garbage-collected (max_timestamp + allowed lateness) with it.
+- When the watermark passes a window's garbage-collection time and its trigger has not
+  finished, the window emits a final pane. A pane emitted as the watermark jumps past the
+  GC time is itself final (apache/beam PR #3429). With allowed lateness 0 the GC time is
+  the end of the window, so the on-time pane is the final pane.
+- The Python SDK declares OnTimeBehavior FIRE_ALWAYS and ClosingBehavior EMIT_ALWAYS on
+  every windowing strategy (transforms/core.py, Windowing.to_runner_api): the ON_TIME pane
+  and the final pane are emitted even with nothing new since the previous firing (empty
+  when discarding), see the discarding_early_fixed transcript and apache/beam#20108.
+- A finished trigger closes its window: later elements for it are dropped.
+- With the END_OF_WINDOW timestamp combiner a pane carries the window's max timestamp.
+"""
+import apache_beam as beam
+from apache_beam.testing import test_stream
+from apache_beam.transforms import trigger, window
+
+from conformance.api import END_OF_GLOBAL_WINDOW, GLOBAL, W, capability, check, el, one_of, pane, sorted_groups
+
+ACCUMULATING = trigger.AccumulationMode.ACCUMULATING
+DISCARDING = trigger.AccumulationMode.DISCARDING
+
+
+def _pipeline(runner):
+    # Python refuses at construction a trigger that may finish (AfterCount, AfterEach, AfterAny
+    # without Repeatedly) because data after it finishes is dropped; these cases test exactly
+    # that behaviour. The flag only affects construction and is not sent to the runner.
+    return runner.pipeline("--allow_unsafe_triggers")
+
+
+def _tv(value, ts, key="k"):
+    """A keyed element with event timestamp ``ts`` (seconds)."""
+    return window.TimestampedValue((key, value), ts)
+
+
+def _one_per_step(stream, items):
+    """Adds each (value, timestamp) as its own TestStream step."""
+    for value, ts in items:
+        stream = stream.add_elements([_tv(value, ts)])
+    return stream
+
+
+def _grouped(p, stream, windowfn, trigger_fn, mode, lateness=0, combiner=None):
+    kwargs = {} if combiner is None else {"timestamp_combiner": combiner}
+    return (p
+            | "Stream" >> stream
+            | "Window" >> beam.WindowInto(windowfn, trigger=trigger_fn, accumulation_mode=mode,
+                                          allowed_lateness=lateness, **kwargs)
+            | "Group" >> beam.GroupByKey()
+            | "Sort" >> sorted_groups())
+
+
+def _early(index, *, last=False):
+    return pane(first=index == 0, last=last, timing="EARLY", index=index, nonspec=-1)
+
+
+def _on_time(index, *, last):
+    return pane(first=index == 0, last=last, timing="ON_TIME", index=index, nonspec=0)
+
+
+def _late(index, nonspec, *, last=False):
+    return pane(first=index == 0, last=last, timing="LATE", index=index, nonspec=nonspec)
+
+
+# --------------------------------------------------------------------------- event time
+
+@capability("triggers.event_time")
+def test_default_trigger_fires_one_final_on_time_pane_per_window(runner):
+    # SEMANTICS 5 transcript fixed_default: watermark 25 fires [0,10){1,2,3} and [10,20){10,11};
+    # with allowed lateness 0 each on-time pane is also the final one.
+    stream = (test_stream.TestStream()
+              .add_elements([_tv(t, t) for t in (1, 2, 3, 10, 11)])
+              .advance_watermark_to(25)
+              .advance_watermark_to_infinity())
+    p = _pipeline(runner)
+    out = _grouped(p, stream, window.FixedWindows(10), trigger.DefaultTrigger(), DISCARDING)
+    check(out, [
+        el(("k", [1, 2, 3]), 9.999, W(0, 10), _on_time(0, last=True)),
+        el(("k", [10, 11]), 19.999, W(10, 20), _on_time(0, last=True)),
+    ])
+    runner.run(p)
+
+
+@capability("triggers.event_time")
+def test_default_trigger_fires_merged_sessions_at_watermark(runner):
+    # Default trigger over Sessions(10): a@1 and b@2 merge into [1,12), c@15 stays alone in
+    # [15,25); one final ON_TIME pane per session when the watermark passes its end.
+    stream = _one_per_step(test_stream.TestStream(), [("a", 1), ("b", 2), ("c", 15)]).advance_watermark_to_infinity()
+    p = _pipeline(runner)
+    out = _grouped(p, stream, window.Sessions(10), trigger.DefaultTrigger(), DISCARDING)
+    check(out, [
+        el(("k", ["a", "b"]), 11.999, W(1, 12), _on_time(0, last=True)),
+        el(("k", ["c"]), 24.999, W(15, 25), _on_time(0, last=True)),
+    ])
+    runner.run(p)
+
+
+@capability("triggers.event_time")
+def test_on_time_pane_fires_even_when_empty_after_early_panes(runner):
+    # SEMANTICS 5 transcript discarding_early_fixed: AfterWatermark(early=AfterCount(2)),
+    # discarding; the ON_TIME pane of [10,20) is emitted with no values (the window saw data,
+    # OnTimeBehavior FIRE_ALWAYS) and, lateness being 0, both on-time panes are final.
+    stream = (test_stream.TestStream()
+              .add_elements([_tv(1, 1), _tv(2, 2)])
+              .add_elements([_tv(4, 4)])
+              .add_elements([_tv(14, 14)])
+              .add_elements([_tv(5, 5)])
+              .add_elements([_tv(18, 18)])
+              .add_elements([_tv(6, 6)])
+              .advance_watermark_to(100)
+              .advance_watermark_to_infinity())
+    p = _pipeline(runner)
+    trig = trigger.AfterWatermark(early=trigger.AfterCount(2))
+    out = _grouped(p, stream, window.FixedWindows(10), trig, DISCARDING)
+    check(out, [
+        el(("k", [1, 2]), 9.999, W(0, 10), _early(0)),
+        el(("k", [4, 5]), 9.999, W(0, 10), _early(1)),
+        el(("k", [14, 18]), 19.999, W(10, 20), _early(0)),
+        el(("k", [6]), 9.999, W(0, 10), _on_time(2, last=True)),
+        el(("k", []), 19.999, W(10, 20), _on_time(1, last=True)),
+    ])
+    runner.run(p)
+
+
+@capability("triggers.event_time")
+def test_early_on_time_and_late_firings_with_final_pane_at_expiry(runner):
+    # AfterWatermark(early=AfterCount(3), late=AfterCount(2)), discarding, lateness 1000
+    # (after Python test_fixed_watermark_with_early_late, one element per step): early abc,
+    # def; on-time gh; late vw, xy; the pending z is the final pane when the window expires.
+    stream = _one_per_step(test_stream.TestStream(), zip("abcdefgh", range(8)))
+    stream = _one_per_step(stream.advance_watermark_to(150), zip("vwxyz", range(5)))
+    stream = stream.advance_watermark_to_infinity()
+    p = _pipeline(runner)
+    trig = trigger.AfterWatermark(early=trigger.AfterCount(3), late=trigger.AfterCount(2))
+    out = _grouped(p, stream, window.FixedWindows(100), trig, DISCARDING, lateness=1000)
+    check(out, [
+        el(("k", ["a", "b", "c"]), 99.999, W(0, 100), _early(0)),
+        el(("k", ["d", "e", "f"]), 99.999, W(0, 100), _early(1)),
+        el(("k", ["g", "h"]), 99.999, W(0, 100), _on_time(2, last=False)),
+        el(("k", ["v", "w"]), 99.999, W(0, 100), _late(3, 1)),
+        el(("k", ["x", "y"]), 99.999, W(0, 100), _late(4, 2)),
+        el(("k", ["z"]), 99.999, W(0, 100), _late(5, 3, last=True)),
+    ])
+    runner.run(p)
+
+
+@capability("triggers.event_time")
+def test_early_and_late_firings_over_merging_sessions(runner):
+    # SEMANTICS 5 transcript early_late_sessions: Sessions(10), AfterWatermark(early=
+    # AfterCount(2), late=AfterCount(3)), accumulating, lateness 100.
+    # PaneInfo describes the firings of one window. Adding 4 merges [1,12) and [3,13) (and
+    # [4,14)) into the new window [1,14), which has never fired, so its first pane is index 0
+    # and is_first, as in the transcript; 5 makes yet another new window [1,15), whose
+    # on-time pane is again index 0. Java's ReduceFnRunner and Python's trigger driver both
+    # drop the pane state of merged-away windows ("not preserved across merges"); the late
+    # elements merge into the existing [1,15), which keeps its pane state (index 1, 2).
+    # The late phase is the one point where Beam's two reference implementations differ:
+    # in the transcript (Python's driver) the late AfterCount(3) fires once all three late
+    # elements are in; Java's AfterWatermark state machine "rewinds" when a late element's
+    # fresh session window merges in (the early phase is still open in one merging window),
+    # so the first late element fires at once and the other two wait for the final pane.
+    # Either way [1,15) is still open at expiry and emits its final pane.
+    stream = (test_stream.TestStream()
+              .add_elements([_tv(1, 1), _tv(2, 2)])
+              .add_elements([_tv(3, 3)])
+              .add_elements([_tv(4, 4)])
+              .add_elements([_tv(5, 5)])
+              .advance_watermark_to(100)
+              .add_elements([_tv(1, 1)])
+              .add_elements([_tv(3, 3), _tv(4, 4)])
+              .advance_watermark_to_infinity())
+    p = _pipeline(runner)
+    trig = trigger.AfterWatermark(early=trigger.AfterCount(2), late=trigger.AfterCount(3))
+    out = _grouped(p, stream, window.Sessions(10), trig, ACCUMULATING, lateness=100)
+    before_late = [
+        el(("k", [1, 2]), 11.999, W(1, 12), _early(0)),
+        el(("k", [1, 2, 3, 4]), 13.999, W(1, 14), _early(0)),
+        el(("k", [1, 2, 3, 4, 5]), 14.999, W(1, 15), _on_time(0, last=False)),
+    ]
+    everything = [1, 1, 2, 3, 3, 4, 4, 5]
+    final = el(("k", everything), 14.999, W(1, 15), _late(2, 2, last=True))
+    check(out, one_of(
+        before_late + [el(("k", everything), 14.999, W(1, 15), _late(1, 1)), final],
+        before_late + [el(("k", [1, 1, 2, 3, 4, 5]), 14.999, W(1, 15), _late(1, 1)), final],
+    ))
+    runner.run(p)
+
+
+@capability("triggers.event_time")
+def test_never_trigger_fires_only_when_window_expires(runner):
+    # SEMANTICS 5: Never fires only at window garbage collection, emitting the final pane;
+    # with lateness 0 that is when the watermark passes the end of the window (ON_TIME).
+    stream = _one_per_step(test_stream.TestStream(), [(1, 1), (2, 2), (12, 12)]).advance_watermark_to_infinity()
+    p = _pipeline(runner)
+    out = _grouped(p, stream, window.FixedWindows(10), trigger._Never(), DISCARDING)
+    check(out, [
+        el(("k", [1, 2]), 9.999, W(0, 10), _on_time(0, last=True)),
+        el(("k", [12]), 19.999, W(10, 20), _on_time(0, last=True)),
+    ])
+    runner.run(p)
+
+
+@capability("triggers.event_time")
+def test_earliest_timestamp_ignores_elements_behind_watermark(runner):
+    # SEMANTICS 4 transcript known_late_data_watermark: watermark 5, inputs 2,3,7,8 with
+    # EARLIEST: 2 and 3 are behind the watermark and cannot hold it, so the pane is at 7.
+    stream = (test_stream.TestStream()
+              .advance_watermark_to(5)
+              .add_elements([_tv(t, t) for t in (2, 3, 7, 8)])
+              .advance_watermark_to(11)
+              .advance_watermark_to_infinity())
+    p = _pipeline(runner)
+    out = _grouped(p, stream, window.FixedWindows(10), trigger.DefaultTrigger(), DISCARDING,
+                   combiner=window.TimestampCombiner.OUTPUT_AT_EARLIEST)
+    check(out, [el(("k", [2, 3, 7, 8]), 7, W(0, 10), _on_time(0, last=True))])
+    runner.run(p)
+
+
+@capability("triggers.event_time")
+def test_earliest_timestamp_falls_back_to_end_of_window_without_hold(runner):
+    # SEMANTICS 4 transcript known_late_data_no_watermark_hold_possible: watermark 8, inputs
+    # 2,3,7 all behind it: no element hold is possible and the pane is at end of window (9.999).
+    stream = (test_stream.TestStream()
+              .advance_watermark_to(8)
+              .add_elements([_tv(t, t) for t in (2, 3, 7)])
+              .advance_watermark_to(11)
+              .advance_watermark_to_infinity())
+    p = _pipeline(runner)
+    out = _grouped(p, stream, window.FixedWindows(10), trigger.DefaultTrigger(), DISCARDING,
+                   combiner=window.TimestampCombiner.OUTPUT_AT_EARLIEST)
+    check(out, [el(("k", [2, 3, 7]), 9.999, W(0, 10), _on_time(0, last=True))])
+    runner.run(p)
+
+
+# --------------------------------------------------------------------------- count
+
+@capability("triggers.count")
+def test_after_count_fires_once_then_finishes(runner):
+    # SEMANTICS 5: AfterCount(2) fires once the pane holds 2 elements and finishes: that
+    # EARLY pane is the last one, and the window drops the later element 3.
+    stream = _one_per_step(test_stream.TestStream(), [(1, 1), (2, 2), (3, 3)]).advance_watermark_to_infinity()
+    p = _pipeline(runner)
+    out = _grouped(p, stream, window.FixedWindows(10), trigger.AfterCount(2), ACCUMULATING)
+    check(out, [el(("k", [1, 2]), 9.999, W(0, 10), _early(0, last=True))])
+    runner.run(p)
+
+
+@capability("triggers.count")
+def test_after_count_never_reached_emits_final_pane_at_expiry(runner):
+    # A window whose AfterCount(3) never fired still emits its contents when it is garbage
+    # collected (the Python FnApiRunner drops this pane, Prism emits it: SEMANTICS, peers).
+    stream = _one_per_step(test_stream.TestStream(), [(1, 1), (2, 2)]).advance_watermark_to_infinity()
+    p = _pipeline(runner)
+    out = _grouped(p, stream, window.FixedWindows(10), trigger.AfterCount(3), ACCUMULATING)
+    check(out, [el(("k", [1, 2]), 9.999, W(0, 10), _on_time(0, last=True))])
+    runner.run(p)
+
+
+@capability("triggers.count")
+def test_after_count_per_key_in_global_window(runner):
+    # Python test_after_count_streaming: AfterCount(3) in the global window fires {1,2,3}
+    # per key and finishes, so A's later 4,5,6 are dropped.
+    stream = (test_stream.TestStream()
+              .add_elements([_tv(v, 0, key="A") for v in (1, 2, 3)])
+              .add_elements([_tv(v, 0, key="A") for v in (4, 5, 6)])
+              .add_elements([_tv(v, 0, key="B") for v in (1, 2, 3)])
+              .advance_watermark_to_infinity())
+    p = _pipeline(runner)
+    out = _grouped(p, stream, window.GlobalWindows(), trigger.AfterCount(3), ACCUMULATING)
+    check(out, [
+        el(("A", [1, 2, 3]), END_OF_GLOBAL_WINDOW, GLOBAL, _early(0, last=True)),
+        el(("B", [1, 2, 3]), END_OF_GLOBAL_WINDOW, GLOBAL, _early(0, last=True)),
+    ])
+    runner.run(p)
+
+
+# --------------------------------------------------------------------------- processing time
+
+@capability("triggers.processing_time")
+def test_early_processing_time_panes_of_window(runner):
+    # Java TestStreamTest.testEarlyPanesOfWindow: Fixed(30 min), early AfterProcessingTime(5 min),
+    # accumulating; each 6-minute processing-time advance fires an early pane (sums 1, 3, 6),
+    # then the watermark fires the final on-time pane {1,2,3}.
+    stream = (test_stream.TestStream()
+              .add_elements([_tv(1, 1)])
+              .advance_processing_time(360)
+              .add_elements([_tv(2, 2)])
+              .advance_processing_time(360)
+              .add_elements([_tv(3, 3)])
+              .advance_processing_time(360)
+              .advance_watermark_to_infinity())
+    p = _pipeline(runner)
+    trig = trigger.AfterWatermark(early=trigger.AfterProcessingTime(300))
+    out = _grouped(p, stream, window.FixedWindows(1800), trig, ACCUMULATING)
+    check(out, [
+        el(("k", [1]), 1799.999, W(0, 1800), _early(0)),
+        el(("k", [1, 2]), 1799.999, W(0, 1800), _early(1)),
+        el(("k", [1, 2, 3]), 1799.999, W(0, 1800), _early(2)),
+        el(("k", [1, 2, 3]), 1799.999, W(0, 1800), _on_time(3, last=True)),
+    ])
+    runner.run(p)
+
+
+@capability("triggers.processing_time")
+def test_after_processing_time_fires_once_then_finishes(runner):
+    # AfterProcessingTime(10) fires 10 s (processing time) after the pane's first element and
+    # finishes (Python test_after_processing_time): {1,2} is final, 3 arrives to a closed window.
+    stream = (test_stream.TestStream()
+              .add_elements([_tv(1, 1)])
+              .advance_processing_time(2)
+              .add_elements([_tv(2, 2)])
+              .advance_processing_time(20)
+              .add_elements([_tv(3, 3)])
+              .advance_processing_time(20)
+              .advance_watermark_to_infinity())
+    p = _pipeline(runner)
+    out = _grouped(p, stream, window.FixedWindows(100), trigger.AfterProcessingTime(10), DISCARDING)
+    check(out, [el(("k", [1, 2]), 99.999, W(0, 100), _early(0, last=True))])
+    runner.run(p)
+
+
+@capability("triggers.processing_time")
+def test_repeatedly_after_processing_time_discarding(runner):
+    # Repeatedly(AfterProcessingTime(5)) re-arms from the first element of each new pane:
+    # {1,2} fires 6 s after 1, {3} fires 6 s after 3; at the end of the window the final
+    # ON_TIME pane is empty (discarding, nothing new; OnTimeBehavior FIRE_ALWAYS).
+    stream = (test_stream.TestStream()
+              .add_elements([_tv(1, 1)])
+              .advance_processing_time(2)
+              .add_elements([_tv(2, 2)])
+              .advance_processing_time(4)
+              .add_elements([_tv(3, 3)])
+              .advance_processing_time(6)
+              .advance_watermark_to_infinity())
+    p = _pipeline(runner)
+    trig = trigger.Repeatedly(trigger.AfterProcessingTime(5))
+    out = _grouped(p, stream, window.FixedWindows(100), trig, DISCARDING)
+    check(out, [
+        el(("k", [1, 2]), 99.999, W(0, 100), _early(0)),
+        el(("k", [3]), 99.999, W(0, 100), _early(1)),
+        el(("k", []), 99.999, W(0, 100), _on_time(2, last=True)),
+    ])
+    runner.run(p)
+
+
+@capability("triggers.processing_time")
+def test_processing_time_firing_after_window_expiry_is_ignored(runner):
+    # Java GroupByKeyTest.testCombiningAccumulatingProcessingTime: the window expires at
+    # watermark 100 (final pane {2,5}, EARLIEST -> 2); its processing-time timer coming due
+    # afterwards must not produce a second output.
+    stream = (test_stream.TestStream()
+              .advance_watermark_to(0)
+              .add_elements([_tv(2, 2), _tv(5, 5)])
+              .advance_watermark_to(100)
+              .advance_processing_time(10)
+              .advance_watermark_to_infinity())
+    p = _pipeline(runner)
+    trig = trigger.Repeatedly(trigger.AfterProcessingTime(10))
+    out = _grouped(p, stream, window.FixedWindows(100), trig, ACCUMULATING,
+                   combiner=window.TimestampCombiner.OUTPUT_AT_EARLIEST)
+    check(out, [el(("k", [2, 5]), 2, W(0, 100), _on_time(0, last=True))])
+    runner.run(p)
+
+
+# --------------------------------------------------------------------------- composite
+
+@capability("triggers.composite")
+def test_after_all_count_and_watermark_over_sessions(runner):
+    # Python test_sessions_after_all: AfterAll(AfterCount(2), AfterWatermark()) on Sessions(10)
+    # fires once, when both children have fired: one pane {a,b,c} for [1,13), final.
+    stream = _one_per_step(test_stream.TestStream(), [("a", 1), ("b", 2), ("c", 3)]).advance_watermark_to_infinity()
+    p = _pipeline(runner)
+    trig = trigger.AfterAll(trigger.AfterCount(2), trigger.AfterWatermark())
+    out = _grouped(p, stream, window.Sessions(10), trig, ACCUMULATING)
+    check(out, [el(("k", ["a", "b", "c"]), 12.999, W(1, 13), _on_time(0, last=True))])
+    runner.run(p)
+
+
+@capability("triggers.composite")
+def test_after_any_fires_with_first_child_and_finishes(runner):
+    # Python test_fixed_after_first: AfterAny(AfterCount(2), AfterWatermark()) fires {a,b}
+    # as soon as the count child fires, and finishes: c is dropped.
+    stream = _one_per_step(test_stream.TestStream(), [("a", 1), ("b", 2), ("c", 3)]).advance_watermark_to_infinity()
+    p = _pipeline(runner)
+    trig = trigger.AfterAny(trigger.AfterCount(2), trigger.AfterWatermark())
+    out = _grouped(p, stream, window.FixedWindows(10), trig, ACCUMULATING)
+    check(out, [el(("k", ["a", "b"]), 9.999, W(0, 10), _early(0, last=True))])
+    runner.run(p)
+
+
+@capability("triggers.composite")
+def test_after_any_watermark_child_finishes_before_late_data(runner):
+    # Python test_fixed_after_first (late data): AfterAny(AfterCount(5), AfterWatermark())
+    # fires the on-time pane {a,b,c} and finishes; x,y,z (within lateness 100) are dropped
+    # because the window is closed.
+    stream = _one_per_step(test_stream.TestStream(), [("a", 1), ("b", 2), ("c", 3)]).advance_watermark_to(50)
+    stream = _one_per_step(stream, [("x", 1), ("y", 2), ("z", 3)]).advance_watermark_to_infinity()
+    p = _pipeline(runner)
+    trig = trigger.AfterAny(trigger.AfterCount(5), trigger.AfterWatermark())
+    out = _grouped(p, stream, window.FixedWindows(10), trig, ACCUMULATING, lateness=100)
+    check(out, [el(("k", ["a", "b", "c"]), 9.999, W(0, 10), _on_time(0, last=True))])
+    runner.run(p)
+
+
+@capability("triggers.composite")
+def test_after_each_runs_children_in_sequence(runner):
+    # AfterEach(AfterCount(2), AfterCount(3)): the first child fires at 2 elements, the second
+    # counts the next 3 and fires at 5; AfterEach then finishes and 6 is dropped.
+    stream = _one_per_step(test_stream.TestStream(), [(t, t) for t in range(1, 7)]).advance_watermark_to_infinity()
+    p = _pipeline(runner)
+    trig = trigger.AfterEach(trigger.AfterCount(2), trigger.AfterCount(3))
+    out = _grouped(p, stream, window.FixedWindows(100), trig, ACCUMULATING)
+    check(out, [
+        el(("k", [1, 2]), 99.999, W(0, 100), _early(0)),
+        el(("k", [1, 2, 3, 4, 5]), 99.999, W(0, 100), _early(1, last=True)),
+    ])
+    runner.run(p)
+
+
+@capability("triggers.composite")
+def test_repeatedly_after_any_count_or_watermark(runner):
+    # SEMANTICS 5 / Python test_repeatedly_after_first: Repeatedly(AfterAny(AfterCount(3),
+    # AfterWatermark())), accumulating: abc, abcdef (count), abcdefg (watermark), then each
+    # late element fires at once (+x, +y, +z); the still-open window emits a final pane.
+    stream = _one_per_step(test_stream.TestStream(), zip("abcdefg", range(7))).advance_watermark_to(200)
+    stream = _one_per_step(stream, zip("xyz", range(3))).advance_watermark_to_infinity()
+    p = _pipeline(runner)
+    trig = trigger.Repeatedly(trigger.AfterAny(trigger.AfterCount(3), trigger.AfterWatermark()))
+    out = _grouped(p, stream, window.FixedWindows(100), trig, ACCUMULATING, lateness=1000)
+    check(out, [
+        el(("k", list("abc")), 99.999, W(0, 100), _early(0)),
+        el(("k", list("abcdef")), 99.999, W(0, 100), _early(1)),
+        el(("k", list("abcdefg")), 99.999, W(0, 100), _on_time(2, last=False)),
+        el(("k", list("abcdefgx")), 99.999, W(0, 100), _late(3, 1)),
+        el(("k", list("abcdefgxy")), 99.999, W(0, 100), _late(4, 2)),
+        el(("k", list("abcdefgxyz")), 99.999, W(0, 100), _late(5, 3)),
+        el(("k", list("abcdefgxyz")), 99.999, W(0, 100), _late(6, 4, last=True)),
+    ])
+    runner.run(p)
+
+
+@capability("triggers.composite")
+def test_repeatedly_after_any_count_or_processing_time(runner):
+    # Repeatedly(AfterAny(AfterCount(2), AfterProcessingTime(5))), discarding: {1,2} fires by
+    # count, {3} by processing time (6 s later); the window's final ON_TIME pane is empty.
+    stream = (test_stream.TestStream()
+              .add_elements([_tv(1, 1)])
+              .add_elements([_tv(2, 2)])
+              .add_elements([_tv(3, 3)])
+              .advance_processing_time(6)
+              .advance_watermark_to_infinity())
+    p = _pipeline(runner)
+    trig = trigger.Repeatedly(trigger.AfterAny(trigger.AfterCount(2), trigger.AfterProcessingTime(5)))
+    out = _grouped(p, stream, window.FixedWindows(100), trig, DISCARDING)
+    check(out, [
+        el(("k", [1, 2]), 99.999, W(0, 100), _early(0)),
+        el(("k", [3]), 99.999, W(0, 100), _early(1)),
+        el(("k", []), 99.999, W(0, 100), _on_time(2, last=True)),
+    ])
+    runner.run(p)
+
+
+# --------------------------------------------------------------------------- accumulation
+
+def _early_on_time_late_stream():
+    # Early pane at 2 elements, on-time pane at watermark 20, late pane after 2 late
+    # elements, and one pending late element for the final pane at expiry.
+    stream = _one_per_step(test_stream.TestStream(), [(1, 1), (2, 2), (3, 3)]).advance_watermark_to(20)
+    return _one_per_step(stream, [(4, 4), (5, 5), (6, 6)]).advance_watermark_to_infinity()
+
+
+_EARLY_LATE_COUNTS = trigger.AfterWatermark(early=trigger.AfterCount(2), late=trigger.AfterCount(2))
+
+
+@capability("triggers.accumulating")
+def test_accumulating_panes_hold_everything_so_far(runner):
+    # SEMANTICS 5: ACCUMULATING panes contain every element of the window seen so far,
+    # including those of earlier panes (same input and trigger as the discarding case).
+    p = _pipeline(runner)
+    out = _grouped(p, _early_on_time_late_stream(), window.FixedWindows(10), _EARLY_LATE_COUNTS,
+                   ACCUMULATING, lateness=50)
+    check(out, [
+        el(("k", [1, 2]), 9.999, W(0, 10), _early(0)),
+        el(("k", [1, 2, 3]), 9.999, W(0, 10), _on_time(1, last=False)),
+        el(("k", [1, 2, 3, 4, 5]), 9.999, W(0, 10), _late(2, 1)),
+        el(("k", [1, 2, 3, 4, 5, 6]), 9.999, W(0, 10), _late(3, 2, last=True)),
+    ])
+    runner.run(p)
+
+
+@capability("triggers.accumulating")
+def test_repeatedly_after_count_accumulating(runner):
+    # Repeatedly(AfterCount(2)), accumulating: {1,2}, {1,2,3,4}, then the final pane at the
+    # end of the window holds all five elements.
+    stream = _one_per_step(test_stream.TestStream(), [(t, t) for t in range(1, 6)]).advance_watermark_to_infinity()
+    p = _pipeline(runner)
+    out = _grouped(p, stream, window.FixedWindows(10), trigger.Repeatedly(trigger.AfterCount(2)), ACCUMULATING)
+    check(out, [
+        el(("k", [1, 2]), 9.999, W(0, 10), _early(0)),
+        el(("k", [1, 2, 3, 4]), 9.999, W(0, 10), _early(1)),
+        el(("k", [1, 2, 3, 4, 5]), 9.999, W(0, 10), _on_time(2, last=True)),
+    ])
+    runner.run(p)
+
+
+@capability("triggers.discarding")
+def test_discarding_panes_hold_only_elements_since_last_firing(runner):
+    # SEMANTICS 5: DISCARDING panes contain only the elements since the previous firing
+    # (same input and trigger as the accumulating case).
+    p = _pipeline(runner)
+    out = _grouped(p, _early_on_time_late_stream(), window.FixedWindows(10), _EARLY_LATE_COUNTS,
+                   DISCARDING, lateness=50)
+    check(out, [
+        el(("k", [1, 2]), 9.999, W(0, 10), _early(0)),
+        el(("k", [3]), 9.999, W(0, 10), _on_time(1, last=False)),
+        el(("k", [4, 5]), 9.999, W(0, 10), _late(2, 1)),
+        el(("k", [6]), 9.999, W(0, 10), _late(3, 2, last=True)),
+    ])
+    runner.run(p)
+
+
+@capability("triggers.discarding")
+def test_repeatedly_after_count_discarding(runner):
+    # Repeatedly(AfterCount(2)), discarding: {1,2}, {3,4}, and the final pane {5}.
+    stream = _one_per_step(test_stream.TestStream(), [(t, t) for t in range(1, 6)]).advance_watermark_to_infinity()
+    p = _pipeline(runner)
+    out = _grouped(p, stream, window.FixedWindows(10), trigger.Repeatedly(trigger.AfterCount(2)), DISCARDING)
+    check(out, [
+        el(("k", [1, 2]), 9.999, W(0, 10), _early(0)),
+        el(("k", [3, 4]), 9.999, W(0, 10), _early(1)),
+        el(("k", [5]), 9.999, W(0, 10), _on_time(2, last=True)),
+    ])
+    runner.run(p)
+
+
+@capability("triggers.discarding")
+def test_discarding_mode_java_vector(runner):
+    # Java TestStreamTest.testDiscardingMode: Fixed(1 s), early AfterCount(2), late Never,
+    # discarding, lateness 5 s: early {firstPane, alsoFirstPane}, on-time {onTimePane}, and
+    # the two late elements only in the final pane at expiry.
+    stream = (test_stream.TestStream()
+              .advance_watermark_to(0)
+              .add_elements([_tv("firstPane", 0.1), _tv("alsoFirstPane", 0.2)])
+              .add_elements([_tv("onTimePane", 0.5)])
+              .advance_watermark_to(1)
+              .add_elements([_tv("finalLatePane", 0.75), _tv("alsoFinalLatePane", 0.25)])
+              .advance_watermark_to_infinity())
+    p = _pipeline(runner)
+    trig = trigger.AfterWatermark(early=trigger.AfterCount(2), late=trigger._Never())
+    out = _grouped(p, stream, window.FixedWindows(1), trig, DISCARDING, lateness=5)
+    check(out, [
+        el(("k", ["alsoFirstPane", "firstPane"]), 0.999, W(0, 1), _early(0)),
+        el(("k", ["onTimePane"]), 0.999, W(0, 1), _on_time(1, last=False)),
+        el(("k", ["alsoFinalLatePane", "finalLatePane"]), 0.999, W(0, 1), _late(2, 1, last=True)),
+    ])
+    runner.run(p)
+
+
+# --------------------------------------------------------------------------- pane info
+
+@capability("triggers.pane_info")
+def test_pane_info_through_early_on_time_late_and_final_panes(runner):
+    # PaneInfo over a window's life: EARLY panes (nonspeculative -1), the ON_TIME pane (even
+    # with nothing new since the last early pane), a LATE pane, and the final pane when the
+    # watermark passes max_timestamp + lateness (39.999 < 50); index counts every firing.
+    stream = _one_per_step(test_stream.TestStream(), [(1, 1), (2, 2)]).advance_watermark_to(15)
+    stream = _one_per_step(stream, [(3, 3), (4, 4), (5, 5)]).advance_watermark_to(50)
+    stream = stream.advance_watermark_to_infinity()
+    p = _pipeline(runner)
+    trig = trigger.AfterWatermark(early=trigger.AfterCount(1), late=trigger.AfterCount(2))
+    out = _grouped(p, stream, window.FixedWindows(10), trig, ACCUMULATING, lateness=30)
+    check(out, [
+        el(("k", [1]), 9.999, W(0, 10), _early(0)),
+        el(("k", [1, 2]), 9.999, W(0, 10), _early(1)),
+        el(("k", [1, 2]), 9.999, W(0, 10), _on_time(2, last=False)),
+        el(("k", [1, 2, 3, 4]), 9.999, W(0, 10), _late(3, 1)),
+        el(("k", [1, 2, 3, 4, 5]), 9.999, W(0, 10), _late(4, 2, last=True)),
+    ])
+    runner.run(p)
+
+
+@capability("triggers.pane_info")
+def test_on_time_pane_after_early_pane_is_last_with_zero_lateness(runner):
+    # With allowed lateness 0 the ON_TIME pane is the final one: first=False (an early pane
+    # fired before), index 1, nonspeculative index 0, last=True.
+    stream = (test_stream.TestStream()
+              .add_elements([_tv(1, 1)])
+              .advance_watermark_to(20)
+              .advance_watermark_to_infinity())
+    p = _pipeline(runner)
+    trig = trigger.AfterWatermark(early=trigger.AfterCount(1))
+    out = _grouped(p, stream, window.FixedWindows(10), trig, ACCUMULATING)
+    check(out, [
+        el(("k", [1]), 9.999, W(0, 10), _early(0)),
+        el(("k", [1]), 9.999, W(0, 10), _on_time(1, last=True)),
+    ])
+    runner.run(p)
+
+
+@capability("triggers.pane_info")
+def test_pane_indices_are_per_key_and_window(runner):
+    # Pane indices count the firings of one key in one window: interleaved keys a and b and
+    # a second window of a each start at index 0 (first) and end with their own final
+    # on-time pane, empty here because early panes already discarded everything.
+    stream = (test_stream.TestStream()
+              .add_elements([_tv(1, 1, key="a")])
+              .add_elements([_tv(2, 2, key="b")])
+              .add_elements([_tv(3, 3, key="a")])
+              .add_elements([_tv(12, 12, key="a")])
+              .advance_watermark_to_infinity())
+    p = _pipeline(runner)
+    trig = trigger.AfterWatermark(early=trigger.AfterCount(1))
+    out = _grouped(p, stream, window.FixedWindows(10), trig, DISCARDING)
+    check(out, [
+        el(("a", [1]), 9.999, W(0, 10), _early(0)),
+        el(("a", [3]), 9.999, W(0, 10), _early(1)),
+        el(("a", []), 9.999, W(0, 10), _on_time(2, last=True)),
+        el(("b", [2]), 9.999, W(0, 10), _early(0)),
+        el(("b", []), 9.999, W(0, 10), _on_time(1, last=True)),
+        el(("a", [12]), 19.999, W(10, 20), _early(0)),
+        el(("a", []), 19.999, W(10, 20), _on_time(1, last=True)),
+    ])
+    runner.run(p)
