@@ -51,12 +51,22 @@ def _report(args) -> int:
     return 0
 
 
+def _target_name(target: str, pytest_args: list[str]) -> str:
+    """The column name pytest will use: --target-name if given, else derived from the target."""
+    for i, arg in enumerate(pytest_args):
+        if arg == "--target-name" and i + 1 < len(pytest_args):
+            return pytest_args[i + 1]
+        if arg.startswith("--target-name="):
+            return arg.split("=", 1)[1]
+    return target.split(":", 1)[0] if target.startswith("grpc") else target
+
+
 def _run(args) -> int:
     """Run the suite once per target (each in its own pytest process), then always write the matrix."""
     os.makedirs(args.results_dir, exist_ok=True)
     worst = 0
     for target in args.target:
-        name = results.slug(target.split(":", 1)[0] if target.startswith("grpc") else target)
+        name = results.slug(_target_name(target, args.pytest_args))
         command = [sys.executable, "-m", "pytest", "--pyargs", "conformance", "--target", target,
                    "--results-dir", args.results_dir, f"--junitxml={args.results_dir}/junit-{name}.xml",
                    "-p", "no:cacheprovider", "--show-capture=no", "--tb=short", "-q"]
@@ -85,7 +95,8 @@ def _targets(_args) -> int:
 def _capabilities(_args) -> int:
     for cap in capabilities.CAPABILITIES:
         flag = " [streaming]" if cap.streaming else ""
-        print(f"{cap.id:<32} {cap.row:<26} {cap.beam_category:<32} {cap.title}{flag}")
+        gap = f" (no case: {cap.untestable})" if cap.untestable else ""
+        print(f"{cap.id:<32} {cap.row:<26} {cap.beam_category:<32} {cap.title}{flag}{gap}")
     return 0
 
 

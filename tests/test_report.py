@@ -96,6 +96,7 @@ def test_markdown_and_json_outputs(tmp_path):
     md = (tmp_path / "capability-matrix.md").read_text()
     assert "| capability | runner-a | runner-b |" in md
     assert "`gbk/sessions`" in md and "no state support" in md
+    assert "## Not covered by the suite" in md and "`state.map`" in md
     js = json.loads((tmp_path / "capability-matrix.json").read_text())
     assert [t["name"] for t in js["targets"]] == ["runner-a", "runner-b"]
     rows = {r["name"]: r for s in js["sections"] for r in s["rows"]}

@@ -44,7 +44,16 @@ def render(matrix: Matrix) -> str:
                 out.append(f"| &nbsp;&nbsp;{_esc(cap.title)} `{cap.id}` | " + " | ".join(cells) + " |")
         out.append("")
     out += _failures(matrix)
+    out += _not_covered()
     return "\n".join(out) + "\n"
+
+
+def _not_covered() -> list[str]:
+    gaps = [c for c in capabilities.CAPABILITIES if c.untestable]
+    if not gaps:
+        return []
+    return ["## Not covered by the suite", ""] + [
+        f"- {_esc(c.title)} `{c.id}` ({c.beam_category}): {_esc(c.untestable)}" for c in gaps] + [""]
 
 
 def _failures(matrix: Matrix) -> list[str]:
