@@ -1,0 +1,29 @@
+"""The committed expectation files stay true: the whole suite, run against each of Beam's own
+runners with its committed known failures, has no regression and no unexpected pass."""
+import json
+import subprocess
+import sys
+
+import pytest
+
+JOB_SERVER = f"{sys.executable} -m apache_beam.runners.portability.local_job_service_main --port {{port}}"
+
+PEERS = {
+    "beam-direct": ["--target", "beam-direct"],
+    "beam-fnapi": ["--target", "beam-fnapi"],
+    "beam-local-job-service": ["--target", "grpc", "--target-name", "beam-local-job-service",
+                               "--job-server-cmd", JOB_SERVER],
+}
+
+
+@pytest.mark.parametrize("peer", sorted(PEERS))
+def test_suite_matches_committed_expectations(peer, tmp_path):
+    command = [sys.executable, "-m", "pytest", "--pyargs", "conformance", *PEERS[peer], "-n", "2",
+               "-p", "no:cacheprovider", "--show-capture=no", "--tb=line", "-q",
+               "--results-dir", str(tmp_path)]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=1500)
+    doc = json.loads((tmp_path / f"results-{peer}.json").read_text())
+    bad = [f"{c['id']}: {c['outcome']}: {c['message'][:300]}" for c in doc["cases"]
+           if c["outcome"] in ("failed", "unexpected-pass", "error")]
+    assert done.returncode == 0 and not bad, "\n".join(bad) or done.stdout[-3000:]
+    assert doc["summary"]["passed"] >= 100, doc["summary"]
