@@ -6,12 +6,7 @@ from apache_beam.transforms import combiners, window
 from apache_beam.transforms.window import TimestampCombiner
 
 from conformance.api import (END_OF_GLOBAL_WINDOW, GLOBAL, ON_TIME_ONLY, W, capability, check, el, satisfies,
-                             sorted_groups)
-
-
-def _stamp_with_value():
-    """(key, t) -> the same pair, timestamped at t seconds."""
-    return beam.Map(lambda kv: window.TimestampedValue(kv, kv[1]))
+                             sorted_groups, stamped_by_value)
 
 
 class MinMaxCount(beam.CombineFn):
@@ -87,7 +82,7 @@ def test_globally_in_fixed_windows_without_defaults(runner):
     # SEMANTICS 4: a windowed CombineGlobally(...).without_defaults() gives one value per non-empty window,
     # stamped at the window's end (END_OF_WINDOW).
     p = runner.pipeline()
-    out = (p | beam.Create([(None, t) for t in (1, 2, 3, 10, 11, 25)]) | _stamp_with_value()
+    out = (p | beam.Create([(None, t) for t in (1, 2, 3, 10, 11, 25)]) | stamped_by_value()
              | beam.Map(lambda kv: kv[1])
              | beam.WindowInto(window.FixedWindows(10))
              | beam.CombineGlobally(sum).without_defaults())
@@ -210,7 +205,7 @@ def test_lifted_combine_in_sessions(runner):
     # SEMANTICS 4: a lifted combine in merging Sessions windows combines across merged windows exactly.
     p = runner.pipeline()
     data = [("foo", 1), ("foo", 4), ("bar", 3), ("foo", 9), ("foo", 11)]
-    out = (p | beam.Create(data) | _stamp_with_value() | beam.WindowInto(window.Sessions(4))
+    out = (p | beam.Create(data) | stamped_by_value() | beam.WindowInto(window.Sessions(4))
              | beam.CombinePerKey(sum))
     check(out, [el(("foo", 5), 7.999, W(1, 8)), el(("bar", 3), 6.999, W(3, 7)), el(("foo", 20), 14.999, W(9, 15))])
     runner.run(p)
@@ -345,7 +340,7 @@ def test_setup_called_before_use_globally(runner):
 def test_setup_called_before_use_in_combine_values_and_windows(runner):
     # setup() precedes use in CombineValues and in a windowed CombinePerKey.
     p = runner.pipeline()
-    kvs = p | beam.Create([("a", 1), ("a", 12), ("b", 3)]) | _stamp_with_value()
+    kvs = p | beam.Create([("a", 1), ("a", 12), ("b", 3)]) | stamped_by_value()
     grouped = kvs | "GBK" >> beam.GroupByKey() | "Values" >> beam.CombineValues(SetupCheckingSum())
     windowed = (kvs | beam.WindowInto(window.FixedWindows(10))
                     | "PerKey" >> beam.CombinePerKey(SetupCheckingSum()))
@@ -360,13 +355,13 @@ _TRANSCRIPT = [("k", t) for t in (1, 2, 3, 10, 11, 25)]
 
 
 def _combine_with(p, combiner):
-    return (p | beam.Create(_TRANSCRIPT) | _stamp_with_value()
+    return (p | beam.Create(_TRANSCRIPT) | stamped_by_value()
               | beam.WindowInto(window.FixedWindows(10), timestamp_combiner=combiner)
               | beam.CombinePerKey(sum))
 
 
 def _group_with(p, combiner):
-    return (p | beam.Create(_TRANSCRIPT) | _stamp_with_value()
+    return (p | beam.Create(_TRANSCRIPT) | stamped_by_value()
               | beam.WindowInto(window.FixedWindows(10), timestamp_combiner=combiner)
               | beam.GroupByKey() | sorted_groups())
 
@@ -430,7 +425,7 @@ def test_gbk_latest_timestamps(runner):
 def test_earliest_in_sliding_windows_is_not_shifted(runner):
     # SEMANTICS 4: sliding-window timestamp shifting is gone; EARLIEST is the plain minimum in every window.
     p = runner.pipeline()
-    out = (p | beam.Create([("k", 1), ("k", 4), ("k", 3)]) | _stamp_with_value()
+    out = (p | beam.Create([("k", 1), ("k", 4), ("k", 3)]) | stamped_by_value()
              | beam.WindowInto(window.SlidingWindows(5, 3), timestamp_combiner=TimestampCombiner.OUTPUT_AT_EARLIEST)
              | beam.GroupByKey() | sorted_groups())
     check(out, [el(("k", [1]), 1, W(-3, 2)), el(("k", [1, 3, 4]), 1, W(0, 5)), el(("k", [3, 4]), 3, W(3, 8))])
@@ -442,7 +437,7 @@ def test_latest_in_merged_sessions(runner):
     # SEMANTICS 4: in a merged session LATEST is the maximum over all merged inputs, EARLIEST the minimum.
     p = runner.pipeline()
     data = [("k", 1), ("k", 4), ("k", 6), ("k", 20)]
-    base = p | beam.Create(data) | _stamp_with_value()
+    base = p | beam.Create(data) | stamped_by_value()
     latest = (base | "Latest" >> beam.WindowInto(window.Sessions(4),
                                                  timestamp_combiner=TimestampCombiner.OUTPUT_AT_LATEST)
                    | "SumLatest" >> beam.CombinePerKey(sum))

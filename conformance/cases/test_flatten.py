@@ -4,12 +4,7 @@ import typing
 import apache_beam as beam
 from apache_beam.transforms import window
 
-from conformance.api import GLOBAL, NO_FIRING, W, capability, check, el, sorted_groups
-
-
-def _stamp_with_value():
-    """(key, t) -> the same pair, timestamped at t seconds."""
-    return beam.Map(lambda kv: window.TimestampedValue(kv, kv[1]))
+from conformance.api import GLOBAL, NO_FIRING, W, capability, check, el, sorted_groups, stamped_by_value
 
 
 # --------------------------------------------------------------------------- basic
@@ -55,9 +50,9 @@ def test_flatten_of_flattens(runner):
 def test_flatten_keeps_timestamps_windows_and_panes(runner):
     # Flatten changes nothing about an element: timestamp, window and (unknown) pane are kept.
     p = runner.pipeline()
-    a = (p | "A" >> beam.Create([("a", 3), ("a", 14)]) | "StampA" >> _stamp_with_value()
+    a = (p | "A" >> beam.Create([("a", 3), ("a", 14)]) | "StampA" >> stamped_by_value()
            | "WinA" >> beam.WindowInto(window.FixedWindows(10)))
-    b = (p | "B" >> beam.Create([("b", 7)]) | "StampB" >> _stamp_with_value()
+    b = (p | "B" >> beam.Create([("b", 7)]) | "StampB" >> stamped_by_value()
            | "WinB" >> beam.WindowInto(window.FixedWindows(10)))
     check((a, b) | beam.Flatten(), [el(("a", 3), 3, W(0, 10), NO_FIRING), el(("a", 14), 14, W(10, 20), NO_FIRING),
                                     el(("b", 7), 7, W(0, 10), NO_FIRING)])
@@ -215,9 +210,9 @@ def test_flatten_of_windowed_inputs_into_gbk(runner):
     # SEMANTICS 3/4: after a Flatten of inputs with the same Fixed windowing, the GBK groups per key and window
     # across inputs.
     p = runner.pipeline()
-    a = (p | "A" >> beam.Create([("k", 1), ("k", 12)]) | "StampA" >> _stamp_with_value()
+    a = (p | "A" >> beam.Create([("k", 1), ("k", 12)]) | "StampA" >> stamped_by_value()
            | "WinA" >> beam.WindowInto(window.FixedWindows(10)))
-    b = (p | "B" >> beam.Create([("k", 5), ("k", 25)]) | "StampB" >> _stamp_with_value()
+    b = (p | "B" >> beam.Create([("k", 5), ("k", 25)]) | "StampB" >> stamped_by_value()
            | "WinB" >> beam.WindowInto(window.FixedWindows(10)))
     out = (a, b) | beam.Flatten() | beam.GroupByKey() | sorted_groups()
     check(out, [el(("k", [1, 5]), 9.999, W(0, 10)), el(("k", [12]), 19.999, W(10, 20)),

@@ -7,12 +7,7 @@ from apache_beam import coders
 from apache_beam.transforms import window
 
 from conformance.api import (END_OF_GLOBAL_WINDOW, GLOBAL, ON_TIME_ONLY, W, capability, check, el,
-                             sorted_groups)
-
-
-def _stamp_with_value():
-    """(key, t) -> the same pair, timestamped at t seconds."""
-    return beam.Map(lambda kv: window.TimestampedValue(kv, kv[1]))
+                             sorted_groups, stamped_by_value)
 
 
 # --------------------------------------------------------------------------- global window
@@ -49,7 +44,7 @@ def test_global_window_output_timestamp_is_end_of_window_not_input(runner):
     # SEMANTICS 4: END_OF_WINDOW (the default) stamps the group at the window's max timestamp,
     # whatever the input timestamps were.
     p = runner.pipeline()
-    out = (p | beam.Create([("k", 5), ("k", 100), ("j", -20)]) | _stamp_with_value()
+    out = (p | beam.Create([("k", 5), ("k", 100), ("j", -20)]) | stamped_by_value()
              | beam.GroupByKey() | sorted_groups())
     check(out, [el(("k", [5, 100]), END_OF_GLOBAL_WINDOW, GLOBAL),
                 el(("j", [-20]), END_OF_GLOBAL_WINDOW, GLOBAL)])
@@ -63,7 +58,7 @@ def test_fixed_windows_group_per_key_and_window(runner):
     # SEMANTICS 4/5: Fixed(10) puts t in [10N, 10N+10); each (key, window) is one ON_TIME pane at the window end.
     p = runner.pipeline()
     data = [("a", 1), ("a", 9), ("b", 5), ("a", 10), ("b", 19), ("a", 25)]
-    out = (p | beam.Create(data) | _stamp_with_value() | beam.WindowInto(window.FixedWindows(10))
+    out = (p | beam.Create(data) | stamped_by_value() | beam.WindowInto(window.FixedWindows(10))
              | beam.GroupByKey() | sorted_groups())
     check(out, [el(("a", [1, 9]), 9.999, W(0, 10), ON_TIME_ONLY),
                 el(("b", [5]), 9.999, W(0, 10), ON_TIME_ONLY),
@@ -78,7 +73,7 @@ def test_fixed_windows_negative_timestamps(runner):
     # SEMANTICS 4: window start = floor(t / size) * size, also below zero: -1 and -10 are in [-10, 0).
     p = runner.pipeline()
     data = [("k", -1.0), ("k", -10.0), ("k", -10.5), ("k", -0.001), ("k", 0.0), ("k", -25.0)]
-    out = (p | beam.Create(data) | _stamp_with_value() | beam.WindowInto(window.FixedWindows(10))
+    out = (p | beam.Create(data) | stamped_by_value() | beam.WindowInto(window.FixedWindows(10))
              | beam.GroupByKey() | sorted_groups())
     check(out, [el(("k", [-25.0]), -20.001, W(-30, -20)),
                 el(("k", [-10.5]), -10.001, W(-20, -10)),
@@ -92,7 +87,7 @@ def test_fixed_windows_with_offset(runner):
     # SEMANTICS 4: Fixed(10, offset 3) windows are [10N+3, 10N+13); 2.999 and 3 fall on either side of a boundary.
     p = runner.pipeline()
     data = [("k", 2.999), ("k", 3.0), ("k", 12.999), ("k", 13.0), ("k", -7.0), ("k", -7.001)]
-    out = (p | beam.Create(data) | _stamp_with_value() | beam.WindowInto(window.FixedWindows(10, offset=3))
+    out = (p | beam.Create(data) | stamped_by_value() | beam.WindowInto(window.FixedWindows(10, offset=3))
              | beam.GroupByKey() | sorted_groups())
     check(out, [el(("k", [-7.001]), -7.001, W(-17, -7)),
                 el(("k", [-7.0, 2.999]), 2.999, W(-7, 3)),
@@ -106,7 +101,7 @@ def test_fixed_windows_offset_is_normalised_into_size(runner):
     # SEMANTICS 4: the offset is normalised into [0, size): offset 13 with size 10 is offset 3.
     p = runner.pipeline()
     data = [("k", 2.0), ("k", 4.0), ("k", 14.0)]
-    out = (p | beam.Create(data) | _stamp_with_value() | beam.WindowInto(window.FixedWindows(10, offset=13))
+    out = (p | beam.Create(data) | stamped_by_value() | beam.WindowInto(window.FixedWindows(10, offset=13))
              | beam.GroupByKey() | sorted_groups())
     check(out, [el(("k", [2.0]), 2.999, W(-7, 3)),
                 el(("k", [4.0]), 12.999, W(3, 13)),
@@ -121,7 +116,7 @@ def test_sliding_windows_java_vector_in_milliseconds(runner):
     # SEMANTICS 4 (Java GBK vector): size 5 ms, period 3 ms: t=1 -> [-3,2),[0,5); t=3,4 -> [0,5),[3,8).
     p = runner.pipeline()
     data = [("k", 0.001), ("k", 0.004), ("k", 0.003)]
-    out = (p | beam.Create(data) | _stamp_with_value()
+    out = (p | beam.Create(data) | stamped_by_value()
              | beam.WindowInto(window.SlidingWindows(size=0.005, period=0.003))
              | beam.GroupByKey() | sorted_groups())
     check(out, [el(("k", [0.001]), 0.001, W(-0.003, 0.002)),
@@ -134,7 +129,7 @@ def test_sliding_windows_java_vector_in_milliseconds(runner):
 def test_sliding_windows_element_goes_to_every_window(runner):
     # SEMANTICS 4: with size 10 and period 2 every element lies in exactly 5 windows, each a separate group.
     p = runner.pipeline()
-    out = (p | beam.Create([("k", 7.5)]) | _stamp_with_value()
+    out = (p | beam.Create([("k", 7.5)]) | stamped_by_value()
              | beam.WindowInto(window.SlidingWindows(size=10, period=2))
              | beam.GroupByKey() | sorted_groups())
     check(out, [el(("k", [7.5]), start + 9.999, W(start, start + 10), ON_TIME_ONLY)
@@ -147,7 +142,7 @@ def test_sliding_windows_with_offset_and_negative_timestamps(runner):
     # SEMANTICS 4: window starts are last_start - k*period with last_start = t - ((t - offset) mod period).
     p = runner.pipeline()
     data = [("k", 0.0), ("k", 7.0), ("k", -4.0)]
-    out = (p | beam.Create(data) | _stamp_with_value()
+    out = (p | beam.Create(data) | stamped_by_value()
              | beam.WindowInto(window.SlidingWindows(size=10, period=5, offset=2))
              | beam.GroupByKey() | sorted_groups())
     # 0 -> [-3,7), [-8,2); 7 -> [7,17), [2,12); -4 -> [-8,2), [-13,-3)
@@ -166,7 +161,7 @@ def test_sessions_java_vector(runner):
     # SEMANTICS 4 (Java GBK vector, gap 4): foo@1,@4 -> [1,8); bar@3 -> [3,7); foo@9 -> [9,13).
     p = runner.pipeline()
     data = [("foo", 1), ("foo", 4), ("bar", 3), ("foo", 9)]
-    out = (p | beam.Create(data) | _stamp_with_value() | beam.WindowInto(window.Sessions(4))
+    out = (p | beam.Create(data) | stamped_by_value() | beam.WindowInto(window.Sessions(4))
              | beam.GroupByKey() | sorted_groups())
     check(out, [el(("foo", [1, 4]), 7.999, W(1, 8), ON_TIME_ONLY),
                 el(("bar", [3]), 6.999, W(3, 7), ON_TIME_ONLY),
@@ -178,7 +173,7 @@ def test_sessions_java_vector(runner):
 def test_sessions_touching_windows_do_not_merge(runner):
     # SEMANTICS 4: sessions merge only on strict overlap; [1,5) and [5,9) touch and stay apart.
     p = runner.pipeline()
-    out = (p | beam.Create([("k", 1), ("k", 5)]) | _stamp_with_value() | beam.WindowInto(window.Sessions(4))
+    out = (p | beam.Create([("k", 1), ("k", 5)]) | stamped_by_value() | beam.WindowInto(window.Sessions(4))
              | beam.GroupByKey() | sorted_groups())
     check(out, [el(("k", [1]), 4.999, W(1, 5)), el(("k", [5]), 8.999, W(5, 9))])
     runner.run(p)
@@ -188,7 +183,7 @@ def test_sessions_touching_windows_do_not_merge(runner):
 def test_sessions_overlapping_by_one_millisecond_merge(runner):
     # SEMANTICS 4: [0,4) and [3.999,7.999) overlap by 1 ms, so they merge into their span.
     p = runner.pipeline()
-    out = (p | beam.Create([("k", 0.0), ("k", 3.999)]) | _stamp_with_value()
+    out = (p | beam.Create([("k", 0.0), ("k", 3.999)]) | stamped_by_value()
              | beam.WindowInto(window.Sessions(4))
              | beam.GroupByKey() | sorted_groups())
     check(out, [el(("k", [0.0, 3.999]), 7.998, W(0, 7.999))])
@@ -201,7 +196,7 @@ def test_sessions_merge_bridging_several_sessions(runner):
     p = runner.pipeline()
     # 0 -> [0,4), 6 -> [6,10), 12 -> [12,16) are apart; 3 bridges the first two, 9 the last two.
     data = [("k", 0), ("k", 6), ("k", 12), ("k", 3), ("k", 9), ("k", 30)]
-    out = (p | beam.Create(data) | _stamp_with_value() | beam.WindowInto(window.Sessions(4))
+    out = (p | beam.Create(data) | stamped_by_value() | beam.WindowInto(window.Sessions(4))
              | beam.GroupByKey() | sorted_groups())
     check(out, [el(("k", [0, 3, 6, 9, 12]), 15.999, W(0, 16)), el(("k", [30]), 33.999, W(30, 34))])
     runner.run(p)
@@ -212,7 +207,7 @@ def test_sessions_merge_per_key_only(runner):
     # SEMANTICS 4: session merging happens within one key; another key's overlapping window is untouched.
     p = runner.pipeline()
     data = [("a", 0), ("b", 2), ("a", 3), ("b", 10), ("c", 5)]
-    out = (p | beam.Create(data) | _stamp_with_value() | beam.WindowInto(window.Sessions(4))
+    out = (p | beam.Create(data) | stamped_by_value() | beam.WindowInto(window.Sessions(4))
              | beam.GroupByKey() | sorted_groups())
     check(out, [el(("a", [0, 3]), 6.999, W(0, 7)),
                 el(("b", [2]), 5.999, W(2, 6)),

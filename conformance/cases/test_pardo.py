@@ -13,15 +13,11 @@ from apache_beam.transforms import window
 from apache_beam.utils.timestamp import Timestamp
 from apache_beam.utils.windowed_value import PaneInfoTiming, WindowedValue
 
-from conformance.api import (GLOBAL, MIN_TIMESTAMP, NO_FIRING, W, capability, check, el, satisfies)
+from conformance.api import (GLOBAL, MIN_TIMESTAMP, NO_FIRING, W, capability, check, el, satisfies,
+                             value_at_time)
 
 _TIMING = {PaneInfoTiming.EARLY: "EARLY", PaneInfoTiming.ON_TIME: "ON_TIME",
            PaneInfoTiming.LATE: "LATE", PaneInfoTiming.UNKNOWN: "UNKNOWN"}
-
-
-def _stamped():
-    """(value, timestamp seconds) -> value at that timestamp."""
-    return "Stamp" >> beam.Map(lambda vt: window.TimestampedValue(vt[0], vt[1]))
 
 
 # ---------------------------------------------------------------------------
@@ -189,7 +185,7 @@ class _TagWithTimestamps(beam.DoFn):
 def test_tagged_outputs_carry_timestamps_and_windows(runner):
     # Tagged outputs keep the input's window; TimestampedValue sets their timestamp; main keeps the input's.
     p = runner.pipeline()
-    res = (p | beam.Create([(1, 2), (2, 13)]) | _stamped()
+    res = (p | beam.Create([(1, 2), (2, 13)]) | value_at_time()
              | beam.WindowInto(window.FixedWindows(10))
              | beam.ParDo(_TagWithTimestamps()).with_outputs("shifted", main="main"))
     check(res.main, [el(1, 2, W(0, 10)), el(2, 13, W(10, 20))], label="main")
@@ -209,7 +205,7 @@ class _SeeTimestamp(beam.DoFn):
 def test_timestamp_param_sees_element_timestamp(runner):
     # DoFn.TimestampParam is the element's event timestamp; outputs inherit it.
     p = runner.pipeline()
-    out = p | beam.Create([("a", 5), ("b", 12.5), ("c", -3)]) | _stamped() | beam.ParDo(_SeeTimestamp())
+    out = p | beam.Create([("a", 5), ("b", 12.5), ("c", -3)]) | value_at_time() | beam.ParDo(_SeeTimestamp())
     check(out, [el(("a", 5.0), 5), el(("b", 12.5), 12.5), el(("c", -3.0), -3)])
     runner.run(p)
 
@@ -234,7 +230,7 @@ class _SeeWindow(beam.DoFn):
 def test_window_param_in_fixed_windows(runner):
     # DoFn.WindowParam is the element's fixed window [N*size, (N+1)*size).
     p = runner.pipeline()
-    out = (p | beam.Create([("a", 1), ("b", 9.999), ("c", 10), ("d", -1)]) | _stamped()
+    out = (p | beam.Create([("a", 1), ("b", 9.999), ("c", 10), ("d", -1)]) | value_at_time()
              | beam.WindowInto(window.FixedWindows(10)) | beam.ParDo(_SeeWindow()))
     check(out, [el(("a", 0.0, 10.0), 1, W(0, 10)), el(("b", 0.0, 10.0), 9.999, W(0, 10)),
                 el(("c", 10.0, 20.0), 10, W(10, 20)), el(("d", -10.0, 0.0), -1, W(-10, 0))])
@@ -246,7 +242,7 @@ def test_window_param_sliding_processes_once_per_window(runner):
     # An element in several sliding windows is processed once per window when WindowParam is used.
     # SEMANTICS 4: Sliding(10, 5): t=7 -> [5,15), [0,10); t=10 -> [10,20), [5,15).
     p = runner.pipeline()
-    out = (p | beam.Create([("a", 7), ("b", 10)]) | _stamped()
+    out = (p | beam.Create([("a", 7), ("b", 10)]) | value_at_time()
              | beam.WindowInto(window.SlidingWindows(10, 5)) | beam.ParDo(_SeeWindow()))
     check(out, [el(("a", 5.0, 15.0), 7, W(5, 15)), el(("a", 0.0, 10.0), 7, W(0, 10)),
                 el(("b", 10.0, 20.0), 10, W(10, 20)), el(("b", 5.0, 15.0), 10, W(5, 15))])
@@ -257,7 +253,7 @@ def test_window_param_sliding_processes_once_per_window(runner):
 def test_sliding_windows_without_window_param_output_in_every_window(runner):
     # Without WindowParam the output still lands in every window of its input (SEMANTICS 4).
     p = runner.pipeline()
-    out = (p | beam.Create([("a", 7)]) | _stamped()
+    out = (p | beam.Create([("a", 7)]) | value_at_time()
              | beam.WindowInto(window.SlidingWindows(10, 5)) | beam.Map(lambda x: x.upper()))
     check(out, [el("A", 7, W(5, 15)), el("A", 7, W(0, 10))])
     runner.run(p)
@@ -267,7 +263,7 @@ def test_sliding_windows_without_window_param_output_in_every_window(runner):
 def test_timestamped_value_output_keeps_its_timestamp(runner):
     # A TimestampedValue output carries the new timestamp; the window stays the input's window.
     p = runner.pipeline()
-    out = (p | beam.Create([("a", 1), ("b", 21)]) | _stamped()
+    out = (p | beam.Create([("a", 1), ("b", 21)]) | value_at_time()
              | beam.WindowInto(window.FixedWindows(10))
              | beam.Map(lambda x, ts=beam.DoFn.TimestampParam: window.TimestampedValue(x, ts + 2.5)))
     check(out, [el("a", 3.5, W(0, 10)), el("b", 23.5, W(20, 30))], label="shifted")
@@ -285,7 +281,7 @@ class _SeePane(beam.DoFn):
 def test_pane_param_is_unknown_pane_without_gbk(runner):
     # SEMANTICS 5: elements no GroupByKey produced carry the unknown pane (0x0F: first, last, UNKNOWN, 0, 0).
     p = runner.pipeline()
-    out = (p | beam.Create([("a", 1), ("b", 15)]) | _stamped()
+    out = (p | beam.Create([("a", 1), ("b", 15)]) | value_at_time()
              | beam.WindowInto(window.FixedWindows(10)) | beam.ParDo(_SeePane()))
     check(out, [("a", True, True, "UNKNOWN", 0, 0), ("b", True, True, "UNKNOWN", 0, 0)])
     runner.run(p)
@@ -378,7 +374,7 @@ def test_finish_bundle_output_into_interval_windows(runner):
         return True
 
     p = runner.pipeline()
-    out = (p | beam.Create([(1, 1), (2, 5), (3, 9), (4, 10), (5, 31), (6, 39)]) | _stamped()
+    out = (p | beam.Create([(1, 1), (2, 5), (3, 9), (4, 10), (5, 31), (6, 39)]) | value_at_time()
              | beam.WindowInto(window.FixedWindows(10)) | beam.ParDo(_CountPerWindowInFinishBundle()))
     check(out, satisfies(predicate, "per-window counts 3, 1, 2 at each window's max timestamp"))
     runner.run(p)

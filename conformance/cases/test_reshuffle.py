@@ -3,13 +3,8 @@ import apache_beam as beam
 from apache_beam.transforms import window
 from apache_beam.transforms.util import ReshufflePerKey
 
-from conformance.api import (END_OF_GLOBAL_WINDOW, GLOBAL, MIN_TIMESTAMP, NO_FIRING, ON_TIME_ONLY, W, capability,
-                             check, el, sorted_groups)
-
-
-def _stamp_with_value():
-    """(key, t) -> the same pair, timestamped at t seconds."""
-    return beam.Map(lambda kv: window.TimestampedValue(kv, kv[1]))
+from conformance.api import (END_OF_GLOBAL_WINDOW, GLOBAL, MIN_TIMESTAMP, NO_FIRING, ON_TIME_ONLY, W,
+                             capability, check, el, sorted_groups, stamped_by_value)
 
 
 @capability("reshuffle")
@@ -35,7 +30,7 @@ def test_reshuffle_keeps_timestamps_in_global_window(runner):
     # Reshuffle keeps assigned timestamps, negative and large, in the global window.
     p = runner.pipeline()
     data = [("a", -5.5), ("b", 0), ("c", 3.25), ("d", 1e9)]
-    out = p | beam.Create(data) | _stamp_with_value() | beam.Reshuffle()
+    out = p | beam.Create(data) | stamped_by_value() | beam.Reshuffle()
     check(out, [el(kv, kv[1], GLOBAL) for kv in data])
     runner.run(p)
 
@@ -45,7 +40,7 @@ def test_reshuffle_keeps_fixed_windows(runner):
     # Reshuffle of windowed data keeps each element's timestamp and window (the windowing is restored).
     p = runner.pipeline()
     data = [("a", 1), ("b", 12), ("c", -3)]
-    out = (p | beam.Create(data) | _stamp_with_value() | beam.WindowInto(window.FixedWindows(10)) | beam.Reshuffle())
+    out = (p | beam.Create(data) | stamped_by_value() | beam.WindowInto(window.FixedWindows(10)) | beam.Reshuffle())
     check(out, [el(("a", 1), 1, W(0, 10)), el(("b", 12), 12, W(10, 20)), el(("c", -3), -3, W(-10, 0))])
     runner.run(p)
 
@@ -54,7 +49,7 @@ def test_reshuffle_keeps_fixed_windows(runner):
 def test_reshuffle_keeps_every_sliding_window(runner):
     # SEMANTICS 4: an element in two sliding windows is still in both after a Reshuffle, and a later GBK sees that.
     p = runner.pipeline()
-    windowed = (p | beam.Create([("k", 1), ("k", 4)]) | _stamp_with_value()
+    windowed = (p | beam.Create([("k", 1), ("k", 4)]) | stamped_by_value()
                   | beam.WindowInto(window.SlidingWindows(5, 3)) | beam.Reshuffle())
     check(windowed, [el(("k", 1), 1, W(-3, 2)), el(("k", 1), 1, W(0, 5)),
                      el(("k", 4), 4, W(0, 5)), el(("k", 4), 4, W(3, 8))], label="reshuffled")
@@ -69,7 +64,7 @@ def test_reshuffle_before_session_merging(runner):
     # SEMANTICS 4: unmerged session windows survive a Reshuffle; the GBK after it merges them (Java vector, gap 4).
     p = runner.pipeline()
     data = [("foo", 1), ("foo", 4), ("bar", 3), ("foo", 9)]
-    out = (p | beam.Create(data) | _stamp_with_value() | beam.WindowInto(window.Sessions(4))
+    out = (p | beam.Create(data) | stamped_by_value() | beam.WindowInto(window.Sessions(4))
              | beam.Reshuffle() | beam.GroupByKey() | sorted_groups())
     check(out, [el(("foo", [1, 4]), 7.999, W(1, 8)), el(("bar", [3]), 6.999, W(3, 7)),
                 el(("foo", [9]), 12.999, W(9, 13))])
@@ -81,7 +76,7 @@ def test_reshuffle_per_key_keeps_pairs_and_timestamps(runner):
     # ReshufflePerKey keeps every key-value pair with its timestamp.
     p = runner.pipeline()
     data = [("a", 1), ("a", 2), ("b", 3)]
-    out = p | beam.Create(data) | _stamp_with_value() | ReshufflePerKey()
+    out = p | beam.Create(data) | stamped_by_value() | ReshufflePerKey()
     check(out, [el(kv, kv[1], GLOBAL) for kv in data])
     runner.run(p)
 

@@ -3,12 +3,7 @@ import apache_beam as beam
 from apache_beam.pvalue import AsDict, AsIter, AsList, AsMultiMap, AsSingleton, EmptySideInput
 from apache_beam.transforms import window
 
-from conformance.api import W, capability, check, el
-
-
-def _stamped(label="Stamp"):
-    """(value, timestamp seconds) -> value at that timestamp."""
-    return label >> beam.Map(lambda vt: window.TimestampedValue(vt[0], vt[1]))
+from conformance.api import W, capability, check, el, value_at_time
 
 
 # ---------------------------------------------------------------------------
@@ -200,13 +195,13 @@ def test_multimap_side_input_missing_key_is_empty(runner):
 
 def _viewtest_main(p):
     """ViewTest main input: A@4, B@15, C@7 in Fixed(10)."""
-    return (p | "Main" >> beam.Create([("A", 4), ("B", 15), ("C", 7)]) | _stamped("StampMain")
+    return (p | "Main" >> beam.Create([("A", 4), ("B", 15), ("C", 7)]) | value_at_time("StampMain")
               | "MainWindows" >> beam.WindowInto(window.FixedWindows(10)))
 
 
 def _summed_side(p, values_at, windowfn):
     """Side values summed per side window, as a singleton view with the CombineFn's default (0)."""
-    return (p | "Side" >> beam.Create(values_at) | _stamped("StampSide")
+    return (p | "Side" >> beam.Create(values_at) | value_at_time("StampSide")
               | "SideWindows" >> beam.WindowInto(windowfn)
               | "SumSide" >> beam.CombineGlobally(sum).as_singleton_view())
 
@@ -235,9 +230,9 @@ def test_fixed_main_global_side(runner):
 def test_windowed_singleton_values_per_window(runner):
     # SEMANTICS 6: windowed singleton 47@1, 48@11 in Fixed(10); main at 4, 7, 15 -> 47, 47, 48.
     p = runner.pipeline()
-    side = (p | "Side" >> beam.Create([(47, 1), (48, 11)]) | _stamped("StampSide")
+    side = (p | "Side" >> beam.Create([(47, 1), (48, 11)]) | value_at_time("StampSide")
               | "SideWindows" >> beam.WindowInto(window.FixedWindows(10)))
-    main = (p | "Main" >> beam.Create([("a", 4), ("b", 7), ("c", 15)]) | _stamped("StampMain")
+    main = (p | "Main" >> beam.Create([("a", 4), ("b", 7), ("c", 15)]) | value_at_time("StampMain")
               | "MainWindows" >> beam.WindowInto(window.FixedWindows(10)))
     out = main | beam.Map(lambda x, s: (x, s), AsSingleton(side))
     check(out, [("a", 47), ("b", 47), ("c", 48)])
@@ -250,7 +245,7 @@ def test_sliding_main_fixed_side(runner):
     # Main x@7 is in [5,15) (max 14.999 -> side [10,20) = 5) and [0,10) (max 9.999 -> side [0,10) = 1).
     p = runner.pipeline()
     side = _summed_side(p, [(1, 1), (2, 11), (3, 13)], window.FixedWindows(10))
-    main = (p | "Main" >> beam.Create([("x", 7)]) | _stamped("StampMain")
+    main = (p | "Main" >> beam.Create([("x", 7)]) | value_at_time("StampMain")
               | "MainWindows" >> beam.WindowInto(window.SlidingWindows(10, 5)))
     out = main | beam.Map(lambda x, s: (x, s), side)
     check(out, [el(("x", 5), 7, W(5, 15)), el(("x", 1), 7, W(0, 10))])
@@ -264,7 +259,7 @@ def test_fixed_main_sliding_side_uses_earliest_window(runner):
     # Main [0,10) (max 9.999 in [0,10) and [5,15)) -> 3; main [10,20) (max 19.999 in [10,20), [15,25)) -> 4.
     p = runner.pipeline()
     side = _summed_side(p, [(1, 1), (2, 6), (4, 12)], window.SlidingWindows(10, 5))
-    main = (p | "Main" >> beam.Create([("a", 3), ("b", 14)]) | _stamped("StampMain")
+    main = (p | "Main" >> beam.Create([("a", 3), ("b", 14)]) | value_at_time("StampMain")
               | "MainWindows" >> beam.WindowInto(window.FixedWindows(10)))
     out = main | beam.Map(lambda x, s: (x, s), side)
     check(out, [el(("a", 3), 3, W(0, 10)), el(("b", 4), 14, W(10, 20))])
@@ -286,9 +281,9 @@ def test_global_main_global_side(runner):
 def test_list_side_input_per_fixed_window(runner):
     # A windowed AsList shows only the side values of the mapped window.
     p = runner.pipeline()
-    side = (p | "Side" >> beam.Create([("s1", 1), ("s2", 2), ("s3", 12), ("s4", 25)]) | _stamped("StampSide")
+    side = (p | "Side" >> beam.Create([("s1", 1), ("s2", 2), ("s3", 12), ("s4", 25)]) | value_at_time("StampSide")
               | "SideWindows" >> beam.WindowInto(window.FixedWindows(10)))
-    main = (p | "Main" >> beam.Create([("a", 5), ("b", 19), ("c", 21)]) | _stamped("StampMain")
+    main = (p | "Main" >> beam.Create([("a", 5), ("b", 19), ("c", 21)]) | value_at_time("StampMain")
               | "MainWindows" >> beam.WindowInto(window.FixedWindows(10)))
     out = main | beam.Map(lambda x, values: (x, sorted(values)), AsList(side))
     check(out, [("a", ["s1", "s2"]), ("b", ["s3"]), ("c", ["s4"])])
@@ -312,9 +307,9 @@ def test_missing_side_window_singleton_uses_default(runner):
 def test_missing_side_window_explicit_default(runner):
     # A side window with no data resolves to the singleton's explicit default.
     p = runner.pipeline()
-    side = (p | "Side" >> beam.Create([("only", 25)]) | _stamped("StampSide")
+    side = (p | "Side" >> beam.Create([("only", 25)]) | value_at_time("StampSide")
               | "SideWindows" >> beam.WindowInto(window.FixedWindows(10)))
-    main = (p | "Main" >> beam.Create([("a", 5), ("b", 27)]) | _stamped("StampMain")
+    main = (p | "Main" >> beam.Create([("a", 5), ("b", 27)]) | value_at_time("StampMain")
               | "MainWindows" >> beam.WindowInto(window.FixedWindows(10)))
     out = main | beam.Map(lambda x, s: (x, s), AsSingleton(side, default_value="none"))
     check(out, [("a", "none"), ("b", "only")])
@@ -325,9 +320,9 @@ def test_missing_side_window_explicit_default(runner):
 def test_missing_side_window_collections_are_empty(runner):
     # SEMANTICS 6: a missing side window gives an empty list, iterable, dict and multimap.
     p = runner.pipeline()
-    side = (p | "Side" >> beam.Create([(("k", 1), 15)]) | _stamped("StampSide")
+    side = (p | "Side" >> beam.Create([(("k", 1), 15)]) | value_at_time("StampSide")
               | "SideWindows" >> beam.WindowInto(window.FixedWindows(10)))
-    main = (p | "Main" >> beam.Create([("a", 5), ("b", 15)]) | _stamped("StampMain")
+    main = (p | "Main" >> beam.Create([("a", 5), ("b", 15)]) | value_at_time("StampMain")
               | "MainWindows" >> beam.WindowInto(window.FixedWindows(10)))
     out = main | beam.Map(
         lambda x, lst, it, d, mm: (x, list(lst), list(it), dict(d), list(mm["k"])),

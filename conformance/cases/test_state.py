@@ -19,17 +19,11 @@ from apache_beam.transforms.userstate import (BagStateSpec, CombiningValueStateS
 from apache_beam.transforms.timeutil import TimeDomain
 from apache_beam.utils.timestamp import Timestamp
 
-from conformance.api import END_OF_GLOBAL_WINDOW, GLOBAL, W, capability, check, el, one_of, satisfies
+from conformance.api import (END_OF_GLOBAL_WINDOW, GLOBAL, W, capability, check, el, keyed_input, one_of,
+                             satisfies)
 
 StateParam = beam.DoFn.StateParam
 TimerParam = beam.DoFn.TimerParam
-
-
-def _keyed_input(p, items, label="Input"):
-    """A PCollection of (key, value) pairs from (key, value, timestamp_seconds) triples."""
-    return (p
-            | label >> beam.Create(items)
-            | f"{label}/Stamp" >> beam.Map(lambda kvt: window.TimestampedValue((kvt[0], kvt[1]), kvt[2])))
 
 
 def _secs(ts):
@@ -418,7 +412,7 @@ class _CountFromZero(beam.DoFn):
 def test_value_state_partitioned_per_fixed_window(runner):
     # SEMANTICS 7 (testValueStateFixedWindows): one key, windows [0,10) -> 0,1,2 and [10,20) -> 0,1.
     p = runner.pipeline()
-    out = (_keyed_input(p, [("k", 0, 1), ("k", 0, 2), ("k", 0, 3), ("k", 0, 11), ("k", 0, 12)])
+    out = (keyed_input(p, [("k", 0, 1), ("k", 0, 2), ("k", 0, 3), ("k", 0, 11), ("k", 0, 12)])
            | beam.WindowInto(window.FixedWindows(10))
            | beam.ParDo(_CountFromZero()))
     check(out, [el(0, window=W(0, 10)), el(1, window=W(0, 10)), el(2, window=W(0, 10)),
@@ -431,7 +425,7 @@ def test_state_partitioned_per_sliding_window(runner):
     # An element in several sliding windows updates each window's own state cell.
     # Sliding(15, 5): t=7 -> [-5,10), [0,15), [5,20); t=12 -> [0,15), [5,20), [10,25).
     p = runner.pipeline()
-    out = (_keyed_input(p, [("k", 0, 7), ("k", 0, 12)])
+    out = (keyed_input(p, [("k", 0, 7), ("k", 0, 12)])
            | beam.WindowInto(window.SlidingWindows(15, 5))
            | beam.ParDo(_CountFromZero()))
     check(out, [el(0, window=W(-5, 10)), el(0, window=W(0, 15)), el(1, window=W(0, 15)),
@@ -485,7 +479,7 @@ def test_state_readable_until_window_end(runner):
     # SEMANTICS 7 (cf. runOnWindowExpirationSimple): state lives until window max timestamp + lateness (0),
     # so a timer at that instant still reads it; one report per key and window.
     p = runner.pipeline()
-    out = (_keyed_input(p, [("k", 0, 1), ("k", 0, 2), ("k", 0, 12), ("j", 0, 3)])
+    out = (keyed_input(p, [("k", 0, 1), ("k", 0, 2), ("k", 0, 12), ("j", 0, 3)])
            | beam.WindowInto(window.FixedWindows(10))
            | beam.ParDo(_ReportAtExpiry(0)))
     check(out, [el(("k", 2), 9.999, W(0, 10)), el(("k", 1), 19.999, W(10, 20)), el(("j", 1), 9.999, W(0, 10))])
@@ -496,7 +490,7 @@ def test_state_readable_until_window_end(runner):
 def test_state_readable_until_end_of_allowed_lateness(runner):
     # With allowed lateness 5 s, state of window [0,10) lives until 14.999; a timer then still reads it.
     p = runner.pipeline()
-    out = (_keyed_input(p, [("k", 0, 1), ("k", 0, 8), ("k", 0, 15)])
+    out = (keyed_input(p, [("k", 0, 1), ("k", 0, 8), ("k", 0, 15)])
            | beam.WindowInto(window.FixedWindows(10), allowed_lateness=5)
            | beam.ParDo(_ReportAtExpiry(5)))
     check(out, [el(("k", 2), 14.999, W(0, 10)), el(("k", 1), 24.999, W(10, 20))])
@@ -507,7 +501,7 @@ def test_state_readable_until_end_of_allowed_lateness(runner):
 def test_state_readable_at_end_of_global_window(runner):
     # In the global window state lives to the end of the global window: a timer there reads it.
     p = runner.pipeline()
-    out = (_keyed_input(p, [("k", 0, 1), ("k", 0, 50), ("j", 0, 7)])
+    out = (keyed_input(p, [("k", 0, 1), ("k", 0, 50), ("j", 0, 7)])
            | beam.ParDo(_ReportAtExpiry(0)))
     check(out, [el(("k", 2), END_OF_GLOBAL_WINDOW, GLOBAL), el(("j", 1), END_OF_GLOBAL_WINDOW, GLOBAL)])
     runner.run(p)

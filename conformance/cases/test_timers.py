@@ -22,20 +22,13 @@ from apache_beam.transforms import window
 from apache_beam.transforms.timeutil import TimeDomain
 from apache_beam.transforms.userstate import (BagStateSpec, ReadModifyWriteStateSpec, TimerSpec, on_timer)
 
-from conformance.api import GLOBAL, W, capability, check, el, pane
+from conformance.api import GLOBAL, W, capability, check, el, keyed_input, pane
 
 StateParam = beam.DoFn.StateParam
 TimerParam = beam.DoFn.TimerParam
 KeyParam = beam.DoFn.KeyParam
 WindowParam = beam.DoFn.WindowParam
 TimestampParam = beam.DoFn.TimestampParam
-
-
-def _keyed_input(p, items, label="Input"):
-    """A PCollection of (key, value) pairs from (key, value, timestamp_seconds) triples."""
-    return (p
-            | label >> beam.Create(items)
-            | f"{label}/Stamp" >> beam.Map(lambda kvt: window.TimestampedValue((kvt[0], kvt[1]), kvt[2])))
 
 
 def _secs(ts):
@@ -60,7 +53,7 @@ class _TimerAtValue(beam.DoFn):
 def test_event_time_timer_output_stamped_at_firing_time_in_element_window(runner):
     # SEMANTICS 7: timer output defaults to the firing time and lies in the window of the element that set it.
     p = runner.pipeline()
-    out = (_keyed_input(p, [("k", 7, 3), ("k", 17, 14), ("j", 8, 3)])
+    out = (keyed_input(p, [("k", 7, 3), ("k", 17, 14), ("j", 8, 3)])
            | beam.WindowInto(window.FixedWindows(10))
            | beam.ParDo(_TimerAtValue()))
     check(out, [el(("k", 7.0), 7, W(0, 10)), el(("k", 17.0), 17, W(10, 20)), el(("j", 8.0), 8, W(0, 10))])
@@ -71,7 +64,7 @@ def test_event_time_timer_output_stamped_at_firing_time_in_element_window(runner
 def test_event_time_timer_in_global_window(runner):
     # A timer set in the global window fires at its time, output stamped with it, in the global window.
     p = runner.pipeline()
-    out = _keyed_input(p, [("k", 100, 5), ("j", 42, 50)]) | beam.ParDo(_TimerAtValue())
+    out = keyed_input(p, [("k", 100, 5), ("j", 42, 50)]) | beam.ParDo(_TimerAtValue())
     check(out, [el(("k", 100.0), 100, GLOBAL), el(("j", 42.0), 42, GLOBAL)])
     runner.run(p)
 
@@ -81,7 +74,7 @@ def test_event_time_timer_within_allowed_lateness(runner):
     # SEMANTICS 7 (testEventTimeTimerSetWithinAllowedLateness): Fixed(10 s), lateness 10 s, element at 5 s,
     # timer at 15 s fires with timestamp 15 s, still in window [0,10).
     p = runner.pipeline()
-    out = (_keyed_input(p, [("k", 15, 5)])
+    out = (keyed_input(p, [("k", 15, 5)])
            | beam.WindowInto(window.FixedWindows(10), allowed_lateness=10)
            | beam.ParDo(_TimerAtValue()))
     check(out, [el(("k", 15.0), 15, W(0, 10))])
@@ -103,7 +96,7 @@ def test_timer_received_in_original_sliding_windows(runner):
             yield _secs(w.start), _secs(w.end)
 
     p = runner.pipeline()
-    out = (_keyed_input(p, [("k", 0, 7)])
+    out = (keyed_input(p, [("k", 0, 7)])
            | beam.WindowInto(window.SlidingWindows(15, 5))
            | beam.ParDo(Fn()))
     check(out, [el((-5.0, 10.0), 9.999, W(-5, 10)), el((0.0, 15.0), 14.999, W(0, 15)),
@@ -143,7 +136,7 @@ def test_timers_of_a_key_fire_in_timestamp_order(runner):
             yield "c", self._position(fired)
 
     p = runner.pipeline()
-    out = _keyed_input(p, [("k", 0, 1)]) | beam.ParDo(Fn())
+    out = keyed_input(p, [("k", 0, 1)]) | beam.ParDo(Fn())
     check(out, [el(("b", 0), 10), el(("c", 1), 20), el(("a", 2), 30)])
     runner.run(p)
 
@@ -180,7 +173,7 @@ def test_two_timers_setting_each_other(runner):
             yield "t2", value
 
     p = runner.pipeline()
-    out = _keyed_input(p, [("k", 0, 0)]) | beam.ParDo(Fn())
+    out = keyed_input(p, [("k", 0, 0)]) | beam.ParDo(Fn())
     check(out, [el(("t1" if i % 2 == 0 else "t2", i), i) for i in range(101)])
     runner.run(p)
 
@@ -203,7 +196,7 @@ def test_timer_callback_flushes_buffered_state_per_window(runner):
 
     p = runner.pipeline()
     data = [("a", 1, 1), ("a", 2, 2), ("a", 3, 13), ("b", 4, 4), ("a", 5, 9)]
-    out = _keyed_input(p, data) | beam.WindowInto(window.FixedWindows(10)) | beam.ParDo(Fn())
+    out = keyed_input(p, data) | beam.WindowInto(window.FixedWindows(10)) | beam.ParDo(Fn())
     check(out, [el(("a", [1, 2, 5]), 9.999, W(0, 10)), el(("a", [3]), 19.999, W(10, 20)),
                 el(("b", [4]), 9.999, W(0, 10))])
     runner.run(p)
@@ -226,7 +219,7 @@ def test_setting_timer_again_overwrites_it(runner):
             yield key, _secs(ts)
 
     p = runner.pipeline()
-    out = _keyed_input(p, [("k", 20, 1), ("j", 5, 1)]) | beam.ParDo(Fn())
+    out = keyed_input(p, [("k", 20, 1), ("j", 5, 1)]) | beam.ParDo(Fn())
     check(out, [el(("k", 20.0), 20), el(("j", 5.0), 5)])
     runner.run(p)
 
@@ -251,7 +244,7 @@ def test_timer_reset_by_later_elements_fires_once(runner):
             yield key, seen.read()
 
     p = runner.pipeline()
-    out = _keyed_input(p, [("k", 0, 1), ("k", 0, 5), ("k", 0, 3), ("j", 0, 2)]) | beam.ParDo(Fn())
+    out = keyed_input(p, [("k", 0, 1), ("k", 0, 5), ("k", 0, 3), ("j", 0, 2)]) | beam.ParDo(Fn())
     check(out, [el(("k", 3), 15), el(("j", 1), 12)])
     runner.run(p)
 
@@ -272,7 +265,7 @@ def test_cleared_timer_does_not_fire(runner):
             yield "fired", key
 
     p = runner.pipeline()
-    out = _keyed_input(p, [("k", 0, 1), ("j", 0, 2)]) | beam.ParDo(Fn())
+    out = keyed_input(p, [("k", 0, 1), ("j", 0, 2)]) | beam.ParDo(Fn())
     check(out, [("processed", "k"), ("processed", "j")])
     runner.run(p)
 
@@ -293,7 +286,7 @@ def test_timer_set_after_clear_fires(runner):
             yield key, _secs(ts)
 
     p = runner.pipeline()
-    out = _keyed_input(p, [("k", 30, 1)]) | beam.ParDo(Fn())
+    out = keyed_input(p, [("k", 30, 1)]) | beam.ParDo(Fn())
     check(out, [el(("k", 30.0), 30)])
     runner.run(p)
 
@@ -319,7 +312,7 @@ def test_timer_cleared_by_an_earlier_timer(runner):
             yield "target", key
 
     p = runner.pipeline()
-    out = _keyed_input(p, [("k", 0, 1)]) | beam.ParDo(Fn())
+    out = keyed_input(p, [("k", 0, 1)]) | beam.ParDo(Fn())
     check(out, [el(("cancel", "k"), 20)])
     runner.run(p)
 
@@ -344,7 +337,7 @@ def test_timer_moved_earlier_by_another_timer(runner):
             yield key, _secs(ts)
 
     p = runner.pipeline()
-    out = _keyed_input(p, [("k", 0, 1)]) | beam.ParDo(Fn())
+    out = keyed_input(p, [("k", 0, 1)]) | beam.ParDo(Fn())
     check(out, [el(("k", 30.0), 30)])
     runner.run(p)
 
@@ -375,7 +368,7 @@ class _Loop(beam.DoFn):
 def test_looping_timer_rearms_until_bound(runner):
     # A timer re-arming itself from its callback fires again each time, until the bound (5) stops it.
     p = runner.pipeline()
-    out = _keyed_input(p, [("k", 5, 0)]) | beam.ParDo(_Loop())
+    out = keyed_input(p, [("k", 5, 0)]) | beam.ParDo(_Loop())
     check(out, [el(("k", i), 10 * i) for i in range(1, 6)])
     runner.run(p)
 
@@ -384,7 +377,7 @@ def test_looping_timer_rearms_until_bound(runner):
 def test_looping_timers_of_different_keys_are_independent(runner):
     # Looping timers of two keys run side by side with their own state and bounds.
     p = runner.pipeline()
-    out = _keyed_input(p, [("a", 3, 1), ("b", 2, 4)]) | beam.ParDo(_Loop())
+    out = keyed_input(p, [("a", 3, 1), ("b", 2, 4)]) | beam.ParDo(_Loop())
     check(out, [el(("a", 1), 11), el(("a", 2), 21), el(("a", 3), 31), el(("b", 1), 14), el(("b", 2), 24)])
     runner.run(p)
 
@@ -409,7 +402,7 @@ def test_looping_timer_in_fixed_window_stays_in_window(runner):
             yield key, count
 
     p = runner.pipeline()
-    out = _keyed_input(p, [("k", 0, 1)]) | beam.WindowInto(window.FixedWindows(10)) | beam.ParDo(Fn())
+    out = keyed_input(p, [("k", 0, 1)]) | beam.WindowInto(window.FixedWindows(10)) | beam.ParDo(Fn())
     check(out, [el(("k", 1), 4, W(0, 10)), el(("k", 2), 7, W(0, 10))])
     runner.run(p)
 
@@ -453,7 +446,7 @@ def test_timer_family_tags_fire_independently(runner):
     # Timers of one family with different dynamic tags are independent timers: each fires at its own time.
     p = runner.pipeline()
     data = [("k", [("x", 30), ("y", 10), ("z", 20)], 1), ("j", [("x", 15)], 1)]
-    out = _keyed_input(p, data) | beam.ParDo(_Family())
+    out = keyed_input(p, data) | beam.ParDo(_Family())
     check(out, [el(("k", "y", 10.0), 10), el(("k", "z", 20.0), 20), el(("k", "x", 30.0), 30),
                 el(("j", "x", 15.0), 15)])
     runner.run(p)
@@ -464,7 +457,7 @@ def test_timer_family_tags_fire_in_timestamp_order(runner):
     # SEMANTICS 7: timers of a key fire in timestamp order, across the tags of a family too.
     p = runner.pipeline()
     data = [("k", [("x", 30), ("y", 10), ("z", 20)], 1)]
-    out = _keyed_input(p, data) | beam.ParDo(_OrderedFamily())
+    out = keyed_input(p, data) | beam.ParDo(_OrderedFamily())
     check(out, [el(("k", "y", 0), 10), el(("k", "z", 1), 20), el(("k", "x", 2), 30)])
     runner.run(p)
 
@@ -474,7 +467,7 @@ def test_timer_family_reset_and_clear_apply_per_tag(runner):
     # Re-setting a tag overwrites only that tag's timer; clearing a tag cancels only that tag.
     p = runner.pipeline()
     data = [("k", [("x", 10), ("y", 20), ("z", 25), ("x", 40), ("z", None)], 1)]
-    out = _keyed_input(p, data) | beam.ParDo(_Family())
+    out = keyed_input(p, data) | beam.ParDo(_Family())
     check(out, [el(("k", "y", 20.0), 20), el(("k", "x", 40.0), 40)])
     runner.run(p)
 
@@ -496,7 +489,7 @@ def test_timer_output_timestamp_defaults_to_firing_time(runner):
             yield "callback-timestamp", _secs(ts)
 
     p = runner.pipeline()
-    out = (_keyed_input(p, [("k", 0, 3)])
+    out = (keyed_input(p, [("k", 0, 3)])
            | beam.WindowInto(window.FixedWindows(20))
            | beam.ParDo(Fn()))
     check(out, [el(("callback-timestamp", 13.0), 13, W(0, 20))])
@@ -519,7 +512,7 @@ def test_timer_output_keeps_window_for_downstream_grouping(runner):
             yield key, "timer"
 
     p = runner.pipeline()
-    out = (_keyed_input(p, [("k", "elem", 5)])
+    out = (keyed_input(p, [("k", "elem", 5)])
            | beam.WindowInto(window.FixedWindows(10), allowed_lateness=10)
            | beam.ParDo(Fn())
            | beam.GroupByKey()
@@ -647,7 +640,7 @@ def test_time_sorted_input_delivers_each_key_in_timestamp_order(runner):
 
     p = runner.pipeline()
     data = [("k", v, v) for v in (5, 1, 4, 2, 3)] + [("j", v, v) for v in (9, 7, 8)]
-    out = _keyed_input(p, data) | _ParDoWithPayloadFlags(
+    out = keyed_input(p, data) | _ParDoWithPayloadFlags(
         Fn(), common_urns.requirements.REQUIRES_TIME_SORTED_INPUT.urn, requires_time_sorted_input=True)
     check(out, [("k", [1, 2, 3, 4, 5]), ("j", [7, 8, 9])])
     runner.run(p)
@@ -671,7 +664,7 @@ def test_on_window_expiration_runs_once_per_key_and_window_with_state(runner):
 
     p = runner.pipeline()
     data = [("k", 0, 1), ("k", 0, 2), ("k", 0, 12), ("j", 0, 3)]
-    out = (_keyed_input(p, data)
+    out = (keyed_input(p, data)
            | beam.WindowInto(window.FixedWindows(10))
            | _ParDoWithPayloadFlags(Fn(), common_urns.requirements.REQUIRES_ON_WINDOW_EXPIRATION.urn,
                                     on_window_expiration_timer_family_spec=Fn.EXPIRY.name))

@@ -5,13 +5,8 @@ import apache_beam as beam
 from apache_beam.coders import coders
 from apache_beam.transforms import window
 
-from conformance.api import (END_OF_GLOBAL_WINDOW, GLOBAL, MIN_TIMESTAMP, NO_FIRING, ON_TIME_ONLY, W, capability,
-                             check, el, sorted_groups)
-
-
-def _stamp_with_value():
-    """(key, t) -> the same pair, timestamped at t seconds."""
-    return beam.Map(lambda kv: window.TimestampedValue(kv, kv[1]))
+from conformance.api import (END_OF_GLOBAL_WINDOW, GLOBAL, MIN_TIMESTAMP, NO_FIRING, ON_TIME_ONLY, W,
+                             capability, check, el, sorted_groups, stamped_by_value)
 
 
 def _sum_groups():
@@ -26,7 +21,7 @@ def test_rewindow_fixed_into_global_regroups_across_windows(runner):
     # after it groups what Fixed windows had kept apart, stamped at the end of the global window.
     p = runner.pipeline()
     data = [("k", 1), ("k", 2), ("k", 12), ("k", 25), ("j", 3)]
-    fixed = (p | beam.Create(data) | _stamp_with_value() | "Fixed" >> beam.WindowInto(window.FixedWindows(10))
+    fixed = (p | beam.Create(data) | stamped_by_value() | "Fixed" >> beam.WindowInto(window.FixedWindows(10))
                | "PerWindow" >> beam.GroupByKey() | "SumPerWindow" >> _sum_groups())
     out = (fixed | "Rewindow" >> beam.WindowInto(window.GlobalWindows())
                  | "Global" >> beam.GroupByKey() | sorted_groups())
@@ -39,7 +34,7 @@ def test_rewindow_fixed_into_global_regroups_across_windows(runner):
 def test_window_into_global_keeps_element_timestamps(runner):
     # SEMANTICS 4: re-windowing changes windows only; element timestamps and the unknown pane are kept.
     p = runner.pipeline()
-    out = (p | beam.Create([("a", 4), ("b", 17)]) | _stamp_with_value()
+    out = (p | beam.Create([("a", 4), ("b", 17)]) | stamped_by_value()
              | "Fixed" >> beam.WindowInto(window.FixedWindows(10))
              | "Global" >> beam.WindowInto(window.GlobalWindows()))
     check(out, [el(("a", 4), 4, GLOBAL, NO_FIRING), el(("b", 17), 17, GLOBAL, NO_FIRING)])
@@ -54,7 +49,7 @@ def test_fixed_then_sliding_with_gbk_after_each(runner):
     # places each of them in the two sliding windows containing that timestamp.
     p = runner.pipeline()
     data = [("k", 1), ("k", 2), ("k", 12)]
-    fixed = (p | beam.Create(data) | _stamp_with_value() | "IntoFixed" >> beam.WindowInto(window.FixedWindows(10))
+    fixed = (p | beam.Create(data) | stamped_by_value() | "IntoFixed" >> beam.WindowInto(window.FixedWindows(10))
                | "Fixed" >> beam.GroupByKey() | "SumFixed" >> _sum_groups())
     check(fixed, [el(("k", 3), 9.999, W(0, 10)), el(("k", 12), 19.999, W(10, 20))], label="fixed")
     sliding = (fixed | "IntoSliding" >> beam.WindowInto(window.SlidingWindows(20, 10))
@@ -70,7 +65,7 @@ def test_fixed_then_larger_fixed(runner):
     # SEMANTICS 4: per-10 s sums re-windowed into Fixed(30) group by the window holding each sum's timestamp.
     p = runner.pipeline()
     data = [("k", t) for t in (1, 5, 11, 28, 31, 59)]
-    out = (p | beam.Create(data) | _stamp_with_value() | "Fixed10" >> beam.WindowInto(window.FixedWindows(10))
+    out = (p | beam.Create(data) | stamped_by_value() | "Fixed10" >> beam.WindowInto(window.FixedWindows(10))
              | "G10" >> beam.GroupByKey() | "Sum10" >> _sum_groups()
              | "Fixed30" >> beam.WindowInto(window.FixedWindows(30))
              | "G30" >> beam.GroupByKey() | sorted_groups())
@@ -83,7 +78,7 @@ def test_fixed_then_smaller_fixed(runner):
     # SEMANTICS 4: re-windowing into a smaller Fixed(3) uses the group timestamps 9.999 -> [9,12), 19.999 -> [18,21).
     p = runner.pipeline()
     data = [("k", 1), ("k", 8), ("k", 15)]
-    out = (p | beam.Create(data) | _stamp_with_value() | "Fixed10" >> beam.WindowInto(window.FixedWindows(10))
+    out = (p | beam.Create(data) | stamped_by_value() | "Fixed10" >> beam.WindowInto(window.FixedWindows(10))
              | "G10" >> beam.GroupByKey() | "Sum10" >> _sum_groups()
              | "Fixed3" >> beam.WindowInto(window.FixedWindows(3))
              | "G3" >> beam.GroupByKey() | sorted_groups())
@@ -96,7 +91,7 @@ def test_sessions_then_fixed(runner):
     # SEMANTICS 4: merged session groups (stamped at the session end) can be re-windowed into Fixed windows.
     p = runner.pipeline()
     data = [("k", 1), ("k", 3), ("k", 14), ("j", 2)]
-    out = (p | beam.Create(data) | _stamp_with_value() | "IntoSessions" >> beam.WindowInto(window.Sessions(4))
+    out = (p | beam.Create(data) | stamped_by_value() | "IntoSessions" >> beam.WindowInto(window.Sessions(4))
              | "Sessions" >> beam.GroupByKey() | "Count" >> beam.MapTuple(lambda k, vs: ("all", (k, len(list(vs)))))
              | "IntoFixed" >> beam.WindowInto(window.FixedWindows(10))
              | "Fixed" >> beam.GroupByKey() | sorted_groups())
@@ -121,7 +116,7 @@ def test_create_emits_at_min_timestamp_in_global_window(runner):
 def test_timestamped_value_from_map_sets_timestamp(runner):
     # Returning TimestampedValue from a Map sets the element's timestamp (ms precision, negative allowed).
     p = runner.pipeline()
-    out = p | beam.Create([("a", 1.234), ("b", -5.0), ("c", 1e6)]) | _stamp_with_value()
+    out = p | beam.Create([("a", 1.234), ("b", -5.0), ("c", 1e6)]) | stamped_by_value()
     check(out, [el(("a", 1.234), 1.234, GLOBAL), el(("b", -5.0), -5.0, GLOBAL), el(("c", 1e6), 1e6, GLOBAL)])
     runner.run(p)
 
@@ -150,7 +145,7 @@ def test_timestamped_value_yielded_from_dofn_then_fixed_gbk(runner):
 def test_timestamp_param_sees_assigned_timestamp(runner):
     # A downstream DoFn's TimestampParam is the timestamp assigned upstream (here in another fused or unfused step).
     p = runner.pipeline()
-    out = (p | beam.Create([("a", 2.5), ("b", 40)]) | _stamp_with_value() | beam.Reshuffle()
+    out = (p | beam.Create([("a", 2.5), ("b", 40)]) | stamped_by_value() | beam.Reshuffle()
              | beam.Map(lambda kv, ts=beam.DoFn.TimestampParam: (kv[0], ts.micros // 1000)))
     check(out, [("a", 2500), ("b", 40000)])
     runner.run(p)
@@ -172,7 +167,7 @@ def test_timestamps_keep_millisecond_precision(runner):
     # SEMANTICS 1: timestamps are millisecond-granular on the wire; distinct ms timestamps stay distinct.
     p = runner.pipeline()
     stamps = [0.001, 0.002, 1.999, 2.0, 123456.789]
-    out = (p | beam.Create([("k", t) for t in stamps]) | _stamp_with_value() | beam.Reshuffle())
+    out = (p | beam.Create([("k", t) for t in stamps]) | stamped_by_value() | beam.Reshuffle())
     check(out, [el(("k", t), t, GLOBAL) for t in stamps])
     runner.run(p)
 
@@ -228,7 +223,7 @@ def test_custom_parity_windowfn_with_gbk(runner):
     # A user WindowFn's assignment is honoured by GBK, including overlapping windows of different sizes.
     p = runner.pipeline()
     data = [("k", t) for t in (0.1, 0.9, 1.5, 2.0, 3.3, 3.9, 4.5)]
-    out = (p | beam.Create(data) | _stamp_with_value() | beam.WindowInto(ParityWindows())
+    out = (p | beam.Create(data) | stamped_by_value() | beam.WindowInto(ParityWindows())
              | beam.GroupByKey() | sorted_groups())
     check(out, [el(("k", [0.1, 0.9]), 1.999, W(0, 2)),
                 el(("k", [1.5]), 1.999, W(1, 2)),
@@ -243,7 +238,7 @@ def test_custom_windowfn_assigning_two_windows(runner):
     # A user WindowFn may assign several windows; the element is grouped in each of them.
     p = runner.pipeline()
     data = [("k", t) for t in (2.2, 3.5, 3.7, 5.0)]
-    out = (p | beam.Create(data) | _stamp_with_value() | beam.WindowInto(SecondAndPairWindows())
+    out = (p | beam.Create(data) | stamped_by_value() | beam.WindowInto(SecondAndPairWindows())
              | beam.GroupByKey() | sorted_groups())
     check(out, [el(("k", [2.2]), 2.999, W(2, 3)),
                 el(("k", [3.5, 3.7]), 3.999, W(3, 4)),
@@ -258,7 +253,7 @@ def test_custom_merging_windowfn_with_gbk(runner):
     # A user merging WindowFn (UsesCustomWindowMerging): GBK merges windows per key exactly as merge() says.
     p = runner.pipeline()
     data = [("k", 1), ("k", 3.5), ("k", 8), ("k", 12), ("k", 19.5), ("j", 4)]
-    out = (p | beam.Create(data) | _stamp_with_value() | beam.WindowInto(BucketMergingWindows())
+    out = (p | beam.Create(data) | stamped_by_value() | beam.WindowInto(BucketMergingWindows())
              | beam.GroupByKey() | sorted_groups())
     check(out, [el(("k", [1, 3.5, 8]), 8.999, W(1, 9)),
                 el(("k", [12, 19.5]), 20.499, W(12, 20.5)),
