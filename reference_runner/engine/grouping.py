@@ -1,0 +1,110 @@
+"""GroupByKey: values gathered per (encoded key, window), merged windows, output timestamps."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from reference_runner.engine.windows import Interval, merge_overlapping
+
+END_OF_WINDOW, EARLIEST, LATEST = "END_OF_WINDOW", "EARLIEST", "LATEST"
+
+
+@dataclass(frozen=True)
+class Pane:
+    is_first: bool
+    is_last: bool
+    timing: str  # EARLY, ON_TIME, LATE
+    index: int
+    nonspeculative_index: int
+
+
+ON_TIME_ONLY = Pane(True, True, "ON_TIME", 0, 0)
+
+
+@dataclass
+class Grouping:
+    """How one GroupByKey groups; ``codec`` (supplied by the executor) reads and writes elements.
+
+    codec.split(element) -> (key_bytes, key, value, timestamp, windows)
+    codec.build(key, values, timestamp, window, pane) -> element
+    """
+    codec: Any
+    merging: bool = False
+    timestamp_combiner: str = END_OF_WINDOW
+    allowed_lateness: int = 0
+
+
+@dataclass
+class _Group:
+    key: Any
+    values: list = field(default_factory=list)
+    timestamps: list = field(default_factory=list)
+
+
+class GroupBuffer:
+    """The buffered input of one GroupByKey until its windows close."""
+
+    def __init__(self, grouping: Grouping):
+        self.grouping = grouping
+        # key bytes -> window -> group
+        self._by_key: dict[bytes, dict[Any, _Group]] = {}
+
+    def __len__(self) -> int:
+        return sum(len(ws) for ws in self._by_key.values())
+
+    def add(self, elements) -> None:
+        split = self.grouping.codec.split
+        for element in elements:
+            key_bytes, key, value, timestamp, windows = split(element)
+            per_window = self._by_key.setdefault(key_bytes, {})
+            for w in windows:
+                group = per_window.get(w)
+                if group is None:
+                    group = per_window[w] = _Group(key)
+                group.values.append(value)
+                group.timestamps.append(timestamp)
+
+    def fire(self, watermark: int) -> list:
+        """Emit every group whose window's end the watermark has passed, in a fixed order."""
+        build = self.grouping.codec.build
+        out = []
+        for key_bytes in sorted(self._by_key):
+            per_window = self._by_key[key_bytes]
+            if self.grouping.merging:
+                per_window = self._merge(per_window)
+                self._by_key[key_bytes] = per_window
+            for w in sorted(per_window, key=_window_order):
+                if w.max_timestamp < watermark:
+                    group = per_window.pop(w)
+                    ts = self._output_timestamp(group.timestamps, w)
+                    out.append(build(group.key, group.values, ts, w, ON_TIME_ONLY))
+            if not per_window:
+                del self._by_key[key_bytes]
+        return out
+
+    @staticmethod
+    def _merge(per_window: dict) -> dict:
+        mapping = merge_overlapping(w for w in per_window if isinstance(w, Interval))
+        merged: dict = {}
+        for w, group in per_window.items():
+            target = mapping.get(w, w)
+            into = merged.get(target)
+            if into is None:
+                merged[target] = _Group(group.key, list(group.values), list(group.timestamps))
+            else:
+                into.values.extend(group.values)
+                into.timestamps.extend(group.timestamps)
+        return merged
+
+    def _output_timestamp(self, timestamps: list, window) -> int:
+        combiner = self.grouping.timestamp_combiner
+        if combiner == EARLIEST:
+            return min(timestamps)
+        if combiner == LATEST:
+            return max(timestamps)
+        return window.max_timestamp
+
+
+def _window_order(w) -> tuple:
+    return (w.max_timestamp, getattr(w, "start", 0), getattr(w, "encoded", b""))
+

@@ -1,0 +1,64 @@
+"""Windows as the engine sees them, and the time constants (all times in microseconds)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+MIN_TIMESTAMP = -(2 ** 63) // 1000 * 1000  # Beam's minimum, rounded to whole milliseconds
+MAX_TIMESTAMP = (2 ** 63 - 1) // 1000 * 1000
+#: The global window ends one day before the maximum timestamp (Beam's convention).
+END_OF_GLOBAL_WINDOW = MAX_TIMESTAMP - 24 * 60 * 60 * 1_000_000
+
+
+@dataclass(frozen=True, order=True)
+class Interval:
+    """[start, end); its latest instant is end - 1 ms."""
+    start: int
+    end: int
+
+    @property
+    def max_timestamp(self) -> int:
+        return self.end - 1000
+
+    def intersects(self, other: "Interval") -> bool:
+        return self.start < other.end and other.start < self.end
+
+    def span(self, other: "Interval") -> "Interval":
+        return Interval(min(self.start, other.start), max(self.end, other.end))
+
+
+@dataclass(frozen=True)
+class GlobalWindow:
+    @property
+    def max_timestamp(self) -> int:
+        return END_OF_GLOBAL_WINDOW
+
+
+GLOBAL = GlobalWindow()
+
+
+@dataclass(frozen=True)
+class OpaqueWindow:
+    """A window of a user WindowFn: compared by its encoding, timed by its max timestamp."""
+    encoded: bytes
+    max_timestamp: int
+
+
+def merge_overlapping(windows) -> dict:
+    """Session-style merging: windows that overlap merge into their span, transitively.
+
+    Returns {window: merged window} for every window given."""
+    ordered = sorted(set(windows))
+    result: dict = {}
+    group: list = []
+    current = None
+    for w in ordered:
+        if current is not None and w.start < current.end:
+            current = current.span(w)
+            group.append(w)
+            continue
+        for g in group:
+            result[g] = current
+        current, group = w, [w]
+    for g in group:
+        result[g] = current
+    return result

@@ -1,0 +1,1 @@
+"""Front end: a Runner API pipeline -> checked, fused stages. Shared by every backend."""

@@ -1,0 +1,71 @@
+"""Reject what the runner cannot run, up front, naming every reason at once."""
+from __future__ import annotations
+
+from apache_beam.portability.api import beam_runner_api_pb2
+
+from reference_runner.graph import urns
+from reference_runner.graph.pipeline import PipelineGraph
+
+
+class UnsupportedPipeline(ValueError):
+    """The pipeline uses features this runner does not implement (all of them are listed)."""
+
+    def __init__(self, problems: list[str]):
+        self.problems = problems
+        super().__init__("the reference runner cannot run this pipeline:\n" +
+                         "\n".join(f"  - {p}" for p in problems))
+
+
+def check(graph: PipelineGraph) -> None:
+    problems: list[str] = []
+    for requirement in graph.proto.requirements:
+        if requirement not in urns.SUPPORTED_REQUIREMENTS:
+            problems.append(f"requirement {requirement}")
+    for t in graph.transforms:
+        problems += _transform_problems(graph, t)
+    for env_id, env in graph.components.environments.items():
+        if env.urn not in urns.EMBEDDABLE_ENVIRONMENTS:
+            problems.append(f"environment {env_id}: {env.urn}")
+    if problems:
+        raise UnsupportedPipeline(list(dict.fromkeys(problems)))
+
+
+def _transform_problems(graph: PipelineGraph, t) -> list[str]:
+    where = f"transform '{t.name}'"
+    if t.urn == urns.TEST_STREAM:
+        return [f"{where}: TestStream ({t.urn}) needs streaming execution, which the reference "
+                "runner does not have yet"]
+    if t.urn not in urns.SDK_TRANSFORMS | urns.RUNNER_TRANSFORMS:
+        return [f"{where}: unknown transform {t.urn or '(no URN)'}"]
+    problems = []
+    payload = t.pardo_payload()
+    if payload is not None:
+        if payload.restriction_coder_id:
+            problems.append(f"{where}: splittable DoFn (ParDo with a restriction coder)")
+        if payload.state_specs:
+            problems.append(f"{where}: user state ({', '.join(sorted(payload.state_specs))})")
+        if payload.timer_family_specs:
+            problems.append(f"{where}: timers ({', '.join(sorted(payload.timer_family_specs))})")
+        if payload.requires_time_sorted_input:
+            problems.append(f"{where}: time-sorted input")
+        if payload.on_window_expiration_timer_family_spec:
+            problems.append(f"{where}: OnWindowExpiration")
+        for tag, side in payload.side_inputs.items():
+            if side.access_pattern.urn not in (urns.ITERABLE_SIDE_INPUT, urns.MULTIMAP_SIDE_INPUT):
+                problems.append(f"{where}: side input {tag} with access pattern {side.access_pattern.urn}")
+    if t.urn == urns.GROUP_BY_KEY:
+        problems += _windowing_problems(where, graph.windowing_of(t.main_inputs()[0]))
+    return problems
+
+
+def _windowing_problems(where: str, ws: beam_runner_api_pb2.WindowingStrategy) -> list[str]:
+    problems = []
+    if ws.merge_status == beam_runner_api_pb2.MergeStatus.NEEDS_MERGE \
+            and ws.window_fn.urn != urns.SESSION_WINDOWS:
+        problems.append(f"{where}: custom merging WindowFn ({ws.window_fn.urn})")
+    trigger = ws.trigger.WhichOneof("trigger")
+    # In batch all input arrives at once before the watermark jumps to +inf, so Always (used by
+    # Reshuffle) fires exactly one pane per key and window, as the default trigger does.
+    if trigger not in ("default", "always"):
+        problems.append(f"{where}: trigger {trigger} (only the default trigger runs in batch)")
+    return problems

@@ -1,0 +1,61 @@
+"""Fusion: leaf transforms -> stages.
+
+Runner-executed primitives (Impulse, Flatten, GroupByKey) are stages of their own. SDK
+transforms (ParDo, WindowInto, combiner parts) form fused stages: a transform joins the
+stage that produces its main input when fusion is on, and starts a new stage when its
+input comes from the runner, or it reads side inputs (the stage must wait for them). A
+PCollection leaves a stage when something outside it consumes it.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from reference_runner.graph import urns
+from reference_runner.graph.pipeline import PipelineGraph, Transform
+
+KIND_OF = {urns.IMPULSE: "impulse", urns.FLATTEN: "flatten", urns.GROUP_BY_KEY: "group"}
+
+
+@dataclass
+class Stage:
+    id: str
+    kind: str                          # sdk, impulse, flatten, group
+    transforms: list[Transform]
+    inputs: list[str]                  # main input PCollections (from outside the stage)
+    side_inputs: list[tuple[str, str, str]] = field(default_factory=list)  # (pcoll, transform, tag)
+    outputs: list[str] = field(default_factory=list)
+
+    def produced(self) -> set[str]:
+        return {p for t in self.transforms for p in t.outputs()}
+
+
+def fuse(graph: PipelineGraph, enabled: bool = True) -> list[Stage]:
+    stages: list[Stage] = []
+    stage_of_pcoll: dict[str, Stage] = {}
+    for t in graph.transforms:
+        kind = KIND_OF.get(t.urn, "sdk")
+        mains = t.main_inputs()
+        home = None
+        if kind == "sdk" and enabled and len(mains) == 1 and not t.side_inputs():
+            upstream = stage_of_pcoll.get(mains[0])
+            if upstream is not None and upstream.kind == "sdk":
+                home = upstream
+        if home is None:
+            home = Stage(f"s{len(stages) + 1}-{_short(t.name)}", kind, [], list(mains))
+            stages.append(home)
+        home.transforms.append(t)
+        for tag, pcoll in t.side_inputs().items():
+            home.side_inputs.append((pcoll, t.id, tag))
+        for pcoll in t.outputs():
+            stage_of_pcoll[pcoll] = home
+    for stage in stages:
+        produced = stage.produced()
+        stage.outputs = [p for p in sorted(produced)
+                         if any(stage_of_pcoll.get(p) is stage and c not in {t.id for t in stage.transforms}
+                                for c in graph.consumers.get(p, ()))
+                         or stage.kind != "sdk"]
+    return stages
+
+
+def _short(name: str) -> str:
+    return name.replace("/", ".").replace(" ", "")[:60]

@@ -1,0 +1,103 @@
+"""A Runner API pipeline as a graph of leaf transforms and PCollections."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from apache_beam.portability.api import beam_runner_api_pb2
+
+from reference_runner.graph import urns
+
+
+@dataclass
+class Transform:
+    id: str
+    proto: beam_runner_api_pb2.PTransform
+
+    @property
+    def urn(self) -> str:
+        return self.proto.spec.urn
+
+    @property
+    def name(self) -> str:
+        return self.proto.unique_name or self.id
+
+    def pardo_payload(self) -> beam_runner_api_pb2.ParDoPayload | None:
+        if self.urn != urns.PAR_DO:
+            return None
+        return beam_runner_api_pb2.ParDoPayload.FromString(self.proto.spec.payload)
+
+    def side_input_tags(self) -> set[str]:
+        payload = self.pardo_payload()
+        return set(payload.side_inputs) if payload is not None else set()
+
+    def main_inputs(self) -> list[str]:
+        side = self.side_input_tags()
+        return [pcoll for tag, pcoll in self.proto.inputs.items() if tag not in side]
+
+    def side_inputs(self) -> dict[str, str]:
+        side = self.side_input_tags()
+        return {tag: pcoll for tag, pcoll in self.proto.inputs.items() if tag in side}
+
+    def outputs(self) -> list[str]:
+        return list(self.proto.outputs.values())
+
+
+class PipelineGraph:
+    """Leaf transforms in topological order, with who produces and consumes each PCollection."""
+
+    def __init__(self, proto: beam_runner_api_pb2.Pipeline):
+        self.proto = proto
+        self.components = proto.components
+        leaves = self._leaves()
+        self.producer = {pcoll: t.id for t in leaves for pcoll in t.outputs()}
+        self.transforms = _topological(leaves, self.producer)
+        self.by_id = {t.id: t for t in self.transforms}
+        self.consumers: dict[str, list[str]] = {}
+        for t in self.transforms:
+            for pcoll in t.proto.inputs.values():
+                self.consumers.setdefault(pcoll, []).append(t.id)
+
+    def _leaves(self) -> list[Transform]:
+        found, seen = [], set()
+        transforms = self.components.transforms
+
+        def visit(tid: str) -> None:
+            if tid in seen:
+                return
+            seen.add(tid)
+            proto = transforms[tid]
+            if proto.subtransforms:
+                for sub in proto.subtransforms:
+                    visit(sub)
+            elif not set(proto.outputs.values()) <= set(proto.inputs.values()):
+                # (a composite that expanded to nothing passes its input through: skip it)
+                found.append(Transform(tid, proto))
+
+        for root in self.proto.root_transform_ids:
+            visit(root)
+        return found
+
+    def windowing_of(self, pcoll: str) -> beam_runner_api_pb2.WindowingStrategy:
+        return self.components.windowing_strategies[self.components.pcollections[pcoll].windowing_strategy_id]
+
+
+def _topological(leaves: list[Transform], producer: dict[str, str]) -> list[Transform]:
+    by_id = {t.id: t for t in leaves}
+    ordered, state = [], {}
+
+    def visit(t: Transform) -> None:
+        if state.get(t.id) == "done":
+            return
+        if state.get(t.id) == "visiting":
+            raise ValueError(f"the pipeline graph has a cycle through {t.name}")
+        state[t.id] = "visiting"
+        for pcoll in t.proto.inputs.values():
+            upstream = producer.get(pcoll)
+            if upstream is not None:
+                visit(by_id[upstream])
+        state[t.id] = "done"
+        ordered.append(t)
+
+    for t in leaves:
+        visit(t)
+    return ordered

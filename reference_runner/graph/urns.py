@@ -1,0 +1,50 @@
+"""The URNs the front end understands, in one place."""
+IMPULSE = "beam:transform:impulse:v1"
+PAR_DO = "beam:transform:pardo:v1"
+GROUP_BY_KEY = "beam:transform:group_by_key:v1"
+FLATTEN = "beam:transform:flatten:v1"
+WINDOW_INTO = "beam:transform:window_into:v1"
+ASSIGN_WINDOWS = "beam:transform:assign_windows:v1"  # older name of WINDOW_INTO
+COMBINE_PER_KEY = "beam:transform:combine_per_key:v1"
+TEST_STREAM = "beam:transform:teststream:v1"
+MERGE_WINDOWS = "beam:transform:merge_windows:v1"
+# Transforms the SDK harness executes inside a fused stage.
+SDK_TRANSFORMS = {PAR_DO, WINDOW_INTO, ASSIGN_WINDOWS,
+                  "beam:transform:combine_per_key_precombine:v1",
+                  "beam:transform:combine_per_key_merge_accumulators:v1",
+                  "beam:transform:combine_per_key_extract_outputs:v1",
+                  "beam:transform:combine_grouped_values:v1",
+                  "beam:transform:combine_globally:v1",
+                  "beam:transform:to_string:v1"}
+RUNNER_TRANSFORMS = {IMPULSE, GROUP_BY_KEY, FLATTEN}
+
+DATA_INPUT = "beam:runner:source:v1"
+DATA_OUTPUT = "beam:runner:sink:v1"
+
+# Windowing
+GLOBAL_WINDOWS = "beam:window_fn:global_windows:v1"
+FIXED_WINDOWS = "beam:window_fn:fixed_windows:v1"
+SLIDING_WINDOWS = "beam:window_fn:sliding_windows:v1"
+SESSION_WINDOWS = "beam:window_fn:session_windows:v1"
+STANDARD_WINDOW_FNS = {GLOBAL_WINDOWS, FIXED_WINDOWS, SLIDING_WINDOWS, SESSION_WINDOWS}
+
+# Coders
+WINDOWED_VALUE_CODER = "beam:coder:windowed_value:v1"
+LENGTH_PREFIX_CODER = "beam:coder:length_prefix:v1"
+KV_CODER = "beam:coder:kv:v1"
+ITERABLE_CODER = "beam:coder:iterable:v1"
+BYTES_CODER = "beam:coder:bytes:v1"
+GLOBAL_WINDOW_CODER = "beam:coder:global_window:v1"
+INTERVAL_WINDOW_CODER = "beam:coder:interval_window:v1"
+
+# Side inputs
+ITERABLE_SIDE_INPUT = "beam:side_input:iterable:v1"
+MULTIMAP_SIDE_INPUT = "beam:side_input:multimap:v1"
+
+# Requirements the reference runner meets (others are rejected up front).
+SUPPORTED_REQUIREMENTS: set[str] = set()
+
+# Environments the embedded worker can serve: every Python environment runs in process.
+EMBEDDABLE_ENVIRONMENTS = {"beam:env:embedded_python:v1", "beam:env:loopback:v1",
+                           "beam:env:external:v1", "beam:env:docker:v1", "beam:env:process:v1",
+                           "beam:env:default:v1", ""}

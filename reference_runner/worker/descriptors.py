@@ -1,0 +1,62 @@
+"""A fused SDK stage -> the ProcessBundleDescriptor the SDK worker runs."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from apache_beam.portability.api import beam_fn_api_pb2, beam_runner_api_pb2
+
+from reference_runner.graph import urns
+from reference_runner.graph.fusion import Stage
+
+
+@dataclass
+class StageDescriptor:
+    proto: beam_fn_api_pb2.ProcessBundleDescriptor
+    input_transform: str                 # where the runner sends the stage's main input
+    output_transforms: dict[str, str]    # transform id -> PCollection it carries to the runner
+
+
+def build(stage: Stage, components: beam_runner_api_pb2.Components) -> StageDescriptor:
+    pbd = beam_fn_api_pb2.ProcessBundleDescriptor(id=stage.id)
+    for kind in ("pcollections", "coders", "windowing_strategies", "environments"):
+        for key, value in getattr(components, kind).items():
+            getattr(pbd, kind)[key].CopyFrom(value)
+    for t in stage.transforms:
+        pbd.transforms[t.id].CopyFrom(t.proto)
+    [main] = stage.inputs
+    input_id = f"{stage.id}/input"
+    _port(pbd, input_id, urns.DATA_INPUT, main, components, outputs={"out": main})
+    outputs = {}
+    for pcoll in stage.outputs:
+        transform_id = f"{stage.id}/output/{pcoll}"
+        _port(pbd, transform_id, urns.DATA_OUTPUT, pcoll, components, inputs={"in": pcoll})
+        outputs[transform_id] = pcoll
+    # Side inputs and state travel over the state channel; the embedded worker ignores the address.
+    pbd.state_api_service_descriptor.url = "embedded"
+    return StageDescriptor(pbd, input_id, outputs)
+
+
+def _port(pbd, transform_id: str, urn: str, pcoll: str, components, inputs=None, outputs=None) -> None:
+    coder_id = _wire_coder(pbd, pcoll, components)
+    port = beam_fn_api_pb2.RemoteGrpcPort(coder_id=coder_id)
+    port.api_service_descriptor.url = "embedded"
+    transform = pbd.transforms[transform_id]
+    transform.unique_name = transform_id
+    transform.spec.urn = urn
+    transform.spec.payload = port.SerializeToString()
+    for tag, p in (inputs or {}).items():
+        transform.inputs[tag] = p
+    for tag, p in (outputs or {}).items():
+        transform.outputs[tag] = p
+
+
+def _wire_coder(pbd, pcoll: str, components) -> str:
+    """windowed_value(element coder, window coder): how elements of ``pcoll`` cross the data channel."""
+    coder_id = f"wire/{pcoll}"
+    if coder_id not in pbd.coders:
+        p = components.pcollections[pcoll]
+        ws = components.windowing_strategies[p.windowing_strategy_id]
+        coder = pbd.coders[coder_id]
+        coder.spec.urn = urns.WINDOWED_VALUE_CODER
+        coder.component_coder_ids.extend([p.coder_id, ws.window_coder_id])
+    return coder_id
