@@ -1,5 +1,6 @@
 """The committed expectation files stay true: the whole suite, run against each of Beam's own
-runners with its committed known failures, has no regression and no unexpected pass."""
+runners and against our reference runner with its committed known failures, has no regression
+and no unexpected pass."""
 import json
 import subprocess
 import sys
@@ -11,6 +12,7 @@ JOB_SERVER = f"{sys.executable} -m apache_beam.runners.portability.local_job_ser
 PEERS = {
     "beam-direct": ["--target", "beam-direct"],
     "beam-fnapi": ["--target", "beam-fnapi"],
+    "reference": ["--target", "reference"],
     "beam-local-job-service": ["--target", "grpc", "--target-name", "beam-local-job-service",
                                "--job-server-cmd", JOB_SERVER],
 }

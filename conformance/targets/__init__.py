@@ -36,9 +36,12 @@ def describe_all() -> str:
 def _register_builtin() -> None:
     from conformance.targets.beam_peers import BeamDirectTarget, BeamFnApiTarget
     from conformance.targets.grpc_endpoint import GrpcTarget
+    from conformance.targets.reference import ReferenceTarget
 
     register("beam-direct", BeamDirectTarget, "Beam's DirectRunner as shipped (a peer)")
     register("beam-fnapi", BeamFnApiTarget, "Beam's FnApiRunner, in process (a peer)")
+    register("reference", ReferenceTarget,
+             "our reference runner, in process (batch only so far): reference or reference:fuse=false")
     register("grpc", GrpcTarget,
              "any Beam Job API endpoint: grpc://HOST:PORT, or grpc with --job-server-cmd")
 

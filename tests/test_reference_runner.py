@@ -1,0 +1,62 @@
+"""The reference runner used directly from Beam, beyond what the conformance cases check."""
+import apache_beam as beam
+import pytest
+from apache_beam.testing.util import assert_that, equal_to
+from apache_beam.transforms import userstate, window
+
+from reference_runner import ReferenceRunner
+from reference_runner.graph.check import UnsupportedPipeline
+
+
+def _word_count(p):
+    return (p | beam.Create(["a b", "b c c"]) | beam.FlatMap(str.split)
+            | beam.Map(lambda w: (w, 1)) | beam.CombinePerKey(sum))
+
+
+@pytest.mark.parametrize("fuse", [True, False])
+def test_word_count_fused_and_unfused(fuse):
+    with beam.Pipeline(runner=ReferenceRunner(fuse=fuse)) as p:
+        assert_that(_word_count(p), equal_to([("a", 1), ("b", 2), ("c", 2)]))
+
+
+def test_fuse_option_from_the_command_line():
+    options = beam.options.pipeline_options.PipelineOptions(["--reference_fuse=false"])
+    with beam.Pipeline(runner=ReferenceRunner(), options=options) as p:
+        assert_that(_word_count(p), equal_to([("a", 1), ("b", 2), ("c", 2)]))
+
+
+class _Stateful(beam.DoFn):
+    COUNT = userstate.ReadModifyWriteStateSpec("count", beam.coders.VarIntCoder())
+    LATER = userstate.TimerSpec("later", beam.TimeDomain.WATERMARK)
+
+    def process(self, kv, count=beam.DoFn.StateParam(COUNT), later=beam.DoFn.TimerParam(LATER)):
+        yield kv
+
+    @userstate.on_timer(LATER)
+    def on_later(self):
+        yield None
+
+
+def test_unsupported_features_are_all_named_in_one_error():
+    p = beam.Pipeline(runner=ReferenceRunner())
+    keyed = p | beam.Create([("k", 1)])
+    _ = keyed | beam.ParDo(_Stateful())
+    _ = (keyed | "Sessions" >> beam.WindowInto(window.Sessions(10), trigger=beam.trigger.Repeatedly(beam.trigger.AfterCount(2)),
+                                                accumulation_mode=beam.trigger.AccumulationMode.DISCARDING)
+         | beam.GroupByKey())
+    with pytest.raises(UnsupportedPipeline) as info:
+        p.run()
+    text = str(info.value)
+    assert "user state (count)" in text and "timers (ts-later)" in text
+    assert "trigger repeat" in text
+    assert "beam:requirement:pardo:stateful:v1" in text
+
+
+def test_user_exception_fails_the_job_with_its_message():
+    def explode(x):
+        raise ValueError(f"bad element {x}")
+
+    p = beam.Pipeline(runner=ReferenceRunner())
+    _ = p | beam.Create([7]) | beam.Map(explode)
+    with pytest.raises(Exception, match="bad element 7"):
+        p.run()
