@@ -60,3 +60,12 @@ def test_user_exception_fails_the_job_with_its_message():
     _ = p | beam.Create([7]) | beam.Map(explode)
     with pytest.raises(Exception, match="bad element 7"):
         p.run()
+
+
+def test_the_engine_never_imports_protos_or_grpc():
+    import pathlib
+
+    import reference_runner.engine as engine
+    for source in pathlib.Path(engine.__file__).parent.glob("*.py"):
+        text = source.read_text()
+        assert "portability" not in text and "grpc" not in text and "apache_beam" not in text, source
