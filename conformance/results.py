@@ -26,9 +26,22 @@ def case_record(nodeid: str, props: dict, duration_s: float) -> dict:
         "streaming": cap.streaming,
         "outcome": props["conformance_outcome"],
         "duration_s": round(duration_s, 3),
-        "message": props.get("conformance_message", ""),
+        "message": portable_paths(props.get("conformance_message", "")),
         "known_failure": props.get("known_failure"),
     }
+
+
+_SITE_PACKAGES = re.compile(r"/[^\s\"']*/site-packages/")
+
+
+def portable_paths(text: str) -> str:
+    """Tracebacks name installed modules from site-packages on, not by this machine's paths."""
+    return _SITE_PACKAGES.sub("<site-packages>/", text)
+
+
+def _relative(path: str) -> str:
+    relative = os.path.relpath(path)
+    return path if relative.startswith("..") else relative
 
 
 def summarize(records: list[dict]) -> dict[str, int]:
@@ -52,7 +65,8 @@ def write(results_dir: str, target: dict, expectations_path: str | None, records
         "target": target["name"],
         "target_info": target,
         "host": {"platform": platform.platform(), "cpus": os.cpu_count()},
-        "expectations": expectations_path,
+        # relative to the working directory when inside it, so committed results name no machine
+        "expectations": expectations_path and _relative(expectations_path),
         "started": _iso(started),
         "finished": _iso(finished),
         "wall_time_s": round(finished - started, 1),

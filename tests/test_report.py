@@ -113,3 +113,9 @@ def test_cli_rejects_files_that_are_not_results(tmp_path, capsys):
     bogus.write_text('{"format": "something-else"}')
     assert main(["report", str(bogus), "--out", str(tmp_path)]) == 2
     assert "not a beam-conformance results file" in capsys.readouterr().err
+
+
+def test_results_name_installed_modules_without_machine_paths():
+    from conformance.results import portable_paths
+    text = 'File "/home/me/.tox/x/lib/python3.11/site-packages/apache_beam/runners/a.py", line 3'
+    assert portable_paths(text) == 'File "<site-packages>/apache_beam/runners/a.py", line 3'
