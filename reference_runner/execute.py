@@ -1,17 +1,19 @@
 """The job executor: pipeline proto -> checked, fused stages -> engine <-> SDK worker, bundle by bundle."""
 from __future__ import annotations
 
+import itertools
 import logging
 
 from apache_beam.portability.api import beam_runner_api_pb2
 from apache_beam.transforms import window as beam_window
 from apache_beam.utils import windowed_value
 
+from reference_runner import bundling
 from reference_runner.engine import grouping, manager
 from reference_runner.graph import check, fusion, urns
 from reference_runner.graph.pipeline import PipelineGraph
-from reference_runner.worker import codecs, descriptors
-from reference_runner.worker.embedded import BundleFailed, EmbeddedWorker
+from reference_runner.worker import attempt, codecs, descriptors
+from reference_runner.worker.embedded import EmbeddedWorker
 from reference_runner.worker.state import SideInputIndex, StateService
 
 _LOG = logging.getLogger(__name__)
@@ -28,22 +30,29 @@ class JobFailed(RuntimeError):
 class Job:
     """One pipeline run on the embedded SDK worker."""
 
-    def __init__(self, proto: beam_runner_api_pb2.Pipeline, fuse: bool = True):
+    def __init__(self, proto: beam_runner_api_pb2.Pipeline, fuse: bool = True,
+                 schedule: bundling.Schedule | None = None, trace: str | None = None,
+                 replay: str | None = None):
         self.graph = PipelineGraph(proto)
         check.check(self.graph)
         self.stages = fusion.fuse(self.graph, enabled=fuse)
         self.coders = codecs.Coders(proto.components)
         self.state = StateService()
-        self.monitoring_infos: list = []
+        self.policy = bundling.Replay(replay) if replay else (schedule or bundling.Schedule()).policy()
+        self.trace_path = trace
+        self.monitoring_infos: list = []   # of committed attempts
+        self.failed_attempt_infos: list = []  # what failed attempts reported before failing
 
     def run(self) -> None:
         worker = EmbeddedWorker(self.state)
+        trace = bundling.Trace(self.trace_path)
         try:
-            self._run(worker)
+            self._run(worker, trace)
         finally:
+            trace.close()
             worker.stop()
 
-    def _run(self, worker: EmbeddedWorker) -> None:
+    def _run(self, worker: EmbeddedWorker, trace: bundling.Trace) -> None:
         specs, described = [], {}
         for stage in self.stages:
             specs.append(manager.StageSpec(stage.id, _engine_kind(stage.kind), list(stage.inputs),
@@ -53,29 +62,53 @@ class Job:
             if stage.kind == "sdk":
                 described[stage.id] = descriptors.build(stage, self.graph.components)
                 worker.register(described[stage.id].proto)
-        em = manager.ElementManager(specs)
+        em = manager.ElementManager(specs, bundle_policy=self.policy)
         em.start({p: [self._impulse_element(p)] for s in self.stages if s.kind == "impulse" for p in s.outputs})
         by_id = {s.id: s for s in self.stages}
         while True:
             bundle = em.next_bundle()
             if bundle is None:
                 if em.done():
+                    self.policy.finish()
                     return
                 raise JobFailed(em.describe_stuck())
             stage = by_id[bundle.stage]
             self._materialize_side_inputs(stage, em)
-            described_stage = described[stage.id]
+            self._run_bundle(worker, trace, em, bundle, described[stage.id])
+
+    def _run_bundle(self, worker, trace, em, bundle, described_stage) -> None:
+        """Attempt the bundle until one attempt succeeds; only that attempt's effects are kept."""
+        watermarks = {"input_watermark": manager.format_watermark(em.input_watermark(bundle.stage)),
+                      "output_watermark": manager.format_watermark(em.output_watermark[bundle.stage])}
+        size = len(bundle.inputs)
+        for attempt_number in itertools.count():
+            split = self.policy.split(bundle.stage, size)
+            fault_at = self.policy.fault(bundle.stage, size, attempt_number)
+            record = dict(bundle=bundle.id, stage=bundle.stage, attempt=attempt_number, elements=size,
+                          split={"at": split.at, "fraction": split.fraction} if split else None,
+                          fault_at=fault_at, **watermarks)
             try:
-                raw, response = worker.process_bundle(stage.id, described_stage.input_transform,
-                                                      b"".join(bundle.inputs))
-            except BundleFailed as e:
-                raise JobFailed(f"bundle {bundle.id} of stage {stage.id} failed: {e}") from None
+                result = attempt.run(worker, bundle.stage, described_stage.input_transform, bundle.inputs,
+                                     split, fault_at)
+            except attempt.AttemptFailed as failure:
+                self.failed_attempt_infos.extend(self._with_step_names(failure.metrics))
+                trace.record(**record, outcome="failed", first_residual=None)
+                if not failure.injected:
+                    raise JobFailed(f"bundle {bundle.id} of stage {bundle.stage} failed: {failure}") from None
+                continue
             outputs = {}
             for transform_id, pcoll in described_stage.output_transforms.items():
                 impl = self.coders.windowed(pcoll).get_impl()
-                outputs[pcoll] = codecs.split_elements(impl, bytes(raw.get(transform_id, b"")))
-            self.monitoring_infos.extend(self._with_step_names(response.monitoring_infos))
-            em.commit(bundle, outputs)
+                outputs[pcoll] = codecs.split_elements(impl, result.data.get(transform_id, b""))
+            if result.split_residuals or result.response.residual_roots:
+                # Only splittable DoFns hand back element residuals; dropping one would lose data.
+                raise JobFailed(f"bundle {bundle.id} of stage {bundle.stage} returned residual roots, "
+                                "which this runner cannot reschedule yet")
+            residuals = bundle.inputs[result.first_residual:] if result.first_residual is not None else []
+            self.monitoring_infos.extend(self._with_step_names(result.response.monitoring_infos))
+            trace.record(**record, outcome="committed", first_residual=result.first_residual)
+            em.commit(bundle, outputs, residuals)
+            return
 
     def _with_step_names(self, infos) -> list:
         """Metrics name their step by the transform's unique name, as users wrote it."""

@@ -7,38 +7,70 @@ from apache_beam.portability.api import beam_job_api_pb2
 from apache_beam.runners.portability.portable_runner import PortableMetrics
 from apache_beam.runners.runner import PipelineResult, PipelineRunner, PipelineState
 
+from reference_runner.bundling import Schedule
 from reference_runner.execute import Job
 
 
 class ReferenceOptions(PipelineOptions):
+    """Every knob of the reference runner. Arguments given to ReferenceRunner(...) win over these."""
+
     @classmethod
     def _add_argparse_args(cls, parser):
+        parser.add_argument("--reference_seed", type=int, default=0,
+                            help="seed of every scheduling decision (bundle sizes, split points, "
+                                 "injected faults); the same seed and pipeline give the same run")
+        parser.add_argument("--reference_bundle_size", default="whole",
+                            help="elements per bundle: 'whole' (all pending input of a stage), a "
+                                 "positive integer N, or 'random' (seeded sizes, small ones likely)")
+        parser.add_argument("--reference_splits", default="none", choices=["none", "random"],
+                            help="'random': at a seeded position of some bundles the runner sends a "
+                                 "ProcessBundleSplitRequest with a seeded fraction while the bundle "
+                                 "runs, and reschedules the residual")
+        parser.add_argument("--reference_faults", type=float, default=0.0,
+                            help="probability in [0, 1) that a bundle attempt fails part-way in the "
+                                 "worker; the runner discards that attempt and retries the bundle")
         parser.add_argument("--reference_fuse", default="true", choices=["true", "false"],
                             help="fuse ParDo and Window transforms into stages (false: every transform "
                                  "is its own stage, exercising cross-stage paths)")
+        parser.add_argument("--reference_trace", default=None, metavar="PATH",
+                            help="write one JSON line per bundle attempt (stage, elements, split, "
+                                 "fault, attempt, watermarks, outcome) to PATH")
+        parser.add_argument("--reference_replay", default=None, metavar="PATH",
+                            help="take every scheduling decision from a trace written by "
+                                 "--reference_trace, reproducing that run")
 
 
 class ReferenceRunner(PipelineRunner):
-    """``beam.Pipeline(runner=ReferenceRunner())``; knobs given here win over pipeline options."""
+    """``beam.Pipeline(runner=ReferenceRunner(seed=7, bundle_size="random", splits="random"))``.
 
-    def __init__(self, fuse: bool | None = None):
-        self.fuse = fuse
+    Knobs left as None come from ReferenceOptions (``--reference_*`` pipeline options)."""
+
+    def __init__(self, seed: int | None = None, bundle_size: str | int | None = None,
+                 splits: str | None = None, faults: float | None = None, fuse: bool | None = None,
+                 trace: str | None = None, replay: str | None = None):
+        self.knobs = dict(seed=seed, bundle_size=bundle_size, splits=splits, faults=faults,
+                          fuse=fuse, trace=trace, replay=replay)
 
     def run_pipeline(self, pipeline, options):
         opts = options.view_as(ReferenceOptions)
-        fuse = self.fuse if self.fuse is not None else opts.reference_fuse == "true"
-        job = Job(pipeline.to_runner_api(), fuse=fuse)
+        knob = {name: value if value is not None else getattr(opts, f"reference_{name}")
+                for name, value in self.knobs.items()}
+        fuse = knob["fuse"] if isinstance(knob["fuse"], bool) else knob["fuse"] == "true"
+        schedule = Schedule(seed=knob["seed"], bundle_size=knob["bundle_size"], splits=knob["splits"],
+                            faults=knob["faults"])
+        job = Job(pipeline.to_runner_api(), fuse=fuse, schedule=schedule, trace=knob["trace"],
+                  replay=knob["replay"])
         job.run()
-        return ReferenceResult(job.monitoring_infos)
+        return ReferenceResult(job.monitoring_infos, job.failed_attempt_infos)
 
 
 class ReferenceResult(PipelineResult):
-    def __init__(self, infos):
+    def __init__(self, committed_infos, failed_attempt_infos=()):
         super().__init__(PipelineState.DONE)
-        user = [i for i in infos if monitoring_infos.is_user_monitoring_info(i)]
-        merged = list(monitoring_infos.consolidate(user))
+        committed = _user_metrics(committed_infos)
+        attempted = _user_metrics(list(committed_infos) + list(failed_attempt_infos))
         self._metrics = PortableMetrics(beam_job_api_pb2.GetJobMetricsResponse(
-            metrics=beam_job_api_pb2.MetricResults(attempted=merged, committed=merged)))
+            metrics=beam_job_api_pb2.MetricResults(attempted=attempted, committed=committed)))
 
     def wait_until_finish(self, duration=None):
         return self._state
@@ -48,6 +80,10 @@ class ReferenceResult(PipelineResult):
 
     def metrics(self):
         return self._metrics
+
+
+def _user_metrics(infos) -> list:
+    return list(monitoring_infos.consolidate([i for i in infos if monitoring_infos.is_user_monitoring_info(i)]))
 
 
 __all__ = ["ReferenceRunner", "ReferenceOptions"]

@@ -1,10 +1,18 @@
-"""Our reference runner, in process. Options follow the target name:
-``reference`` or ``reference:fuse=false``."""
+"""Our reference runner, in process. The schedule follows the target name, e.g. ``reference``,
+``reference:bundle_size=1``, ``reference:bundle_size=random,splits=random,seed=7``,
+``reference:faults=0.2,seed=3`` or ``reference:fuse=false``."""
 from __future__ import annotations
 
 from conformance.targets.base import Target, TargetUnavailable
 
-_KNOBS = {"fuse": ("true", "false")}
+#: knob -> how to read it (raises ValueError on a bad value)
+_KNOBS = {
+    "seed": int,
+    "bundle_size": lambda v: v if v in ("whole", "random") else _positive(v),
+    "splits": lambda v: _one_of(v, "none", "random"),
+    "faults": lambda v: _fraction(v),
+    "fuse": lambda v: _one_of(v, "true", "false") == "true",
+}
 
 
 class ReferenceTarget(Target):
@@ -16,7 +24,7 @@ class ReferenceTarget(Target):
 
     def runner(self):
         from reference_runner import ReferenceRunner
-        return ReferenceRunner(fuse=self.knobs.get("fuse", "true") == "true")
+        return ReferenceRunner(**self.knobs)
 
     def describe(self) -> dict:
         return {**super().describe(), "schedule": self.knobs or "default"}
@@ -30,7 +38,27 @@ def _parse(spec: str) -> dict:
         if key not in _KNOBS:
             raise TargetUnavailable(f"unknown reference runner option {key!r} in {spec!r}; "
                                     f"known: {', '.join(sorted(_KNOBS))}")
-        if value not in _KNOBS[key]:
-            raise TargetUnavailable(f"{key} must be one of {_KNOBS[key]}, not {value!r}")
-        knobs[key] = value
+        try:
+            knobs[key] = _KNOBS[key](value)
+        except ValueError as e:
+            raise TargetUnavailable(f"bad value for {key} in {spec!r}: {e}") from None
     return knobs
+
+
+def _positive(value: str) -> int:
+    if not value.isdigit() or int(value) < 1:
+        raise ValueError(f"expected 'whole', 'random' or a positive integer, not {value!r}")
+    return int(value)
+
+
+def _one_of(value: str, *allowed: str) -> str:
+    if value not in allowed:
+        raise ValueError(f"expected one of {', '.join(allowed)}, not {value!r}")
+    return value
+
+
+def _fraction(value: str) -> float:
+    number = float(value)
+    if not 0 <= number < 1:
+        raise ValueError(f"expected a probability in [0, 1), not {value!r}")
+    return number

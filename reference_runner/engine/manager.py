@@ -121,6 +121,11 @@ class ElementManager:
         self.pending[bundle.stage][:0] = bundle.inputs
         self.in_flight[bundle.stage] -= 1
 
+    def input_watermark(self, stage_id: str) -> int:
+        stage = self.stages[stage_id]
+        return min((self.output_watermark[self.producer[p]] for p in stage.inputs if p in self.producer),
+                   default=PLUS_INFINITY)
+
     def done(self) -> bool:
         return all(w >= PLUS_INFINITY for w in self.output_watermark.values())
 
@@ -137,8 +142,7 @@ class ElementManager:
                 watermark = PLUS_INFINITY if self._impulses_done else MIN_TIMESTAMP
                 self.output_watermark[stage_id] = watermark
                 continue
-            input_wm = min((self.output_watermark[self.producer[p]] for p in stage.inputs
-                            if p in self.producer), default=PLUS_INFINITY)
+            input_wm = self.input_watermark(stage_id)
             if stage.kind == GROUP:
                 buffer = self.buffers[stage_id]
                 fired = buffer.fire(input_wm)
@@ -157,13 +161,13 @@ class ElementManager:
             waiting = [p for p in stage.side_inputs
                        if self.output_watermark[self.producer[p]] < PLUS_INFINITY]
             buffered = len(self.buffers[stage_id]) if stage_id in self.buffers else 0
-            lines.append(f"  {stage_id} ({stage.kind}): output watermark {_fmt(self.output_watermark[stage_id])}, "
+            lines.append(f"  {stage_id} ({stage.kind}): output watermark {format_watermark(self.output_watermark[stage_id])}, "
                          f"pending {len(self.pending[stage_id])}, in flight {self.in_flight[stage_id]}, "
                          f"buffered groups {buffered}" + (f", waiting for side inputs {waiting}" if waiting else ""))
         return "\n".join(lines)
 
 
-def _fmt(t: int) -> str:
+def format_watermark(t: int) -> str:
     if t >= PLUS_INFINITY:
         return "+inf"
     if t <= MIN_TIMESTAMP:
@@ -171,4 +175,4 @@ def _fmt(t: int) -> str:
     return f"{t / 1e6:.3f}s"
 
 
-__all__ = ["Bundle", "ElementManager", "StageSpec", "Stuck", "SDK", "FLATTEN", "GROUP", "IMPULSE"]
+__all__ = ["format_watermark", "Bundle", "ElementManager", "StageSpec", "Stuck", "SDK", "FLATTEN", "GROUP", "IMPULSE"]

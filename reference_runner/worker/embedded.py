@@ -5,8 +5,9 @@ import contextlib
 import itertools
 
 from apache_beam.portability.api import beam_fn_api_pb2
-from apache_beam.runners.worker import data_plane, sdk_worker, statecache
+from apache_beam.runners.worker import sdk_worker, statecache
 
+from reference_runner.worker.channel import BundleChannel, BundleChannelFactory
 from reference_runner.worker.state import StateService
 
 
@@ -67,41 +68,58 @@ class _Factory(sdk_worker.StateHandlerFactory):
 
 
 class EmbeddedWorker:
-    """Runs bundles of registered descriptors; the data channel is in memory."""
+    """Runs bundles of registered descriptors. The data plane is a BundleChannel in memory, the
+    state channel calls the runner's StateService directly; everything else is Fn API messages."""
 
     def __init__(self, state: StateService):
-        self._channel = data_plane.InMemoryDataChannel()
+        self.channel = BundleChannel()
         caching = sdk_worker.GlobalCachingStateHandler(statecache.StateCache(0), _DirectStateHandler(state))
         self._cache = sdk_worker.BundleProcessorCache(
-            frozenset(), _Factory(caching), data_plane.InMemoryDataChannelFactory(self._channel.inverse()), {})
+            frozenset(), _Factory(caching), BundleChannelFactory(self.channel), {})
         self._worker = sdk_worker.SdkWorker(self._cache)
         self._ids = itertools.count()
 
     def register(self, descriptor: beam_fn_api_pb2.ProcessBundleDescriptor) -> None:
         self._instruct(register=beam_fn_api_pb2.RegisterRequest(process_bundle_descriptor=[descriptor]))
 
-    def process_bundle(self, descriptor_id: str, input_transform: str, data: bytes):
-        """Run one bundle; returns (data per output transform, the ProcessBundleResponse)."""
-        instruction_id = f"bundle-{next(self._ids)}"
-        stream = self._channel.output_stream(instruction_id, input_transform)
-        stream.write(data)
-        stream.close()
+    def new_instruction_id(self) -> str:
+        return f"bundle-{next(self._ids)}"
+
+    def process_bundle(self, instruction_id: str, descriptor_id: str, messages):
+        """Run one bundle reading ``messages`` (Elements.Data / Timers, produced lazily).
+
+        Returns (bytes per output transform, bytes per (transform, timer family), the
+        ProcessBundleResponse). On failure nothing the attempt wrote is returned."""
+        self.channel.feed(instruction_id, messages)
         try:
             response = self._instruct(instruction_id, process_bundle=beam_fn_api_pb2.ProcessBundleRequest(
                 process_bundle_descriptor_id=descriptor_id))
-        except Exception as e:
-            raise BundleFailed(f"{type(e).__name__}: {e}") from e
-        finally:  # collect (or, on failure, discard) what the bundle wrote
-            outputs: dict[str, bytearray] = {}
-            for message in self._channel.input_elements(instruction_id, []):
-                if isinstance(message, beam_fn_api_pb2.Elements.Data) and message.data:
-                    outputs.setdefault(message.transform_id, bytearray()).extend(message.data)
-        return outputs, response.process_bundle
+        finally:
+            data, timers = self.channel.take(instruction_id)
+        return data, timers, response.process_bundle
+
+    def split(self, instruction_id: str, transform_id: str, fraction: float, estimated_elements: int):
+        """Ask the running bundle to stop early; returns the ProcessBundleSplitResponse."""
+        desired = beam_fn_api_pb2.ProcessBundleSplitRequest.DesiredSplit(
+            fraction_of_remainder=fraction, estimated_input_elements=estimated_elements)
+        return self._instruct(process_bundle_split=beam_fn_api_pb2.ProcessBundleSplitRequest(
+            instruction_id=instruction_id, desired_splits={transform_id: desired})).process_bundle_split
+
+    def progress(self, instruction_id: str) -> list:
+        """The running bundle's monitoring infos so far."""
+        return list(self._instruct(process_bundle_progress=beam_fn_api_pb2.ProcessBundleProgressRequest(
+            instruction_id=instruction_id)).process_bundle_progress.monitoring_infos)
+
+    def finalize(self, instruction_id: str) -> None:
+        self._instruct(finalize_bundle=beam_fn_api_pb2.FinalizeBundleRequest(instruction_id=instruction_id))
 
     def _instruct(self, instruction_id=None, **request) -> beam_fn_api_pb2.InstructionResponse:
         instruction_id = instruction_id or f"instruction-{next(self._ids)}"
-        response = self._worker.do_instruction(beam_fn_api_pb2.InstructionRequest(
-            instruction_id=instruction_id, **request))
+        try:
+            response = self._worker.do_instruction(beam_fn_api_pb2.InstructionRequest(
+                instruction_id=instruction_id, **request))
+        except Exception as e:  # raised past the harness, e.g. by the runner's own feed
+            raise BundleFailed(f"{type(e).__name__}: {e}", cause=e) from e
         if response.error:
             raise BundleFailed(response.error)
         return response
@@ -112,3 +130,7 @@ class EmbeddedWorker:
 
 class BundleFailed(RuntimeError):
     """The SDK worker reported an error for a bundle (the user's exception text included)."""
+
+    def __init__(self, message: str, cause: BaseException | None = None):
+        super().__init__(message)
+        self.cause = cause

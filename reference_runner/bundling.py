@@ -1,0 +1,152 @@
+"""Deterministic scheduling decisions: how big each bundle is, where it is split while it runs,
+and which attempts fail on purpose.
+
+Every decision comes from a seeded random stream of its own (one for sizes, one for splits, one
+for faults), drawn in the order the runner asks, and the runner asks in a fixed order. So the
+same seed and pipeline give the same bundles, split points and faults, and switching splits on
+does not change the bundle sizes drawn. A recorded trace can stand in for the streams
+(``Replay``), reproducing a run decision by decision.
+"""
+from __future__ import annotations
+
+import json
+import random
+from dataclasses import dataclass
+
+WHOLE, RANDOM, NONE = "whole", "random", "none"
+#: an attempt that has failed this often is not failed on purpose again, so every bundle commits
+MAX_INJECTED_FAULTS = 3
+
+
+@dataclass(frozen=True)
+class Split:
+    at: int            # the runner asks to split just before the bundle reads element ``at``
+    fraction: float    # fraction_of_remainder sent in the ProcessBundleSplitRequest
+
+
+class ScheduleError(ValueError):
+    """A knob has a value the reference runner does not understand."""
+
+
+@dataclass
+class Schedule:
+    """The knobs, as the user gave them (``ReferenceRunner(...)``, pipeline options, target name)."""
+    seed: int = 0
+    bundle_size: str | int = WHOLE     # "whole", "random" or a positive number of elements
+    splits: str = NONE                 # "none" or "random"
+    faults: float = 0.0                # probability that an attempt fails part-way
+
+    def __post_init__(self):
+        self.bundle_size = parse_bundle_size(self.bundle_size)
+        if self.splits not in (NONE, RANDOM):
+            raise ScheduleError(f"splits must be 'none' or 'random', not {self.splits!r}")
+        try:
+            self.faults = float(self.faults)
+            self.seed = int(self.seed)
+        except (TypeError, ValueError):
+            raise ScheduleError(f"faults must be a number in [0, 1) and seed an integer, "
+                                f"not {self.faults!r} / {self.seed!r}") from None
+        if not 0 <= self.faults < 1:
+            raise ScheduleError(f"faults must be in [0, 1), not {self.faults}")
+
+    def policy(self) -> "SeededPolicy":
+        return SeededPolicy(self)
+
+
+def parse_bundle_size(value) -> str | int:
+    if value in (None, WHOLE, RANDOM):
+        return value or WHOLE
+    try:
+        size = int(value)
+    except (TypeError, ValueError):
+        size = 0
+    if size < 1:
+        raise ScheduleError(f"bundle_size must be 'whole', 'random' or a positive integer, not {value!r}")
+    return size
+
+
+class SeededPolicy:
+    def __init__(self, schedule: Schedule):
+        self.schedule = schedule
+        # String seeds hash the same way in every process (unlike hash()).
+        self._sizes = random.Random(f"{schedule.seed}/sizes")
+        self._splits = random.Random(f"{schedule.seed}/splits")
+        self._faults = random.Random(f"{schedule.seed}/faults")
+
+    def bundle_size(self, stage: str, pending: int) -> int:
+        size = self.schedule.bundle_size
+        if size == WHOLE:
+            return pending
+        if size == RANDOM:
+            # Small bundles are where bugs hide; keep them likely without starving big inputs.
+            return min(pending, self._sizes.choice((1, 2, 3, self._sizes.randint(1, max(1, pending)))))
+        return min(size, pending)
+
+    def split(self, stage: str, size: int) -> Split | None:
+        if self.schedule.splits == NONE or size < 2 or self._splits.random() < 0.5:
+            return None
+        return Split(self._splits.randrange(1, size), round(self._splits.uniform(0.05, 0.95), 3))
+
+    def finish(self) -> None:
+        pass
+
+    def fault(self, stage: str, size: int, attempt: int) -> int | None:
+        """Where this attempt fails (before reading element N; N == size: after the last), or None."""
+        if attempt >= MAX_INJECTED_FAULTS or self._faults.random() >= self.schedule.faults:
+            return None
+        return self._faults.randint(0, size)
+
+
+class Replay:
+    """Decisions read back from a trace, in the order they were made."""
+
+    def __init__(self, path: str):
+        with open(path, encoding="utf-8") as f:
+            self._records = [json.loads(line) for line in f if line.strip()]
+        self._next = 0
+
+    def _record(self, stage: str) -> dict:
+        if self._next >= len(self._records):
+            raise ScheduleError(f"the trace has no more bundles, but stage {stage} asks for one: "
+                                "the pipeline differs from the traced one")
+        record = self._records[self._next]
+        if record["stage"] != stage:
+            raise ScheduleError(f"trace line {self._next + 1} is for stage {record['stage']}, but the "
+                                f"runner is scheduling {stage}: the pipeline differs from the traced one")
+        return record
+
+    def bundle_size(self, stage: str, pending: int) -> int:
+        size = self._record(stage)["elements"]
+        if size > pending:
+            raise ScheduleError(f"trace line {self._next + 1} has a bundle of {size} elements, but stage "
+                                f"{stage} has {pending} pending: the pipeline differs from the traced one")
+        return size
+
+    def split(self, stage: str, size: int) -> Split | None:
+        split = self._record(stage)["split"]
+        return Split(split["at"], split["fraction"]) if split else None
+
+    def fault(self, stage: str, size: int, attempt: int) -> int | None:
+        record = self._record(stage)
+        self._next += 1  # the fault is the last decision made for an attempt
+        return record["fault_at"]
+
+    def finish(self) -> None:
+        if self._next < len(self._records):
+            raise ScheduleError(f"the run ended after {self._next} of the trace's {len(self._records)} "
+                                "bundle attempts: the pipeline differs from the traced one")
+
+
+class Trace:
+    """One JSON line per bundle attempt: what was decided and what came of it."""
+
+    def __init__(self, path: str | None):
+        self._file = open(path, "w", encoding="utf-8") if path else None
+
+    def record(self, **fields) -> None:
+        if self._file:
+            self._file.write(json.dumps(fields, sort_keys=True) + "\n")
+
+    def close(self) -> None:
+        if self._file:
+            self._file.close()
