@@ -118,3 +118,12 @@ def test_a_stuck_job_is_described_stage_by_stage():
     dump = em.describe_stuck()
     assert "work (sdk): output watermark -inf, pending 0, in flight 1" in dump
     assert "impulse (impulse): output watermark +inf" in dump
+
+
+def test_runner_named_on_the_command_line(tmp_path):
+    trace = tmp_path / "cli.jsonl"
+    options = beam.options.pipeline_options.PipelineOptions([
+        "--runner=reference_runner.ReferenceRunner", "--reference_bundle_size=1", f"--reference_trace={trace}"])
+    with beam.Pipeline(options=options) as p:
+        assert_that(p | beam.Create([1, 2, 3]) | beam.Map(lambda x: x + 1), equal_to([2, 3, 4]))
+    assert {json.loads(line)["elements"] for line in trace.read_text().splitlines()} == {1}
