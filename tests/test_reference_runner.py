@@ -69,3 +69,13 @@ def test_the_engine_never_imports_protos_or_grpc():
     for source in pathlib.Path(engine.__file__).parent.glob("*.py"):
         text = source.read_text()
         assert "portability" not in text and "grpc" not in text and "apache_beam" not in text, source
+
+
+def test_streaming_pipelines_are_rejected_naming_teststream_and_unbounded_pcollections():
+    from apache_beam.testing.test_stream import TestStream
+    p = beam.Pipeline(runner=ReferenceRunner())
+    _ = p | TestStream().add_elements([1]).advance_watermark_to_infinity() | beam.Map(str)
+    with pytest.raises(UnsupportedPipeline) as info:
+        p.run()
+    assert "TestStream (beam:transform:teststream:v1)" in str(info.value)
+    assert "unbounded PCollections" in str(info.value)

@@ -23,6 +23,11 @@ def check(graph: PipelineGraph) -> None:
             problems.append(f"requirement {requirement}")
     for t in graph.transforms:
         problems += _transform_problems(graph, t)
+    unbounded = sorted(pid for pid, p in graph.components.pcollections.items()
+                       if p.is_bounded == beam_runner_api_pb2.IsBounded.UNBOUNDED)
+    if unbounded:
+        problems.append(f"unbounded PCollections ({', '.join(unbounded[:5])}{', ...' if len(unbounded) > 5 else ''}) "
+                        "need streaming execution, which the reference runner does not have yet")
     for env_id, env in graph.components.environments.items():
         if env.urn not in urns.EMBEDDABLE_ENVIRONMENTS:
             problems.append(f"environment {env_id}: {env.urn}")
