@@ -20,8 +20,18 @@ MAX_INJECTED_FAULTS = 3
 
 @dataclass(frozen=True)
 class Split:
-    at: int            # the runner asks to split just before the bundle reads element ``at``
+    at: int            # the runner asks to split just before the bundle reads element ``at`` ...
     fraction: float    # fraction_of_remainder sent in the ProcessBundleSplitRequest
+    # ... or, for a splittable DoFn, right after the bundle wrote its ``at``-th output, while the
+    # element is in progress, so that the SDK splits the element's restriction
+    after_output: bool = False
+
+    def to_json(self) -> dict:
+        return {"at": self.at, "fraction": self.fraction, "after_output": self.after_output}
+
+    @classmethod
+    def from_json(cls, record: dict | None) -> "Split | None":
+        return cls(record["at"], record["fraction"], record.get("after_output", False)) if record else None
 
 
 class ScheduleError(ValueError):
@@ -82,10 +92,15 @@ class SeededPolicy:
             return min(pending, self._sizes.choice((1, 2, 3, self._sizes.randint(1, max(1, pending)))))
         return min(size, pending)
 
-    def split(self, stage: str, size: int) -> Split | None:
-        if self.schedule.splits == NONE or size < 2 or self._splits.random() < 0.5:
+    def split(self, stage: str, size: int, splittable: bool = False) -> Split | None:
+        if self.schedule.splits == NONE or self._splits.random() < 0.5:
             return None
-        return Split(self._splits.randrange(1, size), round(self._splits.uniform(0.05, 0.95), 3))
+        fraction = round(self._splits.uniform(0.05, 0.95), 3)
+        if splittable and self._splits.random() < 0.5:
+            return Split(self._splits.randint(1, 4), fraction, after_output=True)
+        if size < 2:
+            return None
+        return Split(self._splits.randrange(1, size), fraction)
 
     def finish(self) -> None:
         pass
@@ -122,9 +137,8 @@ class Replay:
                                 f"{stage} has {pending} pending: the pipeline differs from the traced one")
         return size
 
-    def split(self, stage: str, size: int) -> Split | None:
-        split = self._record(stage)["split"]
-        return Split(split["at"], split["fraction"]) if split else None
+    def split(self, stage: str, size: int, splittable: bool = False) -> Split | None:
+        return Split.from_json(self._record(stage)["split"])
 
     def fault(self, stage: str, size: int, attempt: int) -> int | None:
         record = self._record(stage)

@@ -85,7 +85,7 @@ class Job:
             split = self.policy.split(bundle.stage, size)
             fault_at = self.policy.fault(bundle.stage, size, attempt_number)
             record = dict(bundle=bundle.id, stage=bundle.stage, attempt=attempt_number, elements=size,
-                          split={"at": split.at, "fraction": split.fraction} if split else None,
+                          split=split.to_json() if split else None,
                           fault_at=fault_at, **watermarks)
             try:
                 result = attempt.run(worker, bundle.stage, described_stage.input_transform, bundle.inputs,

@@ -39,39 +39,55 @@ class Attempt:
 def run(worker: EmbeddedWorker, descriptor_id: str, input_transform: str, elements: list[bytes],
         split: Split | None = None, fault_at: int | None = None, timers: list = ()) -> Attempt:
     instruction_id = worker.new_instruction_id()
-    outcome = {"first_residual": None, "residuals": [], "metrics": []}
+    progress = _Progress(len(elements))
+
+    def do_split():
+        if progress.split_done:
+            return
+        progress.split_done = True
+        response = worker.split(instruction_id, input_transform, split.fraction, len(elements))
+        progress.residuals = list(response.residual_roots)
+        for channel in response.channel_splits:
+            if channel.transform_id == input_transform:
+                progress.first_residual = channel.first_residual_element
+                progress.end = min(progress.end, channel.first_residual_element)
+
+    if split and split.after_output:
+        outputs = iter(range(1, split.at + 1))
+        worker.channel.on_output(instruction_id, lambda: next(outputs, None) == split.at and do_split())
 
     def feed():
-        end, position = len(elements), 0
-        cuts = sorted({p for p in (split.at if split else None, fault_at) if p is not None} | {end})
+        position = 0
+        cuts = sorted({p for p in (None if not split or split.after_output else split.at, fault_at)
+                       if p is not None} | {len(elements)})
         for cut in cuts:
-            cut = min(cut, end)
+            cut = min(cut, progress.end)
             if cut > position:
                 yield beam_fn_api_pb2.Elements.Data(instruction_id=instruction_id, transform_id=input_transform,
                                                     data=b"".join(elements[position:cut]))
                 position = cut
-            if split and cut == split.at and outcome["first_residual"] is None:
-                end = _split(worker, instruction_id, input_transform, split, len(elements), outcome, end)
-            if fault_at is not None and cut >= min(fault_at, end):
-                outcome["metrics"] = worker.progress(instruction_id)
+            if split and not split.after_output and cut == split.at:
+                do_split()
+            if fault_at is not None and cut >= min(fault_at, progress.end):
+                progress.metrics = worker.progress(instruction_id)
                 raise InjectedFault(f"fault injected by the reference runner before element {cut} "
                                     f"of {len(elements)}")
-            if position >= end:
+            if position >= progress.end:
                 break
         yield from timers
 
     try:
         data, timer_bytes, response = worker.process_bundle(instruction_id, descriptor_id, feed())
     except BundleFailed as e:
-        raise AttemptFailed(str(e), isinstance(e.cause, InjectedFault), outcome["metrics"]) from None
-    return Attempt(instruction_id, data, timer_bytes, response, outcome["first_residual"], outcome["residuals"])
+        raise AttemptFailed(str(e), isinstance(e.cause, InjectedFault), progress.metrics) from None
+    return Attempt(instruction_id, data, timer_bytes, response, progress.first_residual, progress.residuals)
 
 
-def _split(worker, instruction_id, input_transform, split: Split, total: int, outcome: dict, end: int) -> int:
-    response = worker.split(instruction_id, input_transform, split.fraction, total)
-    outcome["residuals"] = list(response.residual_roots)
-    for channel in response.channel_splits:
-        if channel.transform_id == input_transform:
-            outcome["first_residual"] = channel.first_residual_element
-            return min(end, channel.first_residual_element)
-    return end
+@dataclass
+class _Progress:
+    """What the runner learned while the attempt ran."""
+    end: int                          # the bundle reads elements [0, end)
+    split_done: bool = False
+    first_residual: int | None = None
+    residuals: list = field(default_factory=list)
+    metrics: list = field(default_factory=list)

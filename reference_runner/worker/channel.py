@@ -17,6 +17,11 @@ class BundleChannel(data_plane.DataChannel):
         self._feeds: dict[str, Iterable] = {}
         self._data: dict[str, dict[str, bytearray]] = {}
         self._timers: dict[str, dict[tuple[str, str], bytearray]] = {}
+        self._output_hooks: dict[str, object] = {}
+
+    def on_output(self, instruction_id: str, hook) -> None:
+        """Call ``hook()`` in the worker's thread each time the bundle has written an output element."""
+        self._output_hooks[instruction_id] = hook
 
     def feed(self, instruction_id: str, messages: Iterable) -> None:
         """``messages``: Elements.Data / Elements.Timers the bundle reads, produced lazily."""
@@ -25,6 +30,7 @@ class BundleChannel(data_plane.DataChannel):
     def take(self, instruction_id: str) -> tuple[dict[str, bytes], dict[tuple[str, str], bytes]]:
         """What the bundle wrote: bytes per output transform, and per (transform, timer family)."""
         self._feeds.pop(instruction_id, None)
+        self._output_hooks.pop(instruction_id, None)
         data = {k: bytes(v) for k, v in self._data.pop(instruction_id, {}).items()}
         timers = {k: bytes(v) for k, v in self._timers.pop(instruction_id, {}).items()}
         return data, timers
@@ -35,6 +41,9 @@ class BundleChannel(data_plane.DataChannel):
 
     def output_stream(self, instruction_id, transform_id):
         sink = self._data.setdefault(instruction_id, {}).setdefault(transform_id, bytearray())
+        hook = self._output_hooks.get(instruction_id)
+        if hook is not None:
+            return _WatchedStream(sink, hook)
         return data_plane.ClosableOutputStream.create(sink.extend, sink.extend, 0)
 
     def output_timer_stream(self, instruction_id, transform_id, timer_family_id):
@@ -43,6 +52,18 @@ class BundleChannel(data_plane.DataChannel):
 
     def close(self):
         pass
+
+
+class _WatchedStream(data_plane.SizeBasedBufferingClosableOutputStream):
+    """The SDK calls maybe_flush after every element it writes: the runner's cue to act mid-element."""
+
+    def __init__(self, sink: bytearray, hook):
+        super().__init__(sink.extend, sink.extend)
+        self._hook = hook
+
+    def maybe_flush(self):
+        super().maybe_flush()
+        self._hook()
 
 
 class BundleChannelFactory(data_plane.DataChannelFactory):
