@@ -3,6 +3,7 @@
 File format (YAML)::
 
     target: beam-fnapi                # informational
+    include: other.yaml               # optional: also every entry of that file (path relative to this one)
     known_failures:
       - case: "triggers/after_count_*" # a case id or a glob over case ids
         reason: "why this runner fails it"
@@ -21,6 +22,7 @@ flaky: then a pass is reported as passed, with the entry's reason attached).
 from __future__ import annotations
 
 import fnmatch
+import os
 from dataclasses import dataclass
 
 import yaml
@@ -65,7 +67,7 @@ class Expectations:
         return cls([])
 
     @classmethod
-    def load(cls, path: str) -> "Expectations":
+    def load(cls, path: str, _depth: int = 0) -> "Expectations":
         try:
             with open(path) as f:
                 data = yaml.safe_load(f) or {}
@@ -73,7 +75,13 @@ class Expectations:
             raise ExpectationsError(f"cannot read expectations file {path}: {e}") from None
         except yaml.YAMLError as e:
             raise ExpectationsError(f"expectations file {path} is not valid YAML: {e}") from None
-        return cls(parse(data, path), path)
+        entries = parse(data, path)
+        include = data.get("include") if isinstance(data, dict) else None
+        if include:
+            if _depth > 4:
+                raise ExpectationsError(f"{path}: 'include' nests too deeply (a cycle?)")
+            entries += cls.load(os.path.join(os.path.dirname(path), include), _depth + 1).entries
+        return cls(entries, path)
 
     def lookup(self, case_id: str, capability_id: str) -> KnownFailure | None:
         """The first entry that covers the case (case entries win over capability entries)."""
@@ -92,7 +100,7 @@ class Expectations:
 def parse(data, source: str = "<data>") -> list[KnownFailure]:
     if not isinstance(data, dict):
         raise ExpectationsError(f"{source}: top level must be a mapping with 'known_failures'")
-    unknown_keys = set(data) - {"target", "description", "known_failures"}
+    unknown_keys = set(data) - {"target", "description", "include", "known_failures"}
     if unknown_keys:
         raise ExpectationsError(f"{source}: unknown top-level keys {sorted(unknown_keys)}")
     raw = data.get("known_failures") or []

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import itertools
 import logging
+import threading
 
 from apache_beam.portability.api import beam_runner_api_pb2
 from apache_beam.transforms import window as beam_window
@@ -27,24 +28,36 @@ class JobFailed(RuntimeError):
     pass
 
 
+class JobCancelled(RuntimeError):
+    """Someone cancelled the job; it stopped between two bundles."""
+
+
 class Job:
     """One pipeline run on the embedded SDK worker."""
 
     def __init__(self, proto: beam_runner_api_pb2.Pipeline, fuse: bool = True,
                  schedule: bundling.Schedule | None = None, trace: str | None = None,
-                 replay: str | None = None):
+                 replay: str | None = None, job_id: str = "", endpoint: str = "embedded"):
         self.graph = PipelineGraph(proto)
-        check.check(self.graph)
+        check.check(self.graph, environments=endpoint == "embedded")
         self.stages = fusion.fuse(self.graph, enabled=fuse)
         self.coders = codecs.Coders(proto.components)
         self.state = StateService()
         self.policy = bundling.Replay(replay) if replay else (schedule or bundling.Schedule()).policy()
         self.trace_path = trace
+        self.job_id = job_id        # prefixes descriptor ids: a reused worker may have run other jobs
+        self.endpoint = endpoint    # the runner's Fn API address, for a worker out of process
         self.monitoring_infos: list = []   # of committed attempts
         self.failed_attempt_infos: list = []  # what failed attempts reported before failing
+        self._cancelled = threading.Event()
 
-    def run(self) -> None:
-        worker = EmbeddedWorker(self.state)
+    def cancel(self) -> None:
+        self._cancelled.set()
+
+    def run(self, worker=None) -> None:
+        """Run on ``worker`` (EmbeddedWorker or RemoteWorker, serving this job's StateService),
+        or on a new embedded worker."""
+        worker = worker or EmbeddedWorker(self.state)
         trace = bundling.Trace(self.trace_path)
         try:
             self._run(worker, trace)
@@ -60,12 +73,15 @@ class Job:
                                            self._grouping(stage) if stage.kind == "group" else None,
                                            self._conversions(stage) if stage.kind == "flatten" else {}))
             if stage.kind == "sdk":
-                described[stage.id] = descriptors.build(stage, self.graph.components)
+                described[stage.id] = descriptors.build(stage, self.graph.components,
+                                                        f"{self.job_id}{stage.id}", self.endpoint)
                 worker.register(described[stage.id].proto)
         em = manager.ElementManager(specs, bundle_policy=self.policy)
         em.start({p: [self._impulse_element(p)] for s in self.stages if s.kind == "impulse" for p in s.outputs})
         by_id = {s.id: s for s in self.stages}
         while True:
+            if self._cancelled.is_set():
+                raise JobCancelled("the job was cancelled")
             bundle = em.next_bundle()
             if bundle is None:
                 if em.done():
@@ -88,7 +104,7 @@ class Job:
                           split=split.to_json() if split else None,
                           fault_at=fault_at, **watermarks)
             try:
-                result = attempt.run(worker, bundle.stage, described_stage.input_transform, bundle.inputs,
+                result = attempt.run(worker, described_stage.proto.id, described_stage.input_transform, bundle.inputs,
                                      split, fault_at)
             except attempt.AttemptFailed as failure:
                 self.failed_attempt_infos.extend(self._with_step_names(failure.metrics))

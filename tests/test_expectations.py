@@ -68,3 +68,12 @@ def test_committed_expectation_files_are_valid():
     for path in files:
         exp = Expectations.load(path)
         assert all(e.reason for e in exp.entries), path
+
+
+def test_include_adds_the_entries_of_another_file(tmp_path):
+    (tmp_path / "base.yaml").write_text("known_failures:\n  - capability: triggers\n    reason: base\n")
+    (tmp_path / "more.yaml").write_text("include: base.yaml\nknown_failures:\n"
+                                        "  - case: 'gbk/x'\n    reason: more\n")
+    loaded = Expectations.load(str(tmp_path / "more.yaml"))
+    assert [e.reason for e in loaded.entries] == ["more", "base"]
+    assert loaded.lookup("triggers/y", "triggers.after_count").reason == "base"

@@ -16,7 +16,8 @@ class UnsupportedPipeline(ValueError):
                          "\n".join(f"  - {p}" for p in problems))
 
 
-def check(graph: PipelineGraph) -> None:
+def check(graph: PipelineGraph, environments: bool = True) -> None:
+    """``environments``: judge the environments too (the in-process runner embeds them all)."""
     problems: list[str] = []
     for requirement in graph.proto.requirements:
         if requirement not in urns.SUPPORTED_REQUIREMENTS:
@@ -28,7 +29,7 @@ def check(graph: PipelineGraph) -> None:
     if unbounded:
         problems.append(f"unbounded PCollections ({', '.join(unbounded[:5])}{', ...' if len(unbounded) > 5 else ''}) "
                         "need streaming execution, which the reference runner does not have yet")
-    for env_id, env in graph.components.environments.items():
+    for env_id, env in graph.components.environments.items() if environments else ():
         if env.urn not in urns.EMBEDDABLE_ENVIRONMENTS:
             problems.append(f"environment {env_id}: {env.urn}")
     if problems:

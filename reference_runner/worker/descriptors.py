@@ -16,8 +16,10 @@ class StageDescriptor:
     output_transforms: dict[str, str]    # transform id -> PCollection it carries to the runner
 
 
-def build(stage: Stage, components: beam_runner_api_pb2.Components) -> StageDescriptor:
-    pbd = beam_fn_api_pb2.ProcessBundleDescriptor(id=stage.id)
+def build(stage: Stage, components: beam_runner_api_pb2.Components, descriptor_id: str | None = None,
+          endpoint: str = "embedded") -> StageDescriptor:
+    """``endpoint``: the runner's Fn API address for a remote worker ("embedded" in process)."""
+    pbd = beam_fn_api_pb2.ProcessBundleDescriptor(id=descriptor_id or stage.id)
     for kind in ("pcollections", "coders", "windowing_strategies", "environments"):
         for key, value in getattr(components, kind).items():
             getattr(pbd, kind)[key].CopyFrom(value)
@@ -25,21 +27,22 @@ def build(stage: Stage, components: beam_runner_api_pb2.Components) -> StageDesc
         pbd.transforms[t.id].CopyFrom(t.proto)
     [main] = stage.inputs
     input_id = f"{stage.id}/input"
-    _port(pbd, input_id, urns.DATA_INPUT, main, components, outputs={"out": main})
+    _port(pbd, input_id, urns.DATA_INPUT, main, components, endpoint, outputs={"out": main})
     outputs = {}
     for pcoll in stage.outputs:
         transform_id = f"{stage.id}/output/{pcoll}"
-        _port(pbd, transform_id, urns.DATA_OUTPUT, pcoll, components, inputs={"in": pcoll})
+        _port(pbd, transform_id, urns.DATA_OUTPUT, pcoll, components, endpoint, inputs={"in": pcoll})
         outputs[transform_id] = pcoll
     # Side inputs and state travel over the state channel; the embedded worker ignores the address.
-    pbd.state_api_service_descriptor.url = "embedded"
+    pbd.state_api_service_descriptor.url = endpoint
     return StageDescriptor(pbd, input_id, outputs)
 
 
-def _port(pbd, transform_id: str, urn: str, pcoll: str, components, inputs=None, outputs=None) -> None:
+def _port(pbd, transform_id: str, urn: str, pcoll: str, components, endpoint: str,
+          inputs=None, outputs=None) -> None:
     coder_id = _wire_coder(pbd, pcoll, components)
     port = beam_fn_api_pb2.RemoteGrpcPort(coder_id=coder_id)
-    port.api_service_descriptor.url = "embedded"
+    port.api_service_descriptor.url = endpoint
     transform = pbd.transforms[transform_id]
     transform.unique_name = transform_id
     transform.spec.urn = urn

@@ -1,0 +1,1 @@
+"""Our runners served over the Beam Job API (see __main__ for the command line)."""

@@ -1,0 +1,59 @@
+"""``python -m reference_runner.jobserver`` / ``reference-runner serve``: serve our runner over the Beam Job API."""
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import sys
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="reference-runner",
+        description="Serve the reference runner over the Beam Job API, so that pipelines from any "
+                    "Beam SDK can run on it (PortableRunner: --runner=PortableRunner "
+                    "--job_endpoint=localhost:8099 --environment_type=LOOPBACK).")
+    sub = parser.add_subparsers(dest="command", required=True)
+    serve = sub.add_parser("serve", help="start the job server and run until interrupted")
+    serve.add_argument("--port", type=int, default=8099, help="Job API port (default 8099; 0 picks a free one)")
+    serve.add_argument("--host", default="127.0.0.1",
+                       help="address to bind (default 127.0.0.1: this machine only)")
+    serve.add_argument("--backend", choices=["reference"], default="reference",
+                       help="which engine runs the jobs (the Spark backend is not built yet)")
+    serve.add_argument("--staging-dir", default=None,
+                       help="where staged artifacts go (default: a temporary directory removed at exit)")
+    serve.add_argument("--max-pipeline-mib", type=int, default=64, help="largest pipeline accepted (MiB)")
+    serve.add_argument("--max-artifact-mib", type=int, default=1024, help="largest artifact accepted (MiB)")
+    serve.add_argument("--worker-timeout", type=float, default=60,
+                       help="seconds a started SDK worker has to connect (default 60)")
+    serve.add_argument("--bundle-timeout", type=float, default=600,
+                       help="seconds a bundle may run before the job fails (default 600)")
+    serve.add_argument("--reuse-workers", type=int, default=0, metavar="N",
+                       help="keep up to N idle SDK workers for later jobs of the same environment "
+                            "(default 0: each job's workers stop when it ends, so DoFn teardown runs "
+                            "at job end; reuse saves the worker start on light jobs)")
+    serve.add_argument("--log-level", default="INFO", help="Python logging level (default INFO)")
+    return parser
+
+
+def main(argv=None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0].startswith("-") and argv[0] not in ("-h", "--help"):
+        argv.insert(0, "serve")  # `python -m reference_runner.jobserver --port N` serves
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    from reference_runner.jobserver.server import JobServer
+    server = JobServer(args.host, args.port, args.staging_dir, args.max_pipeline_mib << 20,
+                       args.max_artifact_mib << 20, args.worker_timeout, args.bundle_timeout,
+                       args.reuse_workers).start()
+    print(f"reference job server listening on {server.address}", flush=True)
+    signal.signal(signal.SIGTERM, lambda *_: server.stop())
+    try:
+        server.wait()
+    except KeyboardInterrupt:
+        server.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

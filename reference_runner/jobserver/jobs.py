@@ -1,0 +1,145 @@
+"""One submitted job: its pipeline, state history, messages and metrics, run in its own thread."""
+from __future__ import annotations
+
+import itertools
+import logging
+import threading
+import time
+import traceback
+
+from apache_beam.metrics import monitoring_infos
+from apache_beam.portability.api import beam_job_api_pb2
+from google.protobuf import timestamp_pb2
+
+from reference_runner.bundling import Schedule
+from reference_runner.execute import Job, JobCancelled
+
+_LOG = logging.getLogger(__name__)
+State = beam_job_api_pb2.JobState
+TERMINAL = {State.DONE, State.FAILED, State.CANCELLED, State.DRAINED, State.UPDATED, State.STOPPED}
+_MESSAGE_IDS = itertools.count(1)
+_KNOBS = ("seed", "bundle_size", "splits", "faults", "fuse")
+
+
+def _now() -> timestamp_pb2.Timestamp:
+    stamp = timestamp_pb2.Timestamp()
+    stamp.GetCurrentTime()
+    return stamp
+
+
+class JobRecord:
+    def __init__(self, job_id: str, name: str, pipeline, options):
+        self.job_id = job_id
+        self.name = name
+        self.pipeline = pipeline
+        self.options = options            # google.protobuf.Struct, as the client sent it
+        self.events: list = []            # JobMessagesResponse, in order (messages and states)
+        self.state = State.UNSPECIFIED
+        self.committed: list = []
+        self.attempted: list = []
+        self._changed = threading.Condition()
+        self._job: Job | None = None
+        self._cancel = threading.Event()
+        self._set_state(State.STARTING)  # clients read STOPPED as an end, so a new job is STARTING
+
+    # -- what clients read --------------------------------------------------------------------
+    def info(self) -> beam_job_api_pb2.JobInfo:
+        return beam_job_api_pb2.JobInfo(job_id=self.job_id, job_name=self.name,
+                                        pipeline_options=self.options, state=self.state)
+
+    def follow(self, kinds: set[str], stop) -> "iter":
+        """Every event of ``kinds`` ('message', 'state') so far and to come, until the job ends
+        (or ``stop()`` says the client went away)."""
+        position = 0
+        while True:
+            with self._changed:
+                self._changed.wait_for(lambda: position < len(self.events) or stop(), timeout=1)
+                batch = self.events[position:]
+                position = len(self.events)
+                ended = self.state in TERMINAL
+            for event in batch:
+                kind = event.WhichOneof("response")
+                if kind == "message_response" and "message" in kinds:
+                    yield event
+                elif kind == "state_response" and "state" in kinds:
+                    yield event
+            if (ended and position == len(self.events)) or stop():
+                return
+
+    def metrics(self) -> beam_job_api_pb2.MetricResults:
+        return beam_job_api_pb2.MetricResults(attempted=self.attempted, committed=self.committed)
+
+    # -- lifecycle ----------------------------------------------------------------------------
+    def start(self, pool, endpoint: str) -> None:
+        threading.Thread(target=self._run, args=(pool, endpoint), name=f"job-{self.job_id}", daemon=True).start()
+
+    def cancel(self) -> None:
+        if self.state in TERMINAL:
+            return
+        self._cancel.set()
+        self._set_state(State.CANCELLING)
+        if self._job is not None:
+            self._job.cancel()
+
+    def message(self, text: str, importance=beam_job_api_pb2.JobMessage.JOB_MESSAGE_BASIC) -> None:
+        event = beam_job_api_pb2.JobMessagesResponse(message_response=beam_job_api_pb2.JobMessage(
+            message_id=str(next(_MESSAGE_IDS)), time=str(time.time()), importance=importance,
+            message_text=text))
+        with self._changed:
+            self.events.append(event)
+            self._changed.notify_all()
+
+    def _set_state(self, state) -> None:
+        with self._changed:
+            if self.state in TERMINAL and state != self.state:
+                return
+            self.state = state
+            self.events.append(beam_job_api_pb2.JobMessagesResponse(
+                state_response=beam_job_api_pb2.JobStateEvent(state=state, timestamp=_now())))
+            self._changed.notify_all()
+
+    def _run(self, pool, endpoint: str) -> None:
+        worker = token = None
+        healthy = False
+        try:
+            knobs = _knobs(self.options)
+            self._job = Job(self.pipeline, fuse=knobs.pop("fuse", "true") != "false",
+                            schedule=Schedule(**knobs), job_id=f"{self.job_id}/", endpoint=endpoint)
+            if self._cancel.is_set():
+                raise JobCancelled("cancelled before it started")
+            worker, token = pool.acquire(pool.environment_of(self.pipeline), self._job.state)
+            self._set_state(State.RUNNING)
+            try:
+                self._job.run(worker)
+                healthy = True
+            finally:
+                self.committed = _user(self._job.monitoring_infos)
+                self.attempted = _user(self._job.monitoring_infos + self._job.failed_attempt_infos)
+            self._set_state(State.DONE)
+        except JobCancelled:
+            healthy = True
+            self._set_state(State.CANCELLED)
+        except Exception as e:  # noqa: BLE001 - every failure becomes the job's error message
+            _LOG.info("job %s failed: %s", self.job_id, e)
+            self.message(f"{type(e).__name__}: {e}" if str(e) else traceback.format_exc(),
+                         beam_job_api_pb2.JobMessage.JOB_MESSAGE_ERROR)
+            self._set_state(State.FAILED)
+        finally:
+            pool.release(token, healthy)
+
+
+def _knobs(options) -> dict:
+    """Our --reference_* options, as the client's PipelineOptions carry them (beam:option:NAME:v1)."""
+    knobs = {}
+    for name in _KNOBS:
+        value = options.fields.get(f"beam:option:reference_{name}:v1")
+        if value is not None and value.WhichOneof("kind") not in (None, "null_value"):
+            knobs[name] = value.string_value if value.WhichOneof("kind") == "string_value" else \
+                value.number_value if value.WhichOneof("kind") == "number_value" else str(value.bool_value).lower()
+    if "seed" in knobs:
+        knobs["seed"] = int(knobs["seed"])
+    return knobs
+
+
+def _user(infos) -> list:
+    return list(monitoring_infos.consolidate([i for i in infos if monitoring_infos.is_user_monitoring_info(i)]))

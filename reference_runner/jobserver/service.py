@@ -1,0 +1,143 @@
+"""The Beam JobService and ProvisionService of our job server.
+
+Every request is checked before it is used: unknown ids, malformed pipelines and oversized
+requests get a gRPC error status; nothing a client sends can take the server down.
+"""
+from __future__ import annotations
+
+import itertools
+import threading
+import uuid
+
+import grpc
+from apache_beam.portability.api import (beam_job_api_pb2, beam_job_api_pb2_grpc, beam_provision_api_pb2,
+                                         beam_provision_api_pb2_grpc, beam_runner_api_pb2, endpoints_pb2)
+
+from reference_runner.graph.check import UnsupportedPipeline, check
+from reference_runner.graph.pipeline import PipelineGraph
+from reference_runner.jobserver.artifacts import StagingSessions
+from reference_runner.jobserver.jobs import JobRecord
+from reference_runner.runner import ReferenceOptions
+
+_JOB_IDS = itertools.count(1)
+
+
+class JobService(beam_job_api_pb2_grpc.JobServiceServicer):
+    def __init__(self, sessions: StagingSessions, pool, fn_endpoint: str, staging_endpoint: str,
+                 max_pipeline_bytes: int):
+        self.sessions = sessions
+        self.pool = pool
+        self.fn_endpoint = fn_endpoint
+        self.staging_endpoint = staging_endpoint
+        self.max_pipeline_bytes = max_pipeline_bytes
+        self.jobs: dict[str, JobRecord] = {}
+        self._prepared: dict[str, tuple] = {}   # preparation id -> (job name, options)
+        self._lock = threading.Lock()
+
+    def Prepare(self, request, context):
+        size = request.pipeline.ByteSize()
+        if size > self.max_pipeline_bytes:
+            context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED,
+                          f"pipeline of {size} bytes is over the limit of {self.max_pipeline_bytes}")
+        try:
+            check(PipelineGraph(request.pipeline), environments=False)  # the worker pool judges those
+        except UnsupportedPipeline as e:
+            context.abort(grpc.StatusCode.UNIMPLEMENTED, str(e))
+        except Exception as e:  # noqa: BLE001 - a malformed pipeline, whatever is wrong with it
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"malformed pipeline: {type(e).__name__}: {e}")
+        preparation_id = f"{_slug(request.job_name)}-{uuid.uuid4().hex[:12]}"
+        pipeline = beam_runner_api_pb2.Pipeline()
+        pipeline.CopyFrom(request.pipeline)
+        self.sessions.open(preparation_id, pipeline)
+        with self._lock:
+            self._prepared[preparation_id] = (request.job_name, request.pipeline_options)
+        return beam_job_api_pb2.PrepareJobResponse(
+            preparation_id=preparation_id, staging_session_token=preparation_id,
+            artifact_staging_endpoint=endpoints_pb2.ApiServiceDescriptor(url=self.staging_endpoint))
+
+    def Run(self, request, context):
+        with self._lock:
+            prepared = self._prepared.pop(request.preparation_id, None)
+        if prepared is None:
+            context.abort(grpc.StatusCode.NOT_FOUND, f"no prepared job {request.preparation_id[:100]!r}")
+        pipeline = self.sessions.pipeline(request.preparation_id, wait=60)
+        self.sessions.close(request.preparation_id)
+        name, options = prepared
+        job = JobRecord(f"job-{next(_JOB_IDS)}-{_slug(name)}", name, pipeline, options)
+        with self._lock:
+            self.jobs[job.job_id] = job
+        job.start(self.pool, self.fn_endpoint)
+        return beam_job_api_pb2.RunJobResponse(job_id=job.job_id)
+
+    def GetJobs(self, request, context):
+        with self._lock:
+            jobs = list(self.jobs.values())
+        return beam_job_api_pb2.GetJobsResponse(job_info=[j.info() for j in jobs])
+
+    def GetState(self, request, context):
+        job = self._job(request.job_id, context)
+        return beam_job_api_pb2.JobStateEvent(state=job.state, timestamp=job.events[-1].state_response.timestamp
+                                              if job.events[-1].HasField("state_response") else None)
+
+    def GetPipeline(self, request, context):
+        return beam_job_api_pb2.GetJobPipelineResponse(pipeline=self._job(request.job_id, context).pipeline)
+
+    def Cancel(self, request, context):
+        job = self._job(request.job_id, context)
+        job.cancel()
+        return beam_job_api_pb2.CancelJobResponse(state=job.state)
+
+    def GetStateStream(self, request, context):
+        job = self._job(request.job_id, context)
+        for event in job.follow({"state"}, lambda: not context.is_active()):
+            yield event.state_response
+
+    def GetMessageStream(self, request, context):
+        job = self._job(request.job_id, context)
+        yield from job.follow({"state", "message"}, lambda: not context.is_active())
+
+    def GetJobMetrics(self, request, context):
+        return beam_job_api_pb2.GetJobMetricsResponse(metrics=self._job(request.job_id, context).metrics())
+
+    def DescribePipelineOptions(self, request, context):
+        return beam_job_api_pb2.DescribePipelineOptionsResponse(options=_describe_options())
+
+    def _job(self, job_id: str, context) -> JobRecord:
+        with self._lock:
+            job = self.jobs.get(job_id)
+        if job is None:
+            context.abort(grpc.StatusCode.NOT_FOUND, f"no job {job_id[:100]!r}")
+        return job
+
+
+class ProvisionService(beam_provision_api_pb2_grpc.ProvisionServiceServicer):
+    """What a PROCESS worker's boot program asks for before it starts its harness."""
+
+    def __init__(self, fn_endpoint: str, artifact_endpoint: str):
+        self.fn_endpoint = fn_endpoint
+        self.artifact_endpoint = artifact_endpoint
+
+    def GetProvisionInfo(self, request, context):
+        info = beam_provision_api_pb2.ProvisionInfo(
+            logging_endpoint=endpoints_pb2.ApiServiceDescriptor(url=self.fn_endpoint),
+            control_endpoint=endpoints_pb2.ApiServiceDescriptor(url=self.fn_endpoint),
+            artifact_endpoint=endpoints_pb2.ApiServiceDescriptor(url=self.artifact_endpoint))
+        return beam_provision_api_pb2.GetProvisionInfoResponse(info=info)
+
+
+def _describe_options() -> list:
+    import argparse
+    parser = argparse.ArgumentParser(add_help=False)
+    ReferenceOptions._add_argparse_args(parser)
+    kinds = {int: beam_job_api_pb2.PipelineOptionType.INTEGER, float: beam_job_api_pb2.PipelineOptionType.NUMBER}
+    return [beam_job_api_pb2.PipelineOptionDescriptor(
+        name=action.dest, type=kinds.get(action.type, beam_job_api_pb2.PipelineOptionType.STRING),
+        description=action.help or "", default_value="" if action.default is None else str(action.default),
+        group="ReferenceOptions") for action in parser._actions]
+
+
+def _slug(name: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_" else "-" for c in (name or "job"))[:40] or "job"
+
+
+__all__ = ["JobService", "ProvisionService"]

@@ -1,0 +1,167 @@
+"""SDK workers for jobs, as each pipeline's environment asks, reused across jobs when idle.
+
+- EXTERNAL (what Beam's LOOPBACK becomes): ask the client's worker pool to start a harness
+  that connects back to our Fn API endpoint.
+- PROCESS: start the given command with the standard boot flags.
+- embedded Python: Beam's harness inside this server (user code must be importable here).
+A worker serves one job at a time; one whose control stream ended is never handed out again.
+Reuse is opt-in (``max_idle``): a Beam harness tears DoFns down only when it stops, so a kept
+worker delays the teardown of the last job's DoFns until it is evicted.
+"""
+from __future__ import annotations
+
+import itertools
+import os
+import subprocess
+import threading
+
+import grpc
+from apache_beam.portability import python_urns
+from apache_beam.portability.api import (beam_fn_api_pb2, beam_fn_api_pb2_grpc, beam_runner_api_pb2,
+                                         endpoints_pb2)
+
+from reference_runner.worker.embedded import EmbeddedWorker
+from reference_runner.worker.fnapi_server import FnApiServer
+from reference_runner.worker.remote import RemoteWorker
+
+EXTERNAL = "beam:env:external:v1"
+PROCESS = "beam:env:process:v1"
+DOCKER = "beam:env:docker:v1"
+EMBEDDED = {python_urns.EMBEDDED_PYTHON, "beam:env:default:v1", ""}
+_IDS = itertools.count(1)
+
+
+class EnvironmentUnsupported(ValueError):
+    pass
+
+
+class _Started:
+    """A started remote worker: its id, its connection once it called in, the process we own."""
+
+    def __init__(self, worker_id: str, process: subprocess.Popen | None = None):
+        self.worker_id = worker_id
+        self.process = process
+        self.connection = None
+
+
+class WorkerPool:
+    def __init__(self, server: FnApiServer, provision_endpoint: str, artifact_endpoint: str,
+                 connect_timeout: float = 60, bundle_timeout: float = 600, max_idle: int = 0):
+        self.server = server
+        self.provision_endpoint = provision_endpoint
+        self.artifact_endpoint = artifact_endpoint
+        self.connect_timeout = connect_timeout
+        self.bundle_timeout = bundle_timeout
+        self.max_idle = max_idle
+        self._idle: dict[bytes, list[_Started]] = {}
+        self._all: list[_Started] = []
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def environment_of(pipeline: beam_runner_api_pb2.Pipeline) -> beam_runner_api_pb2.Environment:
+        """The one environment the pipeline's SDK transforms run in."""
+        used = {t.environment_id for t in pipeline.components.transforms.values()
+                if t.environment_id and not t.subtransforms}
+        if len(used) > 1:
+            raise EnvironmentUnsupported(f"the pipeline uses {len(used)} environments ({', '.join(sorted(used))}); "
+                                         "this job server runs one environment per job")
+        if not used:
+            return beam_runner_api_pb2.Environment(urn=python_urns.EMBEDDED_PYTHON)
+        return pipeline.components.environments[used.pop()]
+
+    def acquire(self, env: beam_runner_api_pb2.Environment, state, on_log=None):
+        """A worker for one job, serving ``state``; give it back with ``release``."""
+        if env.urn in EMBEDDED:
+            return EmbeddedWorker(state), None
+        if env.urn == DOCKER:
+            raise EnvironmentUnsupported("DOCKER environments are not supported by this job server "
+                                         "(no container runtime); use LOOPBACK, EXTERNAL or PROCESS")
+        if env.urn not in (EXTERNAL, PROCESS):
+            raise EnvironmentUnsupported(f"environment {env.urn} is not supported "
+                                         f"(supported: {EXTERNAL}, {PROCESS}, {python_urns.EMBEDDED_PYTHON})")
+        key = env.SerializeToString(deterministic=True)
+        while True:
+            with self._lock:
+                started = self._idle.get(key, []).pop() if self._idle.get(key) else None
+            if started is None:
+                started = self._start(env)
+            try:
+                started.connection = self.server.connection(started.worker_id, self.connect_timeout)
+            except TimeoutError:
+                self._discard(started)
+                raise
+            if started.connection.gone:  # died while idle: start another
+                self._discard(started)
+                continue
+            return RemoteWorker(self.server, started.connection, state, self.bundle_timeout), (key, started)
+
+    def release(self, token, healthy: bool) -> None:
+        """A job is done with its worker: keep it for the next job of its environment, or stop it."""
+        if token is None:
+            return
+        key, started = token
+        evicted = []
+        with self._lock:
+            if healthy and not started.connection.gone:
+                self._idle.setdefault(key, []).append(started)
+                idle = [(k, s) for k, workers in self._idle.items() for s in workers]
+                for k, s in idle[:max(0, len(idle) - self.max_idle)]:  # oldest first
+                    self._idle[k].remove(s)
+                    evicted.append(s)
+            else:
+                evicted.append(started)
+        for s in evicted:
+            self._discard(s)
+
+    def _start(self, env: beam_runner_api_pb2.Environment) -> _Started:
+        worker_id = f"worker-{next(_IDS)}"
+        if env.urn == EXTERNAL:
+            payload = beam_runner_api_pb2.ExternalPayload.FromString(env.payload)
+            with grpc.insecure_channel(payload.endpoint.url) as channel:
+                response = beam_fn_api_pb2_grpc.BeamFnExternalWorkerPoolStub(channel).StartWorker(
+                    beam_fn_api_pb2.StartWorkerRequest(
+                        worker_id=worker_id, params=payload.params,
+                        control_endpoint=endpoints_pb2.ApiServiceDescriptor(url=self.server.address),
+                        logging_endpoint=endpoints_pb2.ApiServiceDescriptor(url=self.server.address),
+                        artifact_endpoint=endpoints_pb2.ApiServiceDescriptor(url=self.artifact_endpoint),
+                        provision_endpoint=endpoints_pb2.ApiServiceDescriptor(url=self.provision_endpoint)),
+                    timeout=self.connect_timeout)
+            if response.error:
+                raise EnvironmentUnsupported(f"the worker pool at {payload.endpoint.url} could not start "
+                                             f"a worker: {response.error}")
+            started = _Started(worker_id)
+        else:
+            payload = beam_runner_api_pb2.ProcessPayload.FromString(env.payload)
+            command = [payload.command, f"--id={worker_id}", f"--control_endpoint={self.server.address}",
+                       f"--logging_endpoint={self.server.address}",
+                       f"--artifact_endpoint={self.artifact_endpoint}",
+                       f"--provision_endpoint={self.provision_endpoint}"]
+            try:
+                process = subprocess.Popen(command, env={**os.environ, **payload.env, "WORKER_ID": worker_id},
+                                           stdin=subprocess.DEVNULL, start_new_session=True)
+            except OSError as e:
+                raise EnvironmentUnsupported(f"cannot start PROCESS worker {payload.command!r}: {e}") from None
+            started = _Started(worker_id, process)
+        with self._lock:
+            self._all.append(started)
+        return started
+
+    def _discard(self, started: _Started) -> None:
+        """Stop a worker: ending its control stream makes a Beam harness exit."""
+        if started.connection is not None:
+            started.connection.lost("the job server released this worker")
+        self.server.forget(started.worker_id)
+        if started.process is not None and started.process.poll() is None:
+            started.process.kill()
+        with self._lock:
+            if started in self._all:
+                self._all.remove(started)
+
+    def close(self) -> None:
+        with self._lock:
+            everything, self._all, self._idle = list(self._all), [], {}
+        for started in everything:
+            self._discard(started)
+
+
+__all__ = ["WorkerPool", "EnvironmentUnsupported"]

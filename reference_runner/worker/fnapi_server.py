@@ -1,0 +1,228 @@
+"""The runner's Fn API endpoint for SDK workers in other threads or processes.
+
+One gRPC server carries the control, data, state and logging services. A worker names itself
+with the ``worker_id`` metadata every Beam SDK harness sends; its control stream is its life:
+when that stream ends, everything the runner was waiting for from it fails at once.
+"""
+from __future__ import annotations
+
+import itertools
+import logging
+import queue
+import threading
+from concurrent import futures
+
+import grpc
+from apache_beam.portability.api import beam_fn_api_pb2, beam_fn_api_pb2_grpc
+
+_LOG = logging.getLogger(__name__)
+_CLOSE = object()  # ends an outgoing stream
+
+
+class WorkerGone(RuntimeError):
+    """The worker's control stream ended (it exited, crashed or was killed)."""
+
+
+def _worker_id(context) -> str:
+    return dict(context.invocation_metadata()).get("worker_id", "")
+
+
+class Connection:
+    """One connected SDK harness, as the runner sees it."""
+
+    def __init__(self, worker_id: str):
+        self.worker_id = worker_id
+        self.control_out: queue.Queue = queue.Queue()
+        self.data_out: queue.Queue = queue.Queue()
+        self._responses: dict[str, futures.Future] = {}
+        self._inboxes: dict[str, "Inbox"] = {}
+        self._lock = threading.Lock()
+        self.gone: str | None = None
+
+    # -- control ----------------------------------------------------------------------------
+    def instruct(self, request: beam_fn_api_pb2.InstructionRequest) -> futures.Future:
+        future: futures.Future = futures.Future()
+        with self._lock:
+            if self.gone:
+                future.set_exception(WorkerGone(self.gone))
+                return future
+            self._responses[request.instruction_id] = future
+        self.control_out.put(request)
+        return future
+
+    def answered(self, response: beam_fn_api_pb2.InstructionResponse) -> None:
+        with self._lock:
+            future = self._responses.pop(response.instruction_id, None)
+        if future is not None:
+            future.set_result(response)
+
+    # -- data -------------------------------------------------------------------------------
+    def inbox(self, instruction_id: str, expected: set) -> "Inbox":
+        inbox = Inbox(expected)
+        with self._lock:
+            self._inboxes[instruction_id] = inbox
+            if self.gone:
+                inbox.fail(self.gone)
+        return inbox
+
+    def drop_inbox(self, instruction_id: str) -> None:
+        with self._lock:
+            self._inboxes.pop(instruction_id, None)
+
+    def received(self, elements: beam_fn_api_pb2.Elements) -> None:
+        for part in itertools.chain(elements.data, elements.timers):
+            with self._lock:
+                inbox = self._inboxes.get(part.instruction_id)
+            if inbox is not None:
+                inbox.put(part)
+
+    def lost(self, why: str) -> None:
+        with self._lock:
+            self.gone = why
+            pending, self._responses = list(self._responses.values()), {}
+            inboxes = list(self._inboxes.values())
+        for future in pending:
+            future.set_exception(WorkerGone(why))
+        for inbox in inboxes:
+            inbox.fail(why)
+        self.control_out.put(_CLOSE)
+        self.data_out.put(_CLOSE)
+
+
+class Inbox:
+    """What one bundle sends back on the data stream, complete once every output said is_last."""
+
+    def __init__(self, expected: set):
+        self._waiting = set(expected)     # transform ids and (transform, timer family) pairs
+        self.data: dict[str, bytearray] = {}
+        self.timers: dict[tuple[str, str], bytearray] = {}
+        self._done = threading.Event()
+        self.error: str | None = None
+        if not self._waiting:
+            self._done.set()
+
+    def put(self, part) -> None:
+        if isinstance(part, beam_fn_api_pb2.Elements.Timers):
+            key = (part.transform_id, part.timer_family_id)
+            self.timers.setdefault(key, bytearray()).extend(part.timers)
+        else:
+            key = part.transform_id
+            self.data.setdefault(key, bytearray()).extend(part.data)
+        if part.is_last:
+            self._waiting.discard(key)
+            if not self._waiting:
+                self._done.set()
+
+    def fail(self, why: str) -> None:
+        self.error = why
+        self._done.set()
+
+    def wait(self, timeout: float) -> None:
+        if not self._done.wait(timeout):
+            raise TimeoutError(f"the worker did not finish sending outputs within {timeout} s "
+                               f"(still open: {sorted(map(str, self._waiting))})")
+        if self.error:
+            raise WorkerGone(self.error)
+
+
+class FnApiServer(beam_fn_api_pb2_grpc.BeamFnControlServicer, beam_fn_api_pb2_grpc.BeamFnDataServicer,
+                  beam_fn_api_pb2_grpc.BeamFnStateServicer, beam_fn_api_pb2_grpc.BeamFnLoggingServicer):
+    def __init__(self, host: str = "127.0.0.1", max_workers: int = 32):
+        self._server = grpc.server(futures.ThreadPoolExecutor(max_workers=max_workers),
+                                   options=[("grpc.max_receive_message_length", -1),
+                                            ("grpc.max_send_message_length", -1)])
+        for add in (beam_fn_api_pb2_grpc.add_BeamFnControlServicer_to_server,
+                    beam_fn_api_pb2_grpc.add_BeamFnDataServicer_to_server,
+                    beam_fn_api_pb2_grpc.add_BeamFnStateServicer_to_server,
+                    beam_fn_api_pb2_grpc.add_BeamFnLoggingServicer_to_server):
+            add(self, self._server)
+        self.port = self._server.add_insecure_port(f"{host}:0")
+        self.address = f"{host}:{self.port}"
+        self._connections: dict[str, Connection] = {}
+        self._arrived = threading.Condition()
+        #: instruction id -> the StateService answering that bundle's state requests
+        self.state_services: dict[str, object] = {}
+        #: called with every LogEntry a worker sends
+        self.on_log = lambda entry: None
+        self._server.start()
+
+    def connection(self, worker_id: str, timeout: float) -> Connection:
+        """Wait until the worker ``worker_id`` has opened its control stream."""
+        with self._arrived:
+            if not self._arrived.wait_for(lambda: worker_id in self._connections, timeout):
+                raise TimeoutError(f"SDK worker {worker_id} did not connect within {timeout} s")
+            return self._connections[worker_id]
+
+    def forget(self, worker_id: str) -> None:
+        with self._arrived:
+            self._connections.pop(worker_id, None)
+
+    def stop(self) -> None:
+        for connection in list(self._connections.values()):
+            connection.lost("the runner shut down")
+        self._server.stop(grace=1).wait()
+
+    # -- services ---------------------------------------------------------------------------
+    def Control(self, request_iterator, context):
+        connection = Connection(_worker_id(context))
+        with self._arrived:
+            self._connections[connection.worker_id] = connection
+            self._arrived.notify_all()
+
+        def read():
+            try:
+                for response in request_iterator:
+                    connection.answered(response)
+                why = f"SDK worker {connection.worker_id} closed its control stream"
+            except grpc.RpcError as e:
+                code = e.code().name if hasattr(e, "code") else "stream broken"
+                why = f"SDK worker {connection.worker_id} disconnected ({code})"
+            except Exception as e:  # noqa: BLE001 - any failure ends the worker's life here
+                why = f"SDK worker {connection.worker_id} failed: {e}"
+            connection.lost(why)
+
+        threading.Thread(target=read, name=f"control-{connection.worker_id}", daemon=True).start()
+        yield from _drain(connection.control_out)
+
+    def GetProcessBundleDescriptor(self, request, context):
+        context.abort(grpc.StatusCode.NOT_FOUND, "descriptors are registered with RegisterRequest")
+
+    def Data(self, request_iterator, context):
+        worker_id = _worker_id(context)
+        connection = self.connection(worker_id, timeout=30)
+
+        def read():
+            try:
+                for elements in request_iterator:
+                    connection.received(elements)
+            except grpc.RpcError:
+                pass  # the control stream reports the worker's end
+
+        threading.Thread(target=read, name=f"data-{worker_id}", daemon=True).start()
+        yield from _drain(connection.data_out)
+
+    def State(self, request_iterator, context):
+        for request in request_iterator:
+            service = self.state_services.get(request.instruction_id)
+            if service is None:
+                yield beam_fn_api_pb2.StateResponse(
+                    id=request.id, error=f"no running bundle {request.instruction_id!r}")
+            else:
+                yield service.handle(request)
+
+    def Logging(self, request_iterator, context):
+        for entries in request_iterator:
+            for entry in entries.log_entries:
+                try:
+                    self.on_log(entry)
+                except Exception:  # noqa: BLE001 - a log sink must never break the worker
+                    _LOG.exception("log sink failed")
+        return iter(())
+
+
+def _drain(outgoing: queue.Queue):
+    while True:
+        item = outgoing.get()
+        if item is _CLOSE:
+            return
+        yield item

@@ -1,0 +1,255 @@
+"""Our job server (reference_runner.jobserver) on loopback, driven by Beam's PortableRunner and by
+raw gRPC requests, hostile ones included."""
+import os
+import socket
+import subprocess
+import sys
+import time
+from concurrent import futures
+
+import apache_beam as beam
+import grpc
+import pytest
+from apache_beam.metrics import Metrics
+from apache_beam.metrics.metric import MetricsFilter
+from apache_beam.options.pipeline_options import PipelineOptions
+from apache_beam.portability.api import (beam_artifact_api_pb2, beam_artifact_api_pb2_grpc, beam_job_api_pb2,
+                                         beam_job_api_pb2_grpc, beam_runner_api_pb2)
+from apache_beam.testing.util import assert_that, equal_to
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from reference_runner.jobserver.server import JobServer
+
+
+@pytest.fixture(scope="module")
+def server():
+    running = JobServer(port=0, worker_timeout=30, bundle_timeout=60).start()
+    yield running
+    running.stop()
+
+
+def _options(server, *extra):
+    return PipelineOptions([f"--job_endpoint={server.address}", "--runner=PortableRunner",
+                            "--environment_type=LOOPBACK", *extra])
+
+
+class _Count(beam.DoFn):
+    def __init__(self):
+        self.seen = Metrics.counter("jobserver", "seen")
+
+    def process(self, x):
+        self.seen.inc()
+        yield x % 2, x
+
+
+def _keyed_sums(p):
+    return (p | beam.Create(range(10)) | beam.ParDo(_Count()) | beam.GroupByKey()
+            | beam.MapTuple(lambda k, vs: (k, sum(vs))))
+
+
+def test_a_loopback_job_runs_and_reports_metrics(server):
+    p = beam.Pipeline(options=_options(server))
+    assert_that(_keyed_sums(p), equal_to([(0, 20), (1, 25)]))
+    result = p.run()
+    assert result.wait_until_finish() == "DONE"
+    [counter] = result.metrics().query(MetricsFilter().with_name("seen"))["counters"]
+    assert counter.committed == 10 and counter.attempted == 10
+
+
+def test_schedule_options_reach_the_runner(server):
+    p = beam.Pipeline(options=_options(server, "--reference_bundle_size=1", "--reference_faults=0.3",
+                                       "--reference_seed=3"))
+    assert_that(_keyed_sums(p), equal_to([(0, 20), (1, 25)]))
+    result = p.run()
+    result.wait_until_finish()
+    [counter] = result.metrics().query(MetricsFilter().with_name("seen"))["counters"]
+    assert counter.committed == 10 and counter.attempted > 10  # retried attempts counted too
+
+
+def test_the_users_error_reaches_the_client(server):
+    def explode(x):
+        raise ValueError(f"bad element {x}")
+
+    p = beam.Pipeline(options=_options(server))
+    _ = p | beam.Create([7]) | beam.Map(explode)
+    with pytest.raises(Exception, match="bad element 7"):
+        p.run().wait_until_finish()
+
+
+def test_unsupported_pipeline_is_refused_at_prepare_naming_the_feature(server):
+    from apache_beam.testing.test_stream import TestStream
+    p = beam.Pipeline(options=_options(server, "--streaming"))
+    _ = p | TestStream().add_elements([1]).advance_watermark_to_infinity() | beam.Map(str)
+    with pytest.raises(Exception, match="TestStream"):
+        p.run().wait_until_finish()
+
+
+def _stub(server):
+    return beam_job_api_pb2_grpc.JobServiceStub(grpc.insecure_channel(server.address))
+
+
+@pytest.mark.parametrize("call, request_", [
+    ("GetState", beam_job_api_pb2.GetJobStateRequest(job_id="nope")),
+    ("GetPipeline", beam_job_api_pb2.GetJobPipelineRequest(job_id="nope")),
+    ("Cancel", beam_job_api_pb2.CancelJobRequest(job_id="nope")),
+    ("GetJobMetrics", beam_job_api_pb2.GetJobMetricsRequest(job_id="nope")),
+    ("Run", beam_job_api_pb2.RunJobRequest(preparation_id="nope")),
+])
+def test_unknown_ids_get_not_found(server, call, request_):
+    with pytest.raises(grpc.RpcError) as info:
+        getattr(_stub(server), call)(request_, timeout=10)
+    assert info.value.code() == grpc.StatusCode.NOT_FOUND
+
+
+def test_describe_pipeline_options_lists_every_reference_knob(server):
+    names = {o.name for o in _stub(server).DescribePipelineOptions(
+        beam_job_api_pb2.DescribePipelineOptionsRequest(), timeout=10).options}
+    assert {"reference_seed", "reference_bundle_size", "reference_splits", "reference_faults",
+            "reference_fuse"} <= names
+
+
+def _prepare_with_artifact(server, staged_name: str) -> str:
+    pipeline = beam_runner_api_pb2.Pipeline()
+    env = pipeline.components.environments["env"]
+    env.urn = "beam:env:embedded_python:v1"
+    env.dependencies.add(type_urn="beam:artifact:type:embedded:v1",
+                         type_payload=beam_runner_api_pb2.EmbeddedFilePayload(data=b"x").SerializeToString(),
+                         role_urn="beam:artifact:role:staging_to:v1",
+                         role_payload=beam_runner_api_pb2.ArtifactStagingToRolePayload(
+                             staged_name=staged_name).SerializeToString())
+    return _stub(server).Prepare(beam_job_api_pb2.PrepareJobRequest(pipeline=pipeline, job_name="a"),
+                                 timeout=10).staging_session_token
+
+
+def _offer(server, token, payload=b"x"):
+    """Play the client's side of artifact staging for one artifact; returns the server's requests."""
+    import queue
+    answers = queue.Queue()
+    answers.put(beam_artifact_api_pb2.ArtifactResponseWrapper(staging_token=token))
+
+    def messages():
+        while (item := answers.get()) is not None:
+            yield item
+
+    requests = []
+    stub = beam_artifact_api_pb2_grpc.ArtifactStagingServiceStub(grpc.insecure_channel(server.address))
+    try:
+        for request in stub.ReverseArtifactRetrievalService(messages(), timeout=10):
+            requests.append(request)
+            if request.HasField("resolve_artifact"):
+                answers.put(beam_artifact_api_pb2.ArtifactResponseWrapper(
+                    resolve_artifact_response=beam_artifact_api_pb2.ResolveArtifactsResponse(
+                        replacements=request.resolve_artifact.artifacts)))
+            else:
+                answers.put(beam_artifact_api_pb2.ArtifactResponseWrapper(
+                    get_artifact_response=beam_artifact_api_pb2.GetArtifactResponse(data=payload), is_last=True))
+    finally:
+        answers.put(None)
+    return requests
+
+
+def test_artifacts_are_staged_inside_the_staging_directory(server):
+    token = _prepare_with_artifact(server, "requirements.txt")
+    assert [r.WhichOneof("request") for r in _offer(server, token)] == ["resolve_artifact", "get_artifact"]
+    staged = [os.path.join(root, f) for root, _, files in os.walk(server.staging_dir) for f in files
+              if f.endswith("requirements.txt")]
+    assert staged and all(open(f, "rb").read() == b"x" for f in staged)
+
+
+@pytest.mark.parametrize("name", ["../../escape.txt", "/etc/passwd", "..", "a/b", "", "x" * 300])
+def test_hostile_artifact_names_are_refused(server, name):
+    token = _prepare_with_artifact(server, name)
+    with pytest.raises(grpc.RpcError) as info:
+        _offer(server, token)
+    assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert not os.path.exists(os.path.join(os.path.dirname(server.staging_dir), "escape.txt"))
+
+
+_METHODS = ["Prepare", "Run", "GetJobs", "GetState", "GetPipeline", "Cancel", "GetJobMetrics",
+            "DescribePipelineOptions"]
+
+
+@settings(max_examples=1000, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+@given(method=st.sampled_from(_METHODS), body=st.binary(max_size=300))
+def test_fuzz_random_bytes_as_requests_never_take_the_server_down(server, method, body):
+    channel = _fuzz_channel(server)
+    call = channel.unary_unary(f"/org.apache.beam.model.job_management.v1.JobService/{method}",
+                               request_serializer=lambda b: b, response_deserializer=lambda b: b)
+    try:
+        call(body, timeout=10)
+    except grpc.RpcError as e:
+        assert e.code() != grpc.StatusCode.UNKNOWN or "Exception" not in (e.details() or ""), e.details()
+
+
+_CHANNELS = {}
+
+
+def _fuzz_channel(server):
+    if server.address not in _CHANNELS:
+        _CHANNELS[server.address] = grpc.insecure_channel(server.address)
+    return _CHANNELS[server.address]
+
+
+def test_after_the_fuzzing_a_valid_job_still_succeeds(server):
+    test_a_loopback_job_runs_and_reports_metrics(server)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def worker_pool():
+    """Beam's external worker pool in a process of its own (what EXTERNAL environments name)."""
+    port = _free_port()
+    # The pool starts each worker as `python -c ...`: that must be this interpreter.
+    env = {**os.environ, "PATH": os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")}
+    process = subprocess.Popen([sys.executable, "-m", "apache_beam.runners.worker.worker_pool_main",
+                                f"--service_port={port}"], stderr=subprocess.DEVNULL, env=env,
+                               start_new_session=True)
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        with socket.socket() as s:
+            if s.connect_ex(("127.0.0.1", port)) == 0:
+                break
+        time.sleep(0.2)
+    yield process, f"localhost:{port}"
+    process.kill()
+    process.wait()
+
+
+def test_a_worker_killed_mid_bundle_fails_the_job_clearly(server, worker_pool):
+    _, address = worker_pool
+    options = PipelineOptions([f"--job_endpoint={server.address}", "--runner=PortableRunner",
+                               "--environment_type=EXTERNAL", f"--environment_config={address}"])
+    def die_on_three(x):  # nested, so it travels by value to the worker process
+        if x == 3:
+            os._exit(1)  # the worker process disappears in the middle of a bundle
+        return x
+
+    p = beam.Pipeline(options=options)
+    _ = p | beam.Create(range(6)) | beam.Map(die_on_three)
+    started = time.time()
+    with pytest.raises(Exception, match="SDK worker .* (disconnected|closed)"):
+        p.run().wait_until_finish()
+    assert time.time() - started < 60
+    test_a_loopback_job_runs_and_reports_metrics(server)  # the server is still up
+
+
+def test_twenty_concurrent_jobs_all_correct(server, worker_pool):
+    _, address = worker_pool
+    options = [f"--job_endpoint={server.address}", "--runner=PortableRunner",
+               "--environment_type=EXTERNAL", f"--environment_config={address}"]
+
+    def job(n):
+        p = beam.Pipeline(options=PipelineOptions(options))
+        out = p | f"Create{n}" >> beam.Create([(n, i) for i in range(5)]) | beam.CombinePerKey(sum)
+        assert_that(out, equal_to([(n, 10)]))
+        return p.run().wait_until_finish()
+
+    with futures.ThreadPoolExecutor(20) as pool:
+        states = list(pool.map(job, range(20)))
+    assert states == ["DONE"] * 20
