@@ -9,9 +9,10 @@ from apache_beam.utils import windowed_value
 
 from reference_runner.engine import grouping, manager
 from reference_runner.graph import check, fusion, urns
-from reference_runner.graph.pipeline import PipelineGraph
+from reference_runner.graph.pipeline import PipelineGraph, is_stateful
 from reference_runner.worker import codecs, descriptors
 from reference_runner.worker.embedded import BundleFailed, EmbeddedWorker
+from reference_runner.worker.keyed import KeyedStage
 from reference_runner.worker.state import SideInputIndex, StateService
 
 _LOG = logging.getLogger(__name__)
@@ -45,11 +46,14 @@ class Job:
 
     def _run(self, worker: EmbeddedWorker) -> None:
         specs, described = [], {}
+        keyed = {s.id: KeyedStage(s, self.graph, self.coders) for s in self.stages
+                 if s.kind == "sdk" and any(is_stateful(t) for t in s.transforms)}
         for stage in self.stages:
             specs.append(manager.StageSpec(stage.id, _engine_kind(stage.kind), list(stage.inputs),
                                            list(stage.outputs), sorted({p for p, _, _ in stage.side_inputs}),
                                            self._grouping(stage) if stage.kind == "group" else None,
-                                           self._conversions(stage) if stage.kind == "flatten" else {}))
+                                           self._conversions(stage) if stage.kind == "flatten" else {},
+                                           keyed[stage.id].spec() if stage.id in keyed else None))
             if stage.kind == "sdk":
                 described[stage.id] = descriptors.build(stage, self.graph.components)
                 worker.register(described[stage.id].proto)
@@ -65,17 +69,23 @@ class Job:
             stage = by_id[bundle.stage]
             self._materialize_side_inputs(stage, em)
             described_stage = described[stage.id]
+            instruction_id = f"{bundle.id}.{bundle.attempt}"  # user state writes are staged under it
             try:
                 raw, response = worker.process_bundle(stage.id, described_stage.input_transform,
-                                                      b"".join(bundle.inputs))
+                                                      b"".join(bundle.inputs),
+                                                      timers=KeyedStage.timer_streams(bundle.timers),
+                                                      instruction_id=instruction_id)
             except BundleFailed as e:
+                self.state.discard(instruction_id)
                 raise JobFailed(f"bundle {bundle.id} of stage {stage.id} failed: {e}") from None
             outputs = {}
             for transform_id, pcoll in described_stage.output_transforms.items():
                 impl = self.coders.windowed(pcoll).get_impl()
                 outputs[pcoll] = codecs.split_elements(impl, bytes(raw.get(transform_id, b"")))
             self.monitoring_infos.extend(self._with_step_names(response.monitoring_infos))
-            em.commit(bundle, outputs)
+            timers = keyed[stage.id].decode_timers(raw) if stage.id in keyed else []
+            self.state.commit(instruction_id)
+            em.commit(bundle, outputs, timers=timers)
 
     def _with_step_names(self, infos) -> list:
         """Metrics name their step by the transform's unique name, as users wrote it."""

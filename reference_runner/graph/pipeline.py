@@ -42,6 +42,12 @@ class Transform:
         return list(self.proto.outputs.values())
 
 
+def is_stateful(t: Transform) -> bool:
+    """A ParDo with user state or timers: its input is keyed, and the runner keeps its state."""
+    payload = t.pardo_payload()
+    return payload is not None and bool(payload.state_specs or payload.timer_family_specs)
+
+
 class PipelineGraph:
     """Leaf transforms in topological order, with who produces and consumes each PCollection."""
 

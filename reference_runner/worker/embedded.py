@@ -10,14 +10,9 @@ from apache_beam.runners.worker import data_plane, sdk_worker, statecache
 from reference_runner.worker.state import StateService
 
 
-class _Done:
-    """A completed write (the state service answers synchronously)."""
-
-    def get(self, timeout=None):
-        return None
-
-    def wait(self, timeout=None):
-        return None
+def _done(response) -> sdk_worker._Future:
+    """A completed write: the state service answers synchronously."""
+    return sdk_worker._Future().set(response)
 
 
 class _DirectStateHandler(sdk_worker.StateHandler):
@@ -26,10 +21,11 @@ class _DirectStateHandler(sdk_worker.StateHandler):
     def __init__(self, service: StateService):
         self._service = service
         self._ids = itertools.count()
+        self._instruction_id = ""  # user state writes are staged under the bundle's id
 
     def _call(self, state_key, **request) -> beam_fn_api_pb2.StateResponse:
         response = self._service.handle(beam_fn_api_pb2.StateRequest(
-            id=str(next(self._ids)), state_key=state_key, **request))
+            id=str(next(self._ids)), instruction_id=self._instruction_id, state_key=state_key, **request))
         if response.error:
             raise RuntimeError(f"state request failed: {response.error}")
         return response
@@ -40,16 +36,18 @@ class _DirectStateHandler(sdk_worker.StateHandler):
         return response.get.data, response.get.continuation_token or None
 
     def append_raw(self, state_key, data):
-        self._call(state_key, append=beam_fn_api_pb2.StateAppendRequest(data=data))
-        return _Done()
+        return _done(self._call(state_key, append=beam_fn_api_pb2.StateAppendRequest(data=data)))
 
     def clear(self, state_key):
-        self._call(state_key, clear=beam_fn_api_pb2.StateClearRequest())
-        return _Done()
+        return _done(self._call(state_key, clear=beam_fn_api_pb2.StateClearRequest()))
 
     @contextlib.contextmanager
     def process_instruction_id(self, bundle_id):
-        yield
+        self._instruction_id = bundle_id
+        try:
+            yield
+        finally:
+            self._instruction_id = ""
 
     def done(self):
         pass
@@ -80,22 +78,33 @@ class EmbeddedWorker:
     def register(self, descriptor: beam_fn_api_pb2.ProcessBundleDescriptor) -> None:
         self._instruct(register=beam_fn_api_pb2.RegisterRequest(process_bundle_descriptor=[descriptor]))
 
-    def process_bundle(self, descriptor_id: str, input_transform: str, data: bytes):
-        """Run one bundle; returns (data per output transform, the ProcessBundleResponse)."""
-        instruction_id = f"bundle-{next(self._ids)}"
+    def process_bundle(self, descriptor_id: str, input_transform: str, data: bytes,
+                       timers: dict | None = None, instruction_id: str | None = None):
+        """Run one bundle; returns (data per output transform, the ProcessBundleResponse).
+
+        ``timers``: {(transform id, timer family): encoded timers} to fire in the bundle; the
+        timers the bundle sets come back in the same dict as the data, under such pairs."""
+        instruction_id = instruction_id or f"bundle-{next(self._ids)}"
         stream = self._channel.output_stream(instruction_id, input_transform)
         stream.write(data)
         stream.close()
+        for (transform_id, family), encoded in (timers or {}).items():
+            stream = self._channel.output_timer_stream(instruction_id, transform_id, family)
+            stream.write(encoded)
+            stream.close()
         try:
             response = self._instruct(instruction_id, process_bundle=beam_fn_api_pb2.ProcessBundleRequest(
                 process_bundle_descriptor_id=descriptor_id))
         except Exception as e:
             raise BundleFailed(f"{type(e).__name__}: {e}") from e
         finally:  # collect (or, on failure, discard) what the bundle wrote
-            outputs: dict[str, bytearray] = {}
+            outputs: dict = {}
             for message in self._channel.input_elements(instruction_id, []):
                 if isinstance(message, beam_fn_api_pb2.Elements.Data) and message.data:
                     outputs.setdefault(message.transform_id, bytearray()).extend(message.data)
+                elif isinstance(message, beam_fn_api_pb2.Elements.Timers) and message.timers:
+                    where = (message.transform_id, message.timer_family_id)
+                    outputs.setdefault(where, bytearray()).extend(message.timers)
         return outputs, response.process_bundle
 
     def _instruct(self, instruction_id=None, **request) -> beam_fn_api_pb2.InstructionResponse:
