@@ -12,7 +12,7 @@ from reference_runner.graph import check, fusion, urns
 from reference_runner.graph.pipeline import PipelineGraph, is_stateful
 from reference_runner.worker import codecs, descriptors
 from reference_runner.worker.embedded import BundleFailed, EmbeddedWorker
-from reference_runner.worker.keyed import KeyedStage
+from reference_runner.worker.keyed import KeyedStage, TimerPastExpiration
 from reference_runner.worker.state import SideInputIndex, StateService
 
 _LOG = logging.getLogger(__name__)
@@ -75,7 +75,8 @@ class Job:
                                                       b"".join(bundle.inputs),
                                                       timers=KeyedStage.timer_streams(bundle.timers),
                                                       instruction_id=instruction_id)
-            except BundleFailed as e:
+                timers = keyed[stage.id].decode_timers(raw) if stage.id in keyed else []
+            except (BundleFailed, TimerPastExpiration) as e:
                 self.state.discard(instruction_id)
                 raise JobFailed(f"bundle {bundle.id} of stage {stage.id} failed: {e}") from None
             outputs = {}
@@ -83,7 +84,6 @@ class Job:
                 impl = self.coders.windowed(pcoll).get_impl()
                 outputs[pcoll] = codecs.split_elements(impl, bytes(raw.get(transform_id, b"")))
             self.monitoring_infos.extend(self._with_step_names(response.monitoring_infos))
-            timers = keyed[stage.id].decode_timers(raw) if stage.id in keyed else []
             self.state.commit(instruction_id)
             em.commit(bundle, outputs, timers=timers)
 

@@ -192,3 +192,23 @@ def test_failed_timer_bundle_gives_its_timers_back():
     assert [t.encoded for t in retry.timers] == [b"k10"]
     em.commit(retry, {})
     assert em.next_bundle() is None and em.done()
+
+
+class _TimerAfterExpiry(beam.DoFn):
+    LATE = TimerSpec("late", TimeDomain.WATERMARK)
+
+    def process(self, kv, late=beam.DoFn.TimerParam(LATE), w=beam.DoFn.WindowParam):
+        late.set(w.max_timestamp() + 6)  # allowed lateness is 5 s
+
+    @on_timer(LATE)
+    def on_late(self):
+        yield "never"
+
+
+def test_timer_set_after_window_expiration_fails_the_job():
+    p = beam.Pipeline(runner=ReferenceRunner())
+    _ = (p | beam.Create([("k", 1)]) | beam.Map(lambda kv: window.TimestampedValue(kv, 1))
+         | beam.WindowInto(window.FixedWindows(10), allowed_lateness=5)
+         | beam.ParDo(_TimerAfterExpiry()))
+    with pytest.raises(Exception, match=r"timer ts-late of .* set for Timestamp\(15\.999000\), after its window's expiration"):
+        p.run()

@@ -19,6 +19,10 @@ from reference_runner.graph.pipeline import PipelineGraph, is_stateful
 from reference_runner.worker.codecs import Coders, encode_nested
 
 
+class TimerPastExpiration(ValueError):
+    """An event-time timer set after its window expires: it could never fire (Beam rejects it)."""
+
+
 class KeyedStage:
     def __init__(self, stage: Stage, graph: PipelineGraph, coders: Coders):
         [head] = [t for t in stage.transforms if is_stateful(t)]  # fusion starts a stage at each one
@@ -70,6 +74,12 @@ class KeyedStage:
                 else:
                     fire = timer.fire_timestamp.micros
                     hold = fire if timer.hold_timestamp is None else timer.hold_timestamp.micros
+                    expiry = self._expiry(timer.windows[0])
+                    if fire > expiry:
+                        raise TimerPastExpiration(
+                            f"timer {family}{'/' + timer.dynamic_timer_tag if timer.dynamic_timer_tag else ''} "
+                            f"of {transform} set for {timer.fire_timestamp}, after its window's expiration "
+                            f"{Timestamp(micros=expiry)} (max timestamp + allowed lateness)")
                     updates.append(TimerUpdate(tid, False, fire, hold, data[start:end]))
                 start = end
         return updates
