@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass, field
-
 from typing import Any, Callable
 
 from reference_runner.engine.grouping import GroupBuffer, Grouping
@@ -37,7 +36,7 @@ class StageSpec:
     grouping: Grouping | None = None
     # Flatten: re-encoding of an input whose coder differs from the output's (input -> function)
     convert: dict = field(default_factory=dict)
-    keyed: "KeyedSpec | None" = None
+    keyed: KeyedSpec | None = None   # stages headed by a stateful ParDo
 
 
 @dataclass
