@@ -86,6 +86,8 @@ class Job:
             self.monitoring_infos.extend(self._with_step_names(response.monitoring_infos))
             self.state.commit(instruction_id)
             em.commit(bundle, outputs, timers=timers)
+            if stage.id in keyed and em.output_watermark[stage.id] >= manager.PLUS_INFINITY:
+                self.state.release(keyed[stage.id].transform)  # state expiry: every window is done
 
     def _with_step_names(self, infos) -> list:
         """Metrics name their step by the transform's unique name, as users wrote it."""

@@ -212,3 +212,24 @@ def test_timer_set_after_window_expiration_fails_the_job():
          | beam.ParDo(_TimerAfterExpiry()))
     with pytest.raises(Exception, match=r"timer ts-late of .* set for Timestamp\(15\.999000\), after its window's expiration"):
         p.run()
+
+
+def test_released_transform_state_is_gone_and_others_stay():
+    service, key = StateService(), _bag_key()
+    other = beam_fn_api_pb2.StateKey(bag_user_state=beam_fn_api_pb2.StateKey.BagUserState(
+        transform_id="u", user_state_id="s", key=b"\x01k", window=b""))
+    _append(service, "b1", key, b"x")
+    _append(service, "b1", other, b"y")
+    service.commit("b1")
+    service.release("t")
+    assert _read(service, "b2", key) == b"" and _read(service, "b2", other) == b"y"
+
+
+def test_time_sorted_stage_receives_elements_in_timestamp_order():
+    # key_of: the test's elements are b"<key><timestamp digit>"
+    spec = manager.StageSpec("s", manager.SDK, ["in"], ["out"], keyed=manager.KeyedSpec(
+        "t", key_of=lambda e: (e[:1], int(e[1:]), []), time_sorted=True))
+    em = manager.ElementManager([manager.StageSpec("imp", manager.IMPULSE, [], ["in"]), spec])
+    em.start({"in": [b"k5", b"j2", b"k1", b"k3"]})
+    bundle = em.next_bundle()
+    assert bundle.inputs == [b"k1", b"j2", b"k3", b"k5"]

@@ -56,6 +56,12 @@ class UserStateStore:
         """Every cell with committed contents."""
         return list(self._committed)
 
+    def release(self, owner) -> None:
+        """Garbage-collect the committed cells whose second part is ``owner`` (a transform whose
+        stage has finished: every window has expired and every timer has fired)."""
+        for cell in [c for c in self._committed if c[1] == owner]:
+            del self._committed[cell]
+
 
 def _in_range(sort_key: int, start: int | None, end: int | None) -> bool:
     return (start is None or sort_key >= start) and (end is None or sort_key < end)

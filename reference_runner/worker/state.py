@@ -57,6 +57,10 @@ class StateService:
         """The bundle failed: forget its user state writes."""
         self.user.discard(instruction_id)
 
+    def release(self, transform_id: str) -> None:
+        """The transform's stage finished (batch: every window expired): drop its user state."""
+        self.user.release(transform_id)
+
     def handle(self, request: beam_fn_api_pb2.StateRequest) -> beam_fn_api_pb2.StateResponse:
         try:
             kind = request.WhichOneof("request")
