@@ -5,7 +5,7 @@ from apache_beam.portability.api import beam_runner_api_pb2
 from apache_beam.runners import pipeline_context
 
 from reference_runner.graph import urns
-from reference_runner.graph.pipeline import PipelineGraph
+from reference_runner.graph.pipeline import PipelineGraph, is_stateful
 
 
 class UnsupportedPipeline(ValueError):
@@ -43,7 +43,7 @@ def _transform_problems(graph: PipelineGraph, t) -> list[str]:
     if payload is not None:
         if payload.restriction_coder_id:
             problems.append(f"{where}: splittable DoFn (ParDo with a restriction coder)")
-        if payload.state_specs or payload.timer_family_specs:
+        if is_stateful(t):
             problems += _stateful_problems(graph, t, payload, where)
         for tag, side in payload.side_inputs.items():
             if side.access_pattern.urn not in (urns.ITERABLE_SIDE_INPUT, urns.MULTIMAP_SIDE_INPUT):

@@ -43,9 +43,10 @@ class Transform:
 
 
 def is_stateful(t: Transform) -> bool:
-    """A ParDo with user state or timers: its input is keyed, and the runner keeps its state."""
+    """A ParDo with user state, timers or time-sorted input: its input is keyed, per key."""
     payload = t.pardo_payload()
-    return payload is not None and bool(payload.state_specs or payload.timer_family_specs)
+    return payload is not None and bool(payload.state_specs or payload.timer_family_specs
+                                        or payload.requires_time_sorted_input)
 
 
 class PipelineGraph:
