@@ -12,9 +12,10 @@ from apache_beam.utils import windowed_value
 from reference_runner import bundling
 from reference_runner.engine import grouping, manager
 from reference_runner.graph import check, fusion, urns
-from reference_runner.graph.pipeline import PipelineGraph
+from reference_runner.graph.pipeline import PipelineGraph, is_stateful
 from reference_runner.worker import attempt, codecs, descriptors
 from reference_runner.worker.embedded import EmbeddedWorker
+from reference_runner.worker.keyed import KeyedStage, TimerPastExpiration
 from reference_runner.worker.state import SideInputIndex, StateService
 
 _LOG = logging.getLogger(__name__)
@@ -67,11 +68,14 @@ class Job:
 
     def _run(self, worker: EmbeddedWorker, trace: bundling.Trace) -> None:
         specs, described = [], {}
+        keyed = {s.id: KeyedStage(s, self.graph, self.coders) for s in self.stages
+                 if s.kind == "sdk" and any(is_stateful(t) for t in s.transforms)}
         for stage in self.stages:
             specs.append(manager.StageSpec(stage.id, _engine_kind(stage.kind), list(stage.inputs),
                                            list(stage.outputs), sorted({p for p, _, _ in stage.side_inputs}),
                                            self._grouping(stage) if stage.kind == "group" else None,
-                                           self._conversions(stage) if stage.kind == "flatten" else {}))
+                                           self._conversions(stage) if stage.kind == "flatten" else {},
+                                           keyed[stage.id].spec() if stage.id in keyed else None))
             if stage.kind == "sdk":
                 described[stage.id] = descriptors.build(stage, self.graph.components,
                                                         f"{self.job_id}{stage.id}", self.endpoint)
@@ -90,28 +94,36 @@ class Job:
                 raise JobFailed(em.describe_stuck())
             stage = by_id[bundle.stage]
             self._materialize_side_inputs(stage, em)
-            self._run_bundle(worker, trace, em, bundle, described[stage.id])
+            self._run_bundle(worker, trace, em, bundle, described[stage.id], keyed.get(stage.id))
+            if stage.id in keyed and em.output_watermark[stage.id] >= manager.PLUS_INFINITY:
+                self.state.release(keyed[stage.id].transform)  # state expiry: every window is done
 
-    def _run_bundle(self, worker, trace, em, bundle, described_stage) -> None:
-        """Attempt the bundle until one attempt succeeds; only that attempt's effects are kept."""
-        watermarks = {"input_watermark": manager.format_watermark(em.input_watermark(bundle.stage)),
+    def _run_bundle(self, worker, trace, em, bundle, described_stage, keyed) -> None:
+        """Attempt the bundle until one attempt succeeds; only that attempt's effects (outputs,
+        state writes, timers set, metrics) are kept."""
+        watermarks = {"input_watermark": manager.format_watermark(em.input_watermark[bundle.stage]),
                       "output_watermark": manager.format_watermark(em.output_watermark[bundle.stage])}
         size = len(bundle.inputs)
         for attempt_number in itertools.count():
             split = self.policy.split(bundle.stage, size)
             fault_at = self.policy.fault(bundle.stage, size, attempt_number)
             record = dict(bundle=bundle.id, stage=bundle.stage, attempt=attempt_number, elements=size,
-                          split=split.to_json() if split else None,
+                          timers=len(bundle.timers or ()), split=split.to_json() if split else None,
                           fault_at=fault_at, **watermarks)
             try:
-                result = attempt.run(worker, described_stage.proto.id, described_stage.input_transform, bundle.inputs,
-                                     split, fault_at)
+                result = attempt.run(worker, described_stage.proto.id, described_stage.input_transform,
+                                     bundle.inputs, split, fault_at, KeyedStage.timer_streams(bundle.timers or ()))
+                timers = keyed.decode_timers(result.timers) if keyed else []
             except attempt.AttemptFailed as failure:
+                self.state.discard(failure.instruction_id)
                 self.failed_attempt_infos.extend(self._with_step_names(failure.metrics))
                 trace.record(**record, outcome="failed", first_residual=None)
                 if not failure.injected:
                     raise JobFailed(f"bundle {bundle.id} of stage {bundle.stage} failed: {failure}") from None
                 continue
+            except TimerPastExpiration as e:
+                self.state.discard(result.instruction_id)
+                raise JobFailed(f"bundle {bundle.id} of stage {bundle.stage} failed: {e}") from None
             outputs = {}
             for transform_id, pcoll in described_stage.output_transforms.items():
                 impl = self.coders.windowed(pcoll).get_impl()
@@ -123,7 +135,8 @@ class Job:
             residuals = bundle.inputs[result.first_residual:] if result.first_residual is not None else []
             self.monitoring_infos.extend(self._with_step_names(result.response.monitoring_infos))
             trace.record(**record, outcome="committed", first_residual=result.first_residual)
-            em.commit(bundle, outputs, residuals)
+            self.state.commit(result.instruction_id)
+            em.commit(bundle, outputs, residuals, timers=timers)
             return
 
     def _with_step_names(self, infos) -> list:

@@ -6,12 +6,20 @@ performs the runner-side primitives itself (Flatten passes elements through, Gro
 buffers and fires when the watermark passes a window's end) and advances watermarks.
 Bounded inputs: a stage's output watermark is +infinity once nothing upstream can produce
 more and it has no pending or in-flight work.
+
+Keyed stages (a stateful ParDo at their head) also keep pending event-time timers: the
+stage runs at most one bundle at a time, elements first, then the due timers (the earliest
+per key, again and again, since a callback may set earlier ones). A pending timer holds
+the stage's output watermark at its output timestamp; a due one keeps the stage busy.
 """
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, field
+from typing import Any, Callable
 
 from reference_runner.engine.grouping import GroupBuffer, Grouping
+from reference_runner.engine.timers import TimerId, TimerStore, TimerUpdate
 from reference_runner.engine.windows import MAX_TIMESTAMP, MIN_TIMESTAMP
 
 SDK, FLATTEN, GROUP, IMPULSE = "sdk", "flatten", "group", "impulse"
@@ -28,6 +36,23 @@ class StageSpec:
     grouping: Grouping | None = None
     # Flatten: re-encoding of an input whose coder differs from the output's (input -> function)
     convert: dict = field(default_factory=dict)
+    keyed: KeyedSpec | None = None   # stages headed by a stateful ParDo
+
+
+@dataclass
+class KeyedSpec:
+    """A stage headed by a stateful ParDo (``transform``).
+
+    key_of(element) -> (encoded key, timestamp, [(encoded window, expiry time)]), where the
+    expiry time is the window's max timestamp + allowed lateness; needed for time-sorted
+    input and OnWindowExpiration. expiry_timer(key, window, time) -> encoded timer of the
+    ``expiry_family`` that the runner fires once per key and window of the input.
+    """
+    transform: str
+    key_of: Callable[[bytes], Any] | None = None
+    time_sorted: bool = False
+    expiry_family: str | None = None
+    expiry_timer: Callable[[bytes, bytes, int], bytes] | None = None
 
 
 @dataclass
@@ -36,6 +61,7 @@ class Bundle:
     stage: str
     inputs: list                    # encoded elements of the main input
     attempt: int = 0
+    timers: list = field(default_factory=list)  # engine.timers.Timer due in this bundle
 
 
 class Stuck(RuntimeError):
@@ -50,6 +76,11 @@ class ElementManager:
         self.pending: dict[str, list] = {s.id: [] for s in stages}
         self.in_flight: dict[str, int] = {s.id: 0 for s in stages}
         self.buffers = {s.id: GroupBuffer(s.grouping) for s in stages if s.kind == GROUP}
+        self.timers = {s.id: TimerStore() for s in stages if s.keyed is not None}
+        #: time-sorted stages: (timestamp, arrival, element) waiting for the watermark to pass
+        self.unsorted: dict[str, list] = {s.id: [] for s in stages if s.keyed and s.keyed.time_sorted}
+        self.input_watermark: dict[str, int] = {s.id: MIN_TIMESTAMP for s in stages}
+        self._arrivals = itertools.count()
         self.consumers: dict[str, list[str]] = {}
         self.side_consumers: dict[str, list[str]] = {}
         self.producer: dict[str, str] = {}
@@ -82,6 +113,10 @@ class ElementManager:
                     self.emit(out, passed)
             elif stage.kind == GROUP:
                 self.buffers[stage_id].add(elements)
+            elif stage_id in self.unsorted:
+                key_of = stage.keyed.key_of
+                buffer = self.unsorted[stage_id]
+                buffer.extend((key_of(e)[1], next(self._arrivals), e) for e in elements)
             else:
                 self.pending[stage_id].extend(elements)
 
@@ -97,18 +132,40 @@ class ElementManager:
         """The next bundle to run, or None when there is nothing runnable."""
         for stage_id in self.order:
             stage = self.stages[stage_id]
-            if stage.kind != SDK or not self.pending[stage_id] or not self._side_inputs_ready(stage):
+            if stage.kind != SDK or not self._side_inputs_ready(stage):
+                continue
+            if stage.keyed is not None:
+                if self.in_flight[stage_id]:
+                    continue  # one bundle at a time: its state writes and timers commit first
+                if not self.pending[stage_id]:
+                    due = self.timers[stage_id].take_due(self.input_watermark[stage_id])
+                    if due:
+                        return self._start(stage_id, [], due)
+                    continue
+            elif not self.pending[stage_id]:
                 continue
             pending = self.pending[stage_id]
             size = len(pending) if self.policy is None else self.policy.bundle_size(stage_id, len(pending))
             elements, self.pending[stage_id] = pending[:size], pending[size:]
-            self.in_flight[stage_id] += 1
-            self._bundles += 1
-            return Bundle(f"b{self._bundles}", stage_id, elements)
+            return self._start(stage_id, elements, [])
         return None
 
-    def commit(self, bundle: Bundle, outputs: dict[str, list], residuals: list = ()) -> None:
-        """A bundle succeeded: publish its outputs atomically and reschedule its residuals."""
+    def _start(self, stage_id: str, elements: list, timers: list) -> Bundle:
+        self.in_flight[stage_id] += 1
+        self._bundles += 1
+        return Bundle(f"b{self._bundles}", stage_id, elements, timers=timers)
+
+    def commit(self, bundle: Bundle, outputs: dict[str, list], residuals: list = (),
+               timers: list = ()) -> None:
+        """A bundle succeeded: publish its outputs atomically and reschedule its residuals.
+
+        ``timers``: the TimerUpdates the bundle made, in order."""
+        keyed = self.stages[bundle.stage].keyed
+        if keyed is not None:
+            store = self.timers[bundle.stage]
+            store.apply(timers)
+            if keyed.expiry_family is not None:
+                self._arm_expiry(keyed, store, bundle.inputs)
         for pcollection, elements in outputs.items():
             self.emit(pcollection, elements)
         if residuals:
@@ -119,12 +176,25 @@ class ElementManager:
     def fail(self, bundle: Bundle) -> None:
         """A bundle failed: nothing it produced is kept; its input goes back to the front."""
         self.pending[bundle.stage][:0] = bundle.inputs
+        if bundle.timers:
+            self.timers[bundle.stage].restore(bundle.timers)
         self.in_flight[bundle.stage] -= 1
 
-    def input_watermark(self, stage_id: str) -> int:
+    def _upstream_watermark(self, stage_id: str) -> int:
+        """The least output watermark of the stage's main-input producers."""
         stage = self.stages[stage_id]
         return min((self.output_watermark[self.producer[p]] for p in stage.inputs if p in self.producer),
                    default=PLUS_INFINITY)
+
+    @staticmethod
+    def _arm_expiry(keyed: KeyedSpec, store: TimerStore, elements: list) -> None:
+        """OnWindowExpiration: one runner timer per key and window the input reached."""
+        for element in elements:
+            key, _, windows = keyed.key_of(element)
+            for window, expiry in windows:
+                tid = TimerId(keyed.transform, keyed.expiry_family, key, "", window, expiry=True)
+                store.add_if_absent(TimerUpdate(tid, False, expiry, expiry,
+                                                keyed.expiry_timer(key, window, expiry)))
 
     def done(self) -> bool:
         return all(w >= PLUS_INFINITY for w in self.output_watermark.values())
@@ -142,7 +212,8 @@ class ElementManager:
                 watermark = PLUS_INFINITY if self._impulses_done else MIN_TIMESTAMP
                 self.output_watermark[stage_id] = watermark
                 continue
-            input_wm = self.input_watermark(stage_id)
+            input_wm = self._upstream_watermark(stage_id)
+            self.input_watermark[stage_id] = input_wm
             if stage.kind == GROUP:
                 buffer = self.buffers[stage_id]
                 fired = buffer.fire(input_wm)
@@ -150,9 +221,26 @@ class ElementManager:
                     self.emit(out, fired)
                 hold = MIN_TIMESTAMP if len(buffer) else PLUS_INFINITY
             else:
-                busy = self.pending[stage_id] or self.in_flight[stage_id]
-                hold = MIN_TIMESTAMP if busy else PLUS_INFINITY
+                hold = self._sdk_hold(stage_id, input_wm)
             self.output_watermark[stage_id] = min(input_wm, hold)
+
+    def _sdk_hold(self, stage_id: str, input_wm: int) -> int:
+        unsorted = self.unsorted.get(stage_id)
+        if unsorted:  # release, in timestamp order, what the watermark has passed
+            ready = sorted(e for e in unsorted if e[0] < input_wm)
+            self.pending[stage_id].extend(e for _, _, e in ready)
+            unsorted[:] = [e for e in unsorted if e[0] >= input_wm]
+        if self.pending[stage_id] or self.in_flight[stage_id]:
+            return MIN_TIMESTAMP
+        hold = PLUS_INFINITY
+        if unsorted:
+            hold = min(e[0] for e in unsorted)
+        store = self.timers.get(stage_id)
+        if store is not None:
+            if store.has_due(input_wm):
+                return MIN_TIMESTAMP
+            hold = min(hold, store.hold(PLUS_INFINITY))
+        return hold
 
     def describe_stuck(self) -> str:
         lines = ["no stage can make progress, but work remains:"]
@@ -161,9 +249,10 @@ class ElementManager:
             waiting = [p for p in stage.side_inputs
                        if self.output_watermark[self.producer[p]] < PLUS_INFINITY]
             buffered = len(self.buffers[stage_id]) if stage_id in self.buffers else 0
+            buffered += len(self.timers[stage_id]) if stage_id in self.timers else 0
             lines.append(f"  {stage_id} ({stage.kind}): output watermark {format_watermark(self.output_watermark[stage_id])}, "
                          f"pending {len(self.pending[stage_id])}, in flight {self.in_flight[stage_id]}, "
-                         f"buffered groups {buffered}" + (f", waiting for side inputs {waiting}" if waiting else ""))
+                         f"buffered groups/timers {buffered}" + (f", waiting for side inputs {waiting}" if waiting else ""))
         return "\n".join(lines)
 
 
@@ -175,4 +264,5 @@ def format_watermark(t: int) -> str:
     return f"{t / 1e6:.3f}s"
 
 
-__all__ = ["format_watermark", "Bundle", "ElementManager", "StageSpec", "Stuck", "SDK", "FLATTEN", "GROUP", "IMPULSE"]
+__all__ = ["format_watermark", "Bundle", "ElementManager", "KeyedSpec", "StageSpec", "Stuck", "SDK", "FLATTEN", "GROUP",
+           "IMPULSE"]

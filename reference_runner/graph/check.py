@@ -2,9 +2,10 @@
 from __future__ import annotations
 
 from apache_beam.portability.api import beam_runner_api_pb2
+from apache_beam.runners import pipeline_context
 
 from reference_runner.graph import urns
-from reference_runner.graph.pipeline import PipelineGraph
+from reference_runner.graph.pipeline import PipelineGraph, is_stateful
 
 
 class UnsupportedPipeline(ValueError):
@@ -48,20 +49,49 @@ def _transform_problems(graph: PipelineGraph, t) -> list[str]:
     if payload is not None:
         if payload.restriction_coder_id:
             problems.append(f"{where}: splittable DoFn (ParDo with a restriction coder)")
-        if payload.state_specs:
-            problems.append(f"{where}: user state ({', '.join(sorted(payload.state_specs))})")
-        if payload.timer_family_specs:
-            problems.append(f"{where}: timers ({', '.join(sorted(payload.timer_family_specs))})")
-        if payload.requires_time_sorted_input:
-            problems.append(f"{where}: time-sorted input")
-        if payload.on_window_expiration_timer_family_spec:
-            problems.append(f"{where}: OnWindowExpiration")
+        if is_stateful(t):
+            problems += _stateful_problems(graph, t, payload, where)
         for tag, side in payload.side_inputs.items():
             if side.access_pattern.urn not in (urns.ITERABLE_SIDE_INPUT, urns.MULTIMAP_SIDE_INPUT):
                 problems.append(f"{where}: side input {tag} with access pattern {side.access_pattern.urn}")
     if t.urn == urns.GROUP_BY_KEY:
         problems += _windowing_problems(where, graph.windowing_of(t.main_inputs()[0]))
     return problems
+
+
+_UNSUPPORTED_STATE = {"map_spec": "map state", "multimap_spec": "multimap state"}
+
+
+def _stateful_problems(graph: PipelineGraph, t, payload, where: str) -> list[str]:
+    problems = []
+    for state_id, spec in sorted(payload.state_specs.items()):
+        kind = spec.WhichOneof("spec")
+        if kind in _UNSUPPORTED_STATE:
+            problems.append(f"{where}: {_UNSUPPORTED_STATE[kind]} ({state_id})")
+    processing = sorted(family for family, spec in payload.timer_family_specs.items()
+                        if spec.time_domain != beam_runner_api_pb2.TimeDomain.EVENT_TIME)
+    if processing:
+        # Batch has no processing-time clock to advance; firing them at some arbitrary point would
+        # pass for an answer, so they are refused until streaming execution exists.
+        problems.append(f"{where}: processing-time timers ({', '.join(processing)})")
+    expiry = payload.on_window_expiration_timer_family_spec
+    if expiry and expiry not in payload.timer_family_specs:
+        problems.append(f"{where}: OnWindowExpiration names an unknown timer family {expiry}")
+    problems += _key_problems(graph, t, where)
+    return problems
+
+
+def _key_problems(graph: PipelineGraph, t, where: str) -> list[str]:
+    """State and timers are per key: the input must be KV, its key encoding deterministic."""
+    [main] = t.main_inputs()
+    coder_id = graph.components.pcollections[main].coder_id
+    coder_proto = graph.components.coders[coder_id]
+    if coder_proto.spec.urn != urns.KV_CODER:
+        return [f"{where}: stateful ParDo whose input is not key-value (coder {coder_proto.spec.urn})"]
+    key_coder = pipeline_context.PipelineContext(graph.components).coders[coder_proto.component_coder_ids[0]]
+    if not key_coder.is_deterministic():
+        return [f"{where}: stateful ParDo whose key coder {key_coder} is not deterministic"]
+    return []
 
 
 def _windowing_problems(where: str, ws: beam_runner_api_pb2.WindowingStrategy) -> list[str]:

@@ -3,15 +3,16 @@
 Runner-executed primitives (Impulse, Flatten, GroupByKey) are stages of their own. SDK
 transforms (ParDo, WindowInto, combiner parts) form fused stages: a transform joins the
 stage that produces its main input when fusion is on, and starts a new stage when its
-input comes from the runner, or it reads side inputs (the stage must wait for them). A
-PCollection leaves a stage when something outside it consumes it.
+input comes from the runner, or it reads side inputs (the stage must wait for them), or it
+is stateful (its keyed input must come straight from the runner, which keeps its state and
+timers per stage). A PCollection leaves a stage when something outside it consumes it.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
 from reference_runner.graph import urns
-from reference_runner.graph.pipeline import PipelineGraph, Transform
+from reference_runner.graph.pipeline import PipelineGraph, Transform, is_stateful
 
 KIND_OF = {urns.IMPULSE: "impulse", urns.FLATTEN: "flatten", urns.GROUP_BY_KEY: "group"}
 
@@ -36,7 +37,7 @@ def fuse(graph: PipelineGraph, enabled: bool = True) -> list[Stage]:
         kind = KIND_OF.get(t.urn, "sdk")
         mains = t.main_inputs()
         home = None
-        if kind == "sdk" and enabled and len(mains) == 1 and not t.side_inputs():
+        if kind == "sdk" and enabled and len(mains) == 1 and not t.side_inputs() and not is_stateful(t):
             upstream = stage_of_pcoll.get(mains[0])
             if upstream is not None and upstream.kind == "sdk":
                 home = upstream

@@ -42,6 +42,13 @@ class Transform:
         return list(self.proto.outputs.values())
 
 
+def is_stateful(t: Transform) -> bool:
+    """A ParDo with user state, timers or time-sorted input: its input is keyed, per key."""
+    payload = t.pardo_payload()
+    return payload is not None and bool(payload.state_specs or payload.timer_family_specs
+                                        or payload.requires_time_sorted_input)
+
+
 class PipelineGraph:
     """Leaf transforms in topological order, with who produces and consumes each PCollection."""
 

@@ -42,7 +42,11 @@ ITERABLE_SIDE_INPUT = "beam:side_input:iterable:v1"
 MULTIMAP_SIDE_INPUT = "beam:side_input:multimap:v1"
 
 # Requirements the reference runner meets (others are rejected up front).
-SUPPORTED_REQUIREMENTS: set[str] = set()
+REQUIRES_STATEFUL_PROCESSING = "beam:requirement:pardo:stateful:v1"
+REQUIRES_TIME_SORTED_INPUT = "beam:requirement:pardo:time_sorted_input:v1"
+REQUIRES_ON_WINDOW_EXPIRATION = "beam:requirement:pardo:on_window_expiration:v1"
+SUPPORTED_REQUIREMENTS: set[str] = {REQUIRES_STATEFUL_PROCESSING, REQUIRES_TIME_SORTED_INPUT,
+                                    REQUIRES_ON_WINDOW_EXPIRATION}
 
 # Environments the embedded worker can serve: every Python environment runs in process.
 EMBEDDABLE_ENVIRONMENTS = {"beam:env:embedded_python:v1", "beam:env:loopback:v1",

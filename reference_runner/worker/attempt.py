@@ -20,8 +20,9 @@ class InjectedFault(RuntimeError):
 
 
 class AttemptFailed(RuntimeError):
-    def __init__(self, message: str, injected: bool, metrics: list):
+    def __init__(self, message: str, instruction_id: str, injected: bool, metrics: list):
         super().__init__(message)
+        self.instruction_id = instruction_id
         self.injected = injected
         self.metrics = metrics        # what the attempt had reported before it failed
 
@@ -37,7 +38,8 @@ class Attempt:
 
 
 def run(worker: EmbeddedWorker, descriptor_id: str, input_transform: str, elements: list[bytes],
-        split: Split | None = None, fault_at: int | None = None, timers: list = ()) -> Attempt:
+        split: Split | None = None, fault_at: int | None = None, timers: dict | None = None) -> Attempt:
+    """``timers``: {(transform, timer family): encoded timers} to fire after the elements."""
     instruction_id = worker.new_instruction_id()
     progress = _Progress(len(elements))
 
@@ -74,12 +76,14 @@ def run(worker: EmbeddedWorker, descriptor_id: str, input_transform: str, elemen
                                     f"of {len(elements)}")
             if position >= progress.end:
                 break
-        yield from timers
+        for (transform_id, family), encoded in (timers or {}).items():
+            yield beam_fn_api_pb2.Elements.Timers(instruction_id=instruction_id, transform_id=transform_id,
+                                                  timer_family_id=family, timers=encoded)
 
     try:
         data, timer_bytes, response = worker.process_bundle(instruction_id, descriptor_id, feed())
     except BundleFailed as e:
-        raise AttemptFailed(str(e), isinstance(e.cause, InjectedFault), progress.metrics) from None
+        raise AttemptFailed(str(e), instruction_id, isinstance(e.cause, InjectedFault), progress.metrics) from None
     return Attempt(instruction_id, data, timer_bytes, response, progress.first_residual, progress.residuals)
 
 

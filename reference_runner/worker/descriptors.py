@@ -35,6 +35,9 @@ def build(stage: Stage, components: beam_runner_api_pb2.Components, descriptor_i
         outputs[transform_id] = pcoll
     # Side inputs and state travel over the state channel; the embedded worker ignores the address.
     pbd.state_api_service_descriptor.url = endpoint
+    if any((t.pardo_payload() or beam_runner_api_pb2.ParDoPayload()).timer_family_specs for t in stage.transforms):
+        # Timers travel on the data channel too; the SDK sets up timer streams only when asked.
+        pbd.timer_api_service_descriptor.url = endpoint
     return StageDescriptor(pbd, input_id, outputs)
 
 

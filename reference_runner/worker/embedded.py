@@ -11,14 +11,9 @@ from reference_runner.worker.channel import BundleChannel, BundleChannelFactory
 from reference_runner.worker.state import StateService
 
 
-class _Done:
-    """A completed write (the state service answers synchronously)."""
-
-    def get(self, timeout=None):
-        return None
-
-    def wait(self, timeout=None):
-        return None
+def _done(response) -> sdk_worker._Future:
+    """A completed write: the state service answers synchronously."""
+    return sdk_worker._Future().set(response)
 
 
 class _DirectStateHandler(sdk_worker.StateHandler):
@@ -27,10 +22,11 @@ class _DirectStateHandler(sdk_worker.StateHandler):
     def __init__(self, service: StateService):
         self._service = service
         self._ids = itertools.count()
+        self._instruction_id = ""  # user state writes are staged under the bundle's id
 
     def _call(self, state_key, **request) -> beam_fn_api_pb2.StateResponse:
         response = self._service.handle(beam_fn_api_pb2.StateRequest(
-            id=str(next(self._ids)), state_key=state_key, **request))
+            id=str(next(self._ids)), instruction_id=self._instruction_id, state_key=state_key, **request))
         if response.error:
             raise RuntimeError(f"state request failed: {response.error}")
         return response
@@ -41,16 +37,18 @@ class _DirectStateHandler(sdk_worker.StateHandler):
         return response.get.data, response.get.continuation_token or None
 
     def append_raw(self, state_key, data):
-        self._call(state_key, append=beam_fn_api_pb2.StateAppendRequest(data=data))
-        return _Done()
+        return _done(self._call(state_key, append=beam_fn_api_pb2.StateAppendRequest(data=data)))
 
     def clear(self, state_key):
-        self._call(state_key, clear=beam_fn_api_pb2.StateClearRequest())
-        return _Done()
+        return _done(self._call(state_key, clear=beam_fn_api_pb2.StateClearRequest()))
 
     @contextlib.contextmanager
     def process_instruction_id(self, bundle_id):
-        yield
+        self._instruction_id = bundle_id
+        try:
+            yield
+        finally:
+            self._instruction_id = ""
 
     def done(self):
         pass

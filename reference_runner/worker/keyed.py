@@ -1,0 +1,100 @@
+"""A stage headed by a stateful ParDo: its keys, windows and timers, as the engine needs them.
+
+The engine sees timers as plain records (engine.timers.TimerUpdate) carrying the encoded
+timer the SDK sent; this module decodes the SDK's timer streams into those records, and
+encodes the runner's own OnWindowExpiration timers.
+"""
+from __future__ import annotations
+
+from apache_beam.coders.coder_impl import create_InputStream
+from apache_beam.transforms import userstate
+from apache_beam.utils import windowed_value
+from apache_beam.utils.timestamp import Timestamp
+
+from reference_runner.engine import manager
+from reference_runner.engine.timers import TimerId, TimerUpdate
+from reference_runner.engine.windows import END_OF_GLOBAL_WINDOW
+from reference_runner.graph.fusion import Stage
+from reference_runner.graph.pipeline import PipelineGraph, is_stateful
+from reference_runner.worker.codecs import Coders, encode_nested
+
+
+class TimerPastExpiration(ValueError):
+    """An event-time timer set after its window expires: it could never fire (Beam rejects it)."""
+
+
+class KeyedStage:
+    def __init__(self, stage: Stage, graph: PipelineGraph, coders: Coders):
+        [head] = [t for t in stage.transforms if is_stateful(t)]  # fusion starts a stage at each one
+        payload = head.pardo_payload()
+        [main] = head.main_inputs()
+        wv_coder = coders.windowed(main)
+        self.transform = head.id
+        self._wv = wv_coder.get_impl()
+        self._key = wv_coder.key_coder().get_impl()
+        self._window = wv_coder.window_coder
+        self._lateness = graph.windowing_of(main).allowed_lateness * 1000
+        self._families = {family: coders.coder(spec.timer_family_coder_id).get_impl()
+                          for family, spec in payload.timer_family_specs.items()}
+        self.time_sorted = payload.requires_time_sorted_input
+        self.expiry_family = payload.on_window_expiration_timer_family_spec or None
+
+    def spec(self) -> manager.KeyedSpec:
+        return manager.KeyedSpec(self.transform, self.key_of, self.time_sorted, self.expiry_family,
+                                 self.expiry_timer if self.expiry_family else None)
+
+    # -- elements ----------------------------------------------------------------------------
+    def key_of(self, element: bytes):
+        """-> (encoded key, timestamp, [(encoded window, the window's expiry time)])"""
+        wv = self._wv.decode_from_stream(create_InputStream(element), True)
+        key = encode_nested(self._key, wv.value[0])
+        return key, wv.timestamp.micros, [(self._window.encode(w), self._expiry(w)) for w in wv.windows]
+
+    def _expiry(self, window) -> int:
+        # State lives until max timestamp + allowed lateness, never past the end of the global window.
+        return min(window.max_timestamp().micros + self._lateness, END_OF_GLOBAL_WINDOW)
+
+    # -- timers ------------------------------------------------------------------------------
+    def decode_timers(self, raw: dict) -> list[TimerUpdate]:
+        """The timer streams a bundle wrote ({(transform, family): bytes}) -> updates, in order."""
+        updates = []
+        for where, data in raw.items():
+            if not isinstance(where, tuple):
+                continue  # element data, not timers
+            transform, family = where
+            impl, data = self._families[family], bytes(data)
+            stream, total, start = create_InputStream(data), len(data), 0
+            while stream.size() > 0:
+                timer = impl.decode_from_stream(stream, True)
+                end = total - stream.size()
+                tid = TimerId(transform, family, encode_nested(self._key, timer.user_key),
+                              timer.dynamic_timer_tag, self._window.encode(timer.windows[0]))
+                if timer.clear_bit:
+                    updates.append(TimerUpdate(tid, True))
+                else:
+                    fire = timer.fire_timestamp.micros
+                    hold = fire if timer.hold_timestamp is None else timer.hold_timestamp.micros
+                    expiry = self._expiry(timer.windows[0])
+                    if fire > expiry:
+                        raise TimerPastExpiration(
+                            f"timer {family}{'/' + timer.dynamic_timer_tag if timer.dynamic_timer_tag else ''} "
+                            f"of {transform} set for {timer.fire_timestamp}, after its window's expiration "
+                            f"{Timestamp(micros=expiry)} (max timestamp + allowed lateness)")
+                    updates.append(TimerUpdate(tid, False, fire, hold, data[start:end]))
+                start = end
+        return updates
+
+    @staticmethod
+    def timer_streams(timers) -> dict:
+        """Due timers (engine.timers.Timer) -> {(transform, family): encoded timers} to send."""
+        streams: dict = {}
+        for t in timers:
+            streams.setdefault((t.id.transform, t.id.family), bytearray()).extend(t.encoded)
+        return {where: bytes(data) for where, data in streams.items()}
+
+    def expiry_timer(self, key: bytes, window: bytes, time: int) -> bytes:
+        timer = userstate.Timer(
+            user_key=self._key.decode_from_stream(create_InputStream(key), True), dynamic_timer_tag="",
+            windows=(self._window.decode(window),), clear_bit=False, fire_timestamp=Timestamp(micros=time),
+            hold_timestamp=Timestamp(micros=time), paneinfo=windowed_value.PANE_INFO_UNKNOWN)
+        return encode_nested(self._families[self.expiry_family], timer)
