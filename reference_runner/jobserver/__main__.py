@@ -28,10 +28,10 @@ def build_parser() -> argparse.ArgumentParser:
                        help="seconds a started SDK worker has to connect (default 60)")
     serve.add_argument("--bundle-timeout", type=float, default=600,
                        help="seconds a bundle may run before the job fails (default 600)")
-    serve.add_argument("--reuse-workers", type=int, default=0, metavar="N",
-                       help="keep up to N idle SDK workers for later jobs of the same environment "
-                            "(default 0: each job's workers stop when it ends, so DoFn teardown runs "
-                            "at job end; reuse saves the worker start on light jobs)")
+    serve.add_argument("--spare-workers", type=int, default=4, metavar="N",
+                       help="when a job ends its SDK workers stop (so DoFn teardown runs then) and a "
+                            "fresh spare is started for its environment, at most N spares in all "
+                            "(default 4; 0: none, every job waits for its worker to start)")
     serve.add_argument("--log-level", default="INFO", help="Python logging level (default INFO)")
     return parser
 
@@ -45,7 +45,7 @@ def main(argv=None) -> int:
     from reference_runner.jobserver.server import JobServer
     server = JobServer(args.host, args.port, args.staging_dir, args.max_pipeline_mib << 20,
                        args.max_artifact_mib << 20, args.worker_timeout, args.bundle_timeout,
-                       args.reuse_workers).start()
+                       args.spare_workers).start()
     print(f"reference job server listening on {server.address}", flush=True)
     signal.signal(signal.SIGTERM, lambda *_: server.stop())
     try:

@@ -99,7 +99,7 @@ class JobRecord:
             self._changed.notify_all()
 
     def _run(self, pool, endpoint: str) -> None:
-        worker = token = None
+        worker = token = env = None
         healthy = False
         try:
             knobs = _knobs(self.options)
@@ -107,7 +107,8 @@ class JobRecord:
                             schedule=Schedule(**knobs), job_id=f"{self.job_id}/", endpoint=endpoint)
             if self._cancel.is_set():
                 raise JobCancelled("cancelled before it started")
-            worker, token = pool.acquire(pool.environment_of(self.pipeline), self._job.state)
+            env = pool.environment_of(self.pipeline)
+            worker, token = pool.acquire(env, self._job.state)
             self._set_state(State.RUNNING)
             try:
                 self._job.run(worker)
@@ -125,7 +126,7 @@ class JobRecord:
                          beam_job_api_pb2.JobMessage.JOB_MESSAGE_ERROR)
             self._set_state(State.FAILED)
         finally:
-            pool.release(token, healthy)
+            pool.release(token, env, healthy)
 
 
 def _knobs(options) -> dict:

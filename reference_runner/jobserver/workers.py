@@ -4,9 +4,9 @@
   that connects back to our Fn API endpoint.
 - PROCESS: start the given command with the standard boot flags.
 - embedded Python: Beam's harness inside this server (user code must be importable here).
-A worker serves one job at a time; one whose control stream ended is never handed out again.
-Reuse is opt-in (``max_idle``): a Beam harness tears DoFns down only when it stops, so a kept
-worker delays the teardown of the last job's DoFns until it is evicted.
+A worker serves one job and stops when it ends (a Beam harness tears DoFns down only when it
+stops). To keep light jobs light, a spare worker per environment (at most ``max_idle`` in all)
+is started when a job ends, ready for the next job of that environment.
 """
 from __future__ import annotations
 
@@ -46,7 +46,7 @@ class _Started:
 
 class WorkerPool:
     def __init__(self, server: FnApiServer, provision_endpoint: str, artifact_endpoint: str,
-                 connect_timeout: float = 60, bundle_timeout: float = 600, max_idle: int = 0):
+                 connect_timeout: float = 60, bundle_timeout: float = 600, max_idle: int = 4):
         self.server = server
         self.provision_endpoint = provision_endpoint
         self.artifact_endpoint = artifact_endpoint
@@ -95,21 +95,30 @@ class WorkerPool:
                 continue
             return RemoteWorker(self.server, started.connection, state, self.bundle_timeout), (key, started)
 
-    def release(self, token, healthy: bool) -> None:
-        """A job is done with its worker: keep it for the next job of its environment, or stop it."""
+    def release(self, token, env, healthy: bool) -> None:
+        """A job is done with its worker. The worker stops (its harness tears the job's DoFns
+        down), and a fresh spare for the same environment is started in the background, so the
+        next job of that environment does not wait for a worker to start."""
         if token is None:
             return
         key, started = token
+        self._discard(started)
+        if healthy and self.max_idle > 0:
+            threading.Thread(target=self._start_spare, args=(key, env), daemon=True).start()
+
+    def _start_spare(self, key: bytes, env) -> None:
+        try:
+            started = self._start(env)
+            started.connection = self.server.connection(started.worker_id, self.connect_timeout)
+        except Exception:  # noqa: BLE001 - e.g. a LOOPBACK pool that left with its job: no spare
+            return
         evicted = []
         with self._lock:
-            if healthy and not started.connection.gone:
-                self._idle.setdefault(key, []).append(started)
-                idle = [(k, s) for k, workers in self._idle.items() for s in workers]
-                for k, s in idle[:max(0, len(idle) - self.max_idle)]:  # oldest first
-                    self._idle[k].remove(s)
-                    evicted.append(s)
-            else:
-                evicted.append(started)
+            self._idle.setdefault(key, []).append(started)
+            idle = [(k, s) for k, workers in self._idle.items() for s in workers]
+            for k, s in idle[:max(0, len(idle) - self.max_idle)]:  # oldest first
+                self._idle[k].remove(s)
+                evicted.append(s)
         for s in evicted:
             self._discard(s)
 

@@ -1,0 +1,138 @@
+"""Round trip of a tiny job through our job server vs Beam's local job service, in one run.
+
+Both servers get the same prebuilt pipeline (Create of 3 elements, Map, GroupByKey, an in-pipeline
+check of the result) with an EXTERNAL environment pointing at one shared Beam worker pool, and
+the client speaks the Job API directly (Prepare, Run, state stream), so what is timed is the
+servers' work: accepting the job, starting a worker through the pool, running it. Jobs alternate
+between the servers so machine noise hits both.
+
+    python -m benchmarks.jobserver --jobs 20 --json reports/benchmark-jobserver.json
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import time
+
+import apache_beam as beam
+import grpc
+from apache_beam.options.pipeline_options import PipelineOptions
+from apache_beam.portability.api import beam_job_api_pb2, beam_job_api_pb2_grpc
+from apache_beam.testing.util import assert_that, equal_to
+from apache_beam.runners.portability.portable_runner import PortableRunner
+from apache_beam.runners.runner import PipelineResult, PipelineState
+
+SERVERS = {
+    "reference-job-server": "{python} -m reference_runner.jobserver --port {port}",
+    "beam-local-job-service": "{python} -m apache_beam.runners.portability.local_job_service_main --port {port}",
+}
+DONE, FAILED = beam_job_api_pb2.JobState.DONE, beam_job_api_pb2.JobState.FAILED
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _start(command: str, env=None) -> tuple[subprocess.Popen, str]:
+    port = _free_port()
+    process = subprocess.Popen(command.format(python=sys.executable, port=port).split(), env=env,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        with socket.socket() as s:
+            if s.connect_ex(("127.0.0.1", port)) == 0:
+                return process, f"localhost:{port}"
+        if process.poll() is not None:
+            raise RuntimeError(f"{command} exited with {process.returncode}")
+        time.sleep(0.05)
+    process.kill()
+    raise RuntimeError(f"{command} did not listen within 60 s")
+
+
+class _Capture(PortableRunner):
+    """Prepares the pipeline exactly as PortableRunner would send it, and sends nothing."""
+
+    def run_portable_pipeline(self, pipeline, options):
+        self.proto = self._optimize_pipeline(pipeline, options)
+        for env in self.proto.components.environments.values():
+            del env.dependencies[:]  # the pool's workers share this interpreter: nothing to stage
+        return PipelineResult(PipelineState.DONE)
+
+
+def tiny_pipeline(worker_pool: str):
+    capture = _Capture()
+    p = beam.Pipeline(runner=capture, options=PipelineOptions(
+        ["--environment_type=EXTERNAL", f"--environment_config={worker_pool}"]))
+    out = (p | beam.Create([1, 2, 3]) | beam.Map(lambda x: (x % 2, x)) | beam.GroupByKey()
+           | beam.MapTuple(lambda k, vs: (k, sorted(vs))))
+    assert_that(out, equal_to([(0, [2]), (1, [1, 3])]))  # a wrong answer fails the job
+    p.run()
+    return capture.proto
+
+
+def round_trip(stub, pipeline) -> float:
+    started = time.perf_counter()
+    prepared = stub.Prepare(beam_job_api_pb2.PrepareJobRequest(pipeline=pipeline, job_name="tiny"), timeout=60)
+    job_id = stub.Run(beam_job_api_pb2.RunJobRequest(preparation_id=prepared.preparation_id), timeout=60).job_id
+    for event in stub.GetStateStream(beam_job_api_pb2.GetJobStateRequest(job_id=job_id), timeout=120):
+        if event.state in (DONE, FAILED, beam_job_api_pb2.JobState.CANCELLED):
+            break
+    elapsed = time.perf_counter() - started
+    if event.state != DONE:
+        errors = [m.message_response.message_text for m in stub.GetMessageStream(
+            beam_job_api_pb2.JobMessagesRequest(job_id=job_id), timeout=10) if m.HasField("message_response")]
+        raise RuntimeError(f"job {job_id} ended in state {beam_job_api_pb2.JobState.Enum.Name(event.state)}: "
+                           f"{errors[-1][-2000:] if errors else 'no message'}")
+    return elapsed
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.jobserver", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--jobs", type=int, default=20, help="jobs per server (default 20; the first of each is warm-up)")
+    parser.add_argument("--json", default=None, metavar="PATH", help="also write the figures as JSON to PATH")
+    args = parser.parse_args(argv)
+    # The pool starts each worker as `python -c ...`: that must be this interpreter.
+    env = {**os.environ, "PATH": os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")}
+    processes = []
+    try:
+        pool, pool_address = _start("{python} -m apache_beam.runners.worker.worker_pool_main --service_port={port}",
+                                    env)
+        processes.append(pool)
+        pipeline = tiny_pipeline(pool_address)
+        stubs = {}
+        for name, command in SERVERS.items():
+            process, address = _start(command)
+            processes.append(process)
+            stubs[name] = beam_job_api_pb2_grpc.JobServiceStub(grpc.insecure_channel(address))
+        times: dict[str, list[float]] = {name: [] for name in SERVERS}
+        for n in range(args.jobs):
+            for name, stub in stubs.items():
+                times[name].append(round_trip(stub, pipeline))
+            print(f"\rjob {n + 1}/{args.jobs}", end="", file=sys.stderr, flush=True)
+        print(file=sys.stderr)
+    finally:
+        for process in processes:
+            process.kill()
+    medians = {name: statistics.median(values[1:] or values) for name, values in times.items()}
+    ratio = medians["beam-local-job-service"] / medians["reference-job-server"]
+    print(f"tiny job round trip, median of {args.jobs - 1} warm jobs (Create 3, Map, GroupByKey, check):")
+    for name, median in medians.items():
+        print(f"  {name:24s} {median * 1000:8.1f} ms")
+    print(f"  ratio (Beam local job service / ours): {ratio:.2f}x")
+    if args.json:
+        os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
+        with open(args.json, "w") as f:
+            json.dump({"benchmark": "jobserver-round-trip", "jobs": args.jobs, "median_seconds": medians,
+                       "all_seconds": times, "ratio_beam_over_ours": ratio}, f, indent=2)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
