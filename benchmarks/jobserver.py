@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import socket
 import statistics
 import subprocess
@@ -118,8 +119,9 @@ def main(argv=None) -> int:
             print(f"\rjob {n + 1}/{args.jobs}", end="", file=sys.stderr, flush=True)
         print(file=sys.stderr)
     finally:
-        for process in processes:
-            process.kill()
+        for process in processes:  # each leads its own process group: the pool's workers go too
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
     medians = {name: statistics.median(values[1:] or values) for name, values in times.items()}
     ratio = medians["beam-local-job-service"] / medians["reference-job-server"]
     print(f"tiny job round trip, median of {args.jobs - 1} warm jobs (Create 3, Map, GroupByKey, check):")

@@ -1,6 +1,7 @@
 """Our job server (reference_runner.jobserver) on loopback, driven by Beam's PortableRunner and by
 raw gRPC requests, hostile ones included."""
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -217,7 +218,7 @@ def worker_pool():
                 break
         time.sleep(0.2)
     yield process, f"localhost:{port}"
-    process.kill()
+    os.killpg(process.pid, signal.SIGKILL)  # the pool and the workers it started
     process.wait()
 
 
