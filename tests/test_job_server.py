@@ -56,6 +56,9 @@ def test_a_loopback_job_runs_and_reports_metrics(server):
     assert result.wait_until_finish() == "DONE"
     [counter] = result.metrics().query(MetricsFilter().with_name("seen"))["counters"]
     assert counter.committed == 10 and counter.attempted == 10
+    texts = [m.message_response.message_text for m in _stub(server).GetMessageStream(
+        beam_job_api_pb2.JobMessagesRequest(job_id=result._job_id), timeout=10) if m.HasField("message_response")]
+    assert any(t.startswith("running on external worker") for t in texts), texts
 
 
 def test_schedule_options_reach_the_runner(server):
@@ -254,3 +257,25 @@ def test_twenty_concurrent_jobs_all_correct(server, worker_pool):
     with futures.ThreadPoolExecutor(20) as pool:
         states = list(pool.map(job, range(20)))
     assert states == ["DONE"] * 20
+
+
+def test_cancel_stops_a_busy_job_promptly(server):
+    def sleep_long(x):
+        time.sleep(60)
+        return x
+
+    p = beam.Pipeline(options=_options(server))
+    _ = p | beam.Create([1]) | beam.Map(sleep_long)
+    result = p.run()
+    stub = _stub(server)
+    state = lambda: stub.GetState(beam_job_api_pb2.GetJobStateRequest(job_id=result._job_id), timeout=10).state
+    deadline = time.time() + 30
+    while state() != beam_job_api_pb2.JobState.RUNNING and time.time() < deadline:
+        time.sleep(0.05)
+    time.sleep(0.5)  # inside the sleeping bundle now
+    cancelled_at = time.time()
+    stub.Cancel(beam_job_api_pb2.CancelJobRequest(job_id=result._job_id), timeout=10)
+    while state() != beam_job_api_pb2.JobState.CANCELLED and time.time() - cancelled_at < 10:
+        time.sleep(0.05)
+    assert state() == beam_job_api_pb2.JobState.CANCELLED
+    assert time.time() - cancelled_at < 5

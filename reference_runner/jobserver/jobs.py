@@ -8,7 +8,7 @@ import time
 import traceback
 
 from apache_beam.metrics import monitoring_infos
-from apache_beam.portability.api import beam_job_api_pb2
+from apache_beam.portability.api import beam_fn_api_pb2, beam_job_api_pb2
 from google.protobuf import timestamp_pb2
 
 from reference_runner.bundling import Schedule
@@ -19,6 +19,7 @@ State = beam_job_api_pb2.JobState
 TERMINAL = {State.DONE, State.FAILED, State.CANCELLED, State.DRAINED, State.UPDATED, State.STOPPED}
 _MESSAGE_IDS = itertools.count(1)
 _KNOBS = ("seed", "bundle_size", "splits", "faults", "fuse")
+_ERROR_SEVERITY = beam_fn_api_pb2.LogEntry.Severity.ERROR
 
 
 def _now() -> timestamp_pb2.Timestamp:
@@ -39,6 +40,7 @@ class JobRecord:
         self.attempted: list = []
         self._changed = threading.Condition()
         self._job: Job | None = None
+        self._worker = None
         self._cancel = threading.Event()
         self._set_state(State.STARTING)  # clients read STOPPED as an end, so a new job is STARTING
 
@@ -80,6 +82,8 @@ class JobRecord:
         self._set_state(State.CANCELLING)
         if self._job is not None:
             self._job.cancel()
+        if self._worker is not None and hasattr(self._worker, "cancelled"):
+            self._worker.cancelled.set()  # a remote worker's bundle is abandoned, the worker stopped
 
     def message(self, text: str, importance=beam_job_api_pb2.JobMessage.JOB_MESSAGE_BASIC) -> None:
         event = beam_job_api_pb2.JobMessagesResponse(message_response=beam_job_api_pb2.JobMessage(
@@ -108,7 +112,11 @@ class JobRecord:
             if self._cancel.is_set():
                 raise JobCancelled("cancelled before it started")
             env = pool.environment_of(self.pipeline)
-            worker, token = pool.acquire(env, self._job.state)
+            worker, token = pool.acquire(env, self._job.state, self._worker_log)
+            self._worker = worker
+            if self._cancel.is_set():
+                raise JobCancelled("cancelled before it started")
+            self.message(f"running on {_describe(env)}; {len(self._job.stages)} stages")
             self._set_state(State.RUNNING)
             try:
                 self._job.run(worker)
@@ -117,16 +125,28 @@ class JobRecord:
                 self.committed = _user(self._job.monitoring_infos)
                 self.attempted = _user(self._job.monitoring_infos + self._job.failed_attempt_infos)
             self._set_state(State.DONE)
-        except JobCancelled:
-            healthy = True
-            self._set_state(State.CANCELLED)
         except Exception as e:  # noqa: BLE001 - every failure becomes the job's error message
+            if self._cancel.is_set():  # a cancelled job stops with whatever error that caused
+                healthy = isinstance(e, JobCancelled)
+                self._set_state(State.CANCELLED)
+                return
             _LOG.info("job %s failed: %s", self.job_id, e)
             self.message(f"{type(e).__name__}: {e}" if str(e) else traceback.format_exc(),
                          beam_job_api_pb2.JobMessage.JOB_MESSAGE_ERROR)
             self._set_state(State.FAILED)
         finally:
             pool.release(token, env, healthy)
+
+
+    def _worker_log(self, entry) -> None:
+        """A LogEntry from the job's SDK worker: into the job's message stream."""
+        importance = (beam_job_api_pb2.JobMessage.JOB_MESSAGE_ERROR if entry.severity >= _ERROR_SEVERITY
+                      else beam_job_api_pb2.JobMessage.JOB_MESSAGE_BASIC)
+        self.message(f"[worker] {entry.message}", importance)
+
+
+def _describe(env) -> str:
+    return env.urn.replace("beam:env:", "").replace(":v1", "") + " worker"
 
 
 def _knobs(options) -> dict:

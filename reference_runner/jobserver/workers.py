@@ -70,7 +70,8 @@ class WorkerPool:
         return pipeline.components.environments[used.pop()]
 
     def acquire(self, env: beam_runner_api_pb2.Environment, state, on_log=None):
-        """A worker for one job, serving ``state``; give it back with ``release``."""
+        """A worker for one job, serving ``state``, its log entries going to ``on_log``; give it
+        back with ``release``."""
         if env.urn in EMBEDDED:
             return EmbeddedWorker(state), None
         if env.urn == DOCKER:
@@ -93,6 +94,8 @@ class WorkerPool:
             if started.connection.gone:  # died while idle: start another
                 self._discard(started)
                 continue
+            if on_log is not None:
+                self.server.log_sinks[started.worker_id] = on_log
             return RemoteWorker(self.server, started.connection, state, self.bundle_timeout), (key, started)
 
     def release(self, token, env, healthy: bool) -> None:
@@ -160,6 +163,7 @@ class WorkerPool:
         if started.connection is not None:
             started.connection.lost("the job server released this worker")
         self.server.forget(started.worker_id)
+        self.server.log_sinks.pop(started.worker_id, None)
         if started.process is not None and started.process.poll() is None:
             started.process.kill()
         with self._lock:

@@ -142,8 +142,8 @@ class FnApiServer(beam_fn_api_pb2_grpc.BeamFnControlServicer, beam_fn_api_pb2_gr
         self._arrived = threading.Condition()
         #: instruction id -> the StateService answering that bundle's state requests
         self.state_services: dict[str, object] = {}
-        #: called with every LogEntry a worker sends
-        self.on_log = lambda entry: None
+        #: worker id -> called with every LogEntry that worker sends (its job's message stream)
+        self.log_sinks: dict[str, object] = {}
         self._server.start()
 
     def connection(self, worker_id: str, timeout: float) -> Connection:
@@ -211,10 +211,12 @@ class FnApiServer(beam_fn_api_pb2_grpc.BeamFnControlServicer, beam_fn_api_pb2_gr
                 yield service.handle(request)
 
     def Logging(self, request_iterator, context):
+        worker_id = _worker_id(context)
         for entries in request_iterator:
-            for entry in entries.log_entries:
+            sink = self.log_sinks.get(worker_id)
+            for entry in entries.log_entries if sink else ():
                 try:
-                    self.on_log(entry)
+                    sink(entry)
                 except Exception:  # noqa: BLE001 - a log sink must never break the worker
                     _LOG.exception("log sink failed")
         return iter(())

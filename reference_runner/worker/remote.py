@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import itertools
+import threading
+import time
 
 from apache_beam.portability.api import beam_fn_api_pb2, beam_runner_api_pb2
 
@@ -36,6 +38,7 @@ class _Ports:
 class RemoteWorker:
     def __init__(self, server: FnApiServer, connection: Connection, state, timeout: float = 600):
         self.channel = _NoOutputHooks()
+        self.cancelled = threading.Event()  # set by the job's owner to stop waiting for the worker
         self._server = server
         self._connection = connection
         self._state = state
@@ -112,10 +115,16 @@ class RemoteWorker:
             raise BundleFailed(str(e), cause=e) from None
 
     def _result(self, future) -> beam_fn_api_pb2.InstructionResponse:
-        try:
-            response = future.result(self._timeout)
-        except TimeoutError:
-            raise TimeoutError(f"the SDK worker did not answer within {self._timeout} s") from None
+        deadline = time.monotonic() + self._timeout
+        while True:  # in short waits, so that a cancelled job stops waiting at once
+            if self.cancelled.is_set():
+                raise WorkerGone("the job was cancelled while the worker was busy")
+            try:
+                response = future.result(min(0.1, max(0.0, deadline - time.monotonic())))
+                break
+            except TimeoutError:
+                if time.monotonic() >= deadline:
+                    raise TimeoutError(f"the SDK worker did not answer within {self._timeout} s") from None
         if response.error:
             raise BundleFailed(response.error)
         return response
