@@ -174,9 +174,42 @@ _METHODS = ["Prepare", "Run", "GetJobs", "GetState", "GetPipeline", "Cancel", "G
             "DescribePipelineOptions"]
 
 
+_URNS = ["beam:transform:pardo:v1", "beam:transform:group_by_key:v1", "beam:transform:impulse:v1",
+         "beam:transform:flatten:v1", "beam:transform:teststream:v1", "urn:made:up", ""]
+_NAMES = st.text(alphabet="abc./-_\x00", max_size=8)
+
+
+@st.composite
+def _hostile_pipeline(draw) -> bytes:
+    """A PrepareJobRequest whose pipeline is structurally valid protobuf but semantically anything:
+    unknown URNs, missing PCollections, coders and environments, garbage payloads, cycles."""
+    request = beam_job_api_pb2.PrepareJobRequest(job_name=draw(_NAMES))
+    components = request.pipeline.components
+    pcolls = draw(st.lists(_NAMES, max_size=4))
+    for name in pcolls:
+        components.pcollections[name].coder_id = draw(_NAMES)
+        components.pcollections[name].windowing_strategy_id = draw(_NAMES)
+    for n in range(draw(st.integers(0, 4))):
+        transform = components.transforms[f"t{n}"]
+        transform.spec.urn = draw(st.sampled_from(_URNS))
+        transform.spec.payload = draw(st.binary(max_size=20))
+        transform.environment_id = draw(_NAMES)
+        for tag in draw(st.lists(_NAMES, max_size=2)):
+            transform.inputs[tag] = draw(st.sampled_from(pcolls + ["missing"]))
+        for tag in draw(st.lists(_NAMES, max_size=2)):
+            transform.outputs[tag] = draw(st.sampled_from(pcolls + ["missing"]))
+        if draw(st.booleans()):
+            transform.subtransforms.append(draw(st.sampled_from([f"t{n}", "nope"])))
+    request.pipeline.root_transform_ids.extend(draw(st.lists(st.sampled_from(["t0", "t1", "zz"]), max_size=2)))
+    request.pipeline.requirements.extend(draw(st.lists(st.sampled_from(["beam:requirement:x", ""]), max_size=1)))
+    return request.SerializeToString()
+
+
 @settings(max_examples=1000, deadline=None, database=None, suppress_health_check=list(HealthCheck))
-@given(method=st.sampled_from(_METHODS), body=st.binary(max_size=300))
-def test_fuzz_random_bytes_as_requests_never_take_the_server_down(server, method, body):
+@given(call=st.one_of(st.tuples(st.sampled_from(_METHODS), st.binary(max_size=300)),
+                      st.tuples(st.just("Prepare"), _hostile_pipeline())))
+def test_fuzz_malformed_requests_never_take_the_server_down(server, call):
+    method, body = call
     channel = _fuzz_channel(server)
     call = channel.unary_unary(f"/org.apache.beam.model.job_management.v1.JobService/{method}",
                                request_serializer=lambda b: b, response_deserializer=lambda b: b)
@@ -279,3 +312,25 @@ def test_cancel_stops_a_busy_job_promptly(server):
         time.sleep(0.05)
     assert state() == beam_job_api_pb2.JobState.CANCELLED
     assert time.time() - cancelled_at < 5
+
+
+def test_a_process_environment_starts_its_command(server, tmp_path):
+    boot = tmp_path / "boot.sh"
+    boot.write_text(f"#!/bin/sh\nexec {sys.executable} -m reference_runner.worker.boot \"$@\"\n")
+    boot.chmod(0o755)
+    options = PipelineOptions([f"--job_endpoint={server.address}", "--runner=PortableRunner",
+                               "--environment_type=PROCESS", f'--environment_config={{"command": "{boot}"}}'])
+    p = beam.Pipeline(options=options)
+    assert_that(p | beam.Create(["a", "b", "a"]) | beam.combiners.Count.PerElement(), equal_to([("a", 2), ("b", 1)]))
+    assert p.run().wait_until_finish() == "DONE"
+
+
+def test_an_oversized_pipeline_is_refused():
+    small = JobServer(port=0, max_pipeline_bytes=2000).start()
+    try:
+        p = beam.Pipeline(options=_options(small))
+        _ = p | beam.Create(["x" * 5000]) | beam.Map(len)
+        with pytest.raises(Exception, match="over the limit"):
+            p.run().wait_until_finish()
+    finally:
+        small.stop()

@@ -20,6 +20,7 @@ from reference_runner.jobserver.jobs import JobRecord
 from reference_runner.runner import ReferenceOptions
 
 _JOB_IDS = itertools.count(1)
+MAX_PREPARED = 1000  # preparations waiting for Run; a client cannot pile up more
 
 
 class JobService(beam_job_api_pb2_grpc.JobServiceServicer):
@@ -51,6 +52,10 @@ class JobService(beam_job_api_pb2_grpc.JobServiceServicer):
         self.sessions.open(preparation_id, pipeline)
         with self._lock:
             self._prepared[preparation_id] = (request.job_name, request.pipeline_options)
+            if len(self._prepared) > MAX_PREPARED:  # prepared and never run: forget the oldest
+                oldest = next(iter(self._prepared))
+                del self._prepared[oldest]
+                self.sessions.close(oldest)
         return beam_job_api_pb2.PrepareJobResponse(
             preparation_id=preparation_id, staging_session_token=preparation_id,
             artifact_staging_endpoint=endpoints_pb2.ApiServiceDescriptor(url=self.staging_endpoint))
