@@ -334,3 +334,24 @@ def test_an_oversized_pipeline_is_refused():
             p.run().wait_until_finish()
     finally:
         small.stop()
+
+
+def test_staged_artifacts_are_served_back_and_nothing_else(server):
+    token = _prepare_with_artifact(server, "served.txt")
+    _offer(server, token, payload=b"payload")
+    [path] = [os.path.join(root, f) for root, _, files in os.walk(server.staging_dir) for f in files
+              if f.endswith("served.txt")]
+    stub = beam_artifact_api_pb2_grpc.ArtifactRetrievalServiceStub(grpc.insecure_channel(server.address))
+
+    def fetch(file_path):
+        artifact = beam_runner_api_pb2.ArtifactInformation(
+            type_urn="beam:artifact:type:file:v1",
+            type_payload=beam_runner_api_pb2.ArtifactFilePayload(path=file_path).SerializeToString())
+        return b"".join(r.data for r in stub.GetArtifact(
+            beam_artifact_api_pb2.GetArtifactRequest(artifact=artifact), timeout=10))
+
+    assert fetch(path) == b"payload"
+    for outside in ("/etc/passwd", os.path.join(server.staging_dir, "..", "x"), __file__):
+        with pytest.raises(grpc.RpcError) as info:
+            fetch(outside)
+        assert info.value.code() == grpc.StatusCode.PERMISSION_DENIED
