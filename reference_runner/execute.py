@@ -140,15 +140,7 @@ class Job:
             return
 
     def _with_step_names(self, infos) -> list:
-        """Metrics name their step by the transform's unique name, as users wrote it."""
-        labelled = []
-        for info in infos:
-            transform_id = info.labels.get("PTRANSFORM")
-            if transform_id in self.graph.by_id:
-                info = type(info).FromString(info.SerializeToString())
-                info.labels["PTRANSFORM"] = self.graph.by_id[transform_id].name
-            labelled.append(info)
-        return labelled
+        return self.graph.with_step_names(infos)
 
     def _materialize_side_inputs(self, stage: fusion.Stage, em: manager.ElementManager) -> None:
         for pcoll, transform_id, tag in stage.side_inputs:

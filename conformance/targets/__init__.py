@@ -37,12 +37,15 @@ def _register_builtin() -> None:
     from conformance.targets.beam_peers import BeamDirectTarget, BeamFnApiTarget
     from conformance.targets.grpc_endpoint import GrpcTarget
     from conformance.targets.reference import ReferenceTarget
+    from conformance.targets.spark import SparkTarget
 
     register("beam-direct", BeamDirectTarget, "Beam's DirectRunner as shipped (a peer)")
     register("beam-fnapi", BeamFnApiTarget, "Beam's FnApiRunner, in process (a peer)")
     register("reference", ReferenceTarget,
              "our reference runner, in process (batch only so far); schedule knobs after a colon: "
              "reference:bundle_size=whole|N|random,splits=none|random,seed=N,faults=P,fuse=true|false")
+    register("spark", SparkTarget,
+             "our Spark backend through PySpark: spark (local[2]) or spark:master=spark://HOST:PORT")
     register("grpc", GrpcTarget,
              "any Beam Job API endpoint: grpc://HOST:PORT, or grpc with --job-server-cmd")
 

@@ -87,6 +87,17 @@ class PipelineGraph:
     def windowing_of(self, pcoll: str) -> beam_runner_api_pb2.WindowingStrategy:
         return self.components.windowing_strategies[self.components.pcollections[pcoll].windowing_strategy_id]
 
+    def with_step_names(self, infos) -> list:
+        """Metrics name their step by the transform's unique name, as users wrote it, not by id."""
+        labelled = []
+        for info in infos:
+            transform_id = info.labels.get("PTRANSFORM")
+            if transform_id in self.by_id:
+                info = type(info).FromString(info.SerializeToString())
+                info.labels["PTRANSFORM"] = self.by_id[transform_id].name
+            labelled.append(info)
+        return labelled
+
 
 def _topological(leaves: list[Transform], producer: dict[str, str]) -> list[Transform]:
     by_id = {t.id: t for t in leaves}

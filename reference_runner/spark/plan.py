@@ -1,0 +1,75 @@
+"""What Spark executors need to run a pipeline's stages, as plain picklable data.
+
+The driver checks and fuses the pipeline with the reference runner's front end and writes one
+StagePlan per stage; executors rebuild coders and SDK workers from it, once per Python worker
+process (PySpark reuses its workers), never the driver's objects.
+"""
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass, field
+
+from apache_beam.portability.api import beam_runner_api_pb2
+
+from reference_runner.engine import grouping
+from reference_runner.graph import fusion, urns
+from reference_runner.graph.pipeline import PipelineGraph
+from reference_runner.worker import codecs, descriptors
+
+_COMBINERS = {beam_runner_api_pb2.OutputTime.END_OF_WINDOW: grouping.END_OF_WINDOW,
+              beam_runner_api_pb2.OutputTime.EARLIEST_IN_PANE: grouping.EARLIEST,
+              beam_runner_api_pb2.OutputTime.LATEST_IN_PANE: grouping.LATEST}
+
+
+@dataclass
+class SideInput:
+    pcoll: str
+    transform_id: str
+    tag: str
+    multimap: bool
+
+
+@dataclass
+class StagePlan:
+    id: str
+    kind: str                            # sdk, impulse, flatten, group
+    inputs: list[str]
+    outputs: list[str]
+    components: bytes                    # the pipeline's Components, serialized
+    descriptor: bytes = b""              # sdk: the ProcessBundleDescriptor, serialized
+    input_transform: str = ""
+    output_transforms: dict = field(default_factory=dict)   # transform id -> PCollection
+    side_inputs: list[SideInput] = field(default_factory=list)
+    # group: how the GroupByKey groups
+    merging: bool = False
+    timestamp_combiner: str = grouping.END_OF_WINDOW
+    allowed_lateness: int = 0
+
+
+def plan(graph: PipelineGraph, stages: list[fusion.Stage], job_id: str) -> list[StagePlan]:
+    """``job_id`` makes stage ids unique across jobs: Spark's Python workers outlive a job."""
+    components = graph.components.SerializeToString()
+    plans = []
+    for stage in stages:
+        p = StagePlan(f"{job_id}/{stage.id}", stage.kind, list(stage.inputs), list(stage.outputs), components)
+        if stage.kind == "sdk":
+            described = descriptors.build(stage, graph.components, p.id)
+            p.descriptor = described.proto.SerializeToString()
+            p.input_transform = described.input_transform
+            p.output_transforms = dict(described.output_transforms)
+            for pcoll, transform_id, tag in stage.side_inputs:
+                access = graph.by_id[transform_id].pardo_payload().side_inputs[tag].access_pattern.urn
+                p.side_inputs.append(SideInput(pcoll, transform_id, tag, access == urns.MULTIMAP_SIDE_INPUT))
+        elif stage.kind == "group":
+            ws = graph.windowing_of(stage.inputs[0])
+            p.merging = ws.window_fn.urn == urns.SESSION_WINDOWS
+            p.timestamp_combiner = _COMBINERS.get(ws.output_time, grouping.END_OF_WINDOW)
+            p.allowed_lateness = ws.allowed_lateness * 1000
+        plans.append(p)
+    return plans
+
+
+@functools.lru_cache(maxsize=64)
+def coders_of(components: bytes) -> codecs.Coders:
+    """Coders rebuilt from serialized components, once per process and pipeline."""
+    return codecs.Coders(beam_runner_api_pb2.Components.FromString(components))

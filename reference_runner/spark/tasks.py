@@ -1,0 +1,109 @@
+"""What runs inside Spark's Python workers: fused stages on an in-process SDK worker, and the
+grouping step after a shuffle. Everything here is rebuilt from a StagePlan and cached per
+Python worker process."""
+from __future__ import annotations
+
+import itertools
+import zlib
+
+from reference_runner.engine import grouping
+from reference_runner.engine.manager import PLUS_INFINITY
+from reference_runner.spark.plan import StagePlan, coders_of
+from reference_runner.worker import attempt, codecs
+from reference_runner.worker.embedded import EmbeddedWorker
+from reference_runner.worker.state import SideInputIndex, StateService
+
+class StageFailed(RuntimeError):
+    """A bundle failed in the SDK worker (the user's error text included)."""
+
+
+def _worker(plan: StagePlan, side_values: dict) -> EmbeddedWorker:
+    """An SDK worker for one partition of the stage, its side inputs loaded from the broadcast."""
+    from apache_beam.portability.api import beam_fn_api_pb2
+    coders = coders_of(plan.components)
+    state = StateService()
+    for side in plan.side_inputs:
+        state.side_inputs[(side.transform_id, side.tag)] = SideInputIndex(
+            side_values[side.pcoll], coders, side.pcoll, side.multimap)
+    worker = EmbeddedWorker(state)
+    worker.register(beam_fn_api_pb2.ProcessBundleDescriptor.FromString(plan.descriptor))
+    return worker
+
+
+def run_sdk_stage(plan: StagePlan, side_values, bundle_size: int, metrics, elements):
+    """A partition through the stage, ``bundle_size`` elements per bundle; outputs stream out
+    bundle by bundle, tagged with their PCollection's index when the stage has several."""
+    worker = _worker(plan, side_values.value if side_values is not None else {})
+    coders = coders_of(plan.components)
+    impls = {t: coders.windowed(p).get_impl() for t, p in plan.output_transforms.items()}
+    index = {p: i for i, p in enumerate(plan.outputs)}
+    tagged = len(plan.outputs) > 1
+    try:  # the worker lives for one partition: DoFns are torn down when the partition is done
+        yield from _bundles(worker, plan, bundle_size, metrics, elements, impls, index, tagged)
+    finally:
+        worker.stop()
+
+
+def _bundles(worker, plan, bundle_size, metrics, elements, impls, index, tagged):
+    descriptor_id = plan.id
+    for chunk in _chunks(elements, bundle_size):
+        try:
+            result = attempt.run(worker, descriptor_id, plan.input_transform, chunk)
+        except attempt.AttemptFailed as e:
+            raise StageFailed(f"bundle of stage {plan.id} failed: {e}") from None
+        if result.response.residual_roots:
+            raise StageFailed(f"stage {plan.id} returned residual roots, which the Spark backend "
+                              "cannot reschedule yet")
+        if metrics is not None:
+            metrics.add([i.SerializeToString() for i in result.response.monitoring_infos])
+        for transform_id, data in result.data.items():
+            pcoll = plan.output_transforms.get(transform_id)
+            if pcoll is None or pcoll not in index:
+                continue
+            for element in codecs.split_elements(impls[transform_id], data):
+                yield (index[pcoll], element) if tagged else element
+
+
+def _chunks(iterator, size: int):
+    iterator = iter(iterator)
+    while chunk := list(itertools.islice(iterator, size)):
+        yield chunk
+
+
+# -- GroupByKey ---------------------------------------------------------------------------
+def key_of(plan: StagePlan, element: bytes) -> tuple[bytes, bytes]:
+    """(encoded key, element): what the shuffle partitions and sorts on."""
+    return _codec(plan).split(element)[0], element
+
+
+def partition_of(key: bytes) -> int:
+    """The same partition for the same key bytes in every process (unlike hash())."""
+    return zlib.crc32(key)
+
+
+def group_partition(plan: StagePlan, pairs):
+    """A shuffled, key-sorted partition -> GroupByKey output, one key in memory at a time.
+    Sessions are merged per key here."""
+    spec = grouping.Grouping(_codec(plan), plan.merging, plan.timestamp_combiner, plan.allowed_lateness)
+    for _, group in itertools.groupby(pairs, key=lambda kv: kv[0]):
+        buffer = grouping.GroupBuffer(spec)
+        buffer.add(element for _, element in group)
+        yield from buffer.fire(PLUS_INFINITY)  # bounded input: every window is complete
+
+
+_codecs: dict = {}
+
+
+def _codec(plan: StagePlan) -> codecs.GroupCodec:
+    codec = _codecs.get(plan.id)
+    if codec is None:
+        coders = coders_of(plan.components)
+        codec = _codecs[plan.id] = codecs.GroupCodec(coders.windowed(plan.inputs[0]), coders.windowed(plan.outputs[0]))
+    return codec
+
+
+# -- Flatten --------------------------------------------------------------------------------
+def transcode(components: bytes, source: str, target: str, elements):
+    coders = coders_of(components)
+    convert = codecs.Transcoder(coders.windowed(source), coders.windowed(target))
+    return (convert(e) for e in elements)

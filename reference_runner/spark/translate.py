@@ -1,0 +1,151 @@
+"""Fused stages -> an RDD lineage, then one Spark action that runs all of it.
+
+Every PCollection is an RDD of encoded windowed elements. Impulse is a one-element RDD; a fused
+SDK stage is mapPartitions over its input running the stage's descriptor in an in-process SDK
+worker; GroupByKey is a shuffle on encoded key bytes, sorted within partitions, grouped key by
+key; Flatten is a union. Side inputs are collected once and broadcast. An RDD read by more than
+one stage is persisted, so user code runs once per element.
+"""
+from __future__ import annotations
+
+import functools
+import itertools
+import uuid
+
+from apache_beam.transforms import window as beam_window
+from apache_beam.utils import windowed_value
+from pyspark import AccumulatorParam
+
+from reference_runner.spark import tasks
+from reference_runner.spark.plan import StagePlan, coders_of
+from reference_runner.worker import codecs
+
+_JOB_IDS = itertools.count(1)
+
+
+class SideInputTooLarge(RuntimeError):
+    pass
+
+
+class _ListParam(AccumulatorParam):
+    def zero(self, value):
+        return []
+
+    def addInPlace(self, a, b):
+        a.extend(b)
+        return a
+
+
+class Translation:
+    def __init__(self, spark, plans: list[StagePlan], parallelism: int, bundle_size: int,
+                 max_side_input_bytes: int):
+        self.sc = spark.sparkContext
+        self.plans = plans
+        self.parallelism = parallelism
+        self.bundle_size = bundle_size
+        self.max_side_input_bytes = max_side_input_bytes
+        self.metrics = self.sc.accumulator([], _ListParam())
+        self.rdds: dict = {}
+        self._persisted: list = []
+        readers: dict[str, int] = {}
+        for p in plans:
+            for pcoll in p.inputs + [s.pcoll for s in p.side_inputs]:
+                readers[pcoll] = readers.get(pcoll, 0) + 1
+        self.readers = readers
+
+    @staticmethod
+    def job_id() -> str:
+        return f"j{next(_JOB_IDS)}-{uuid.uuid4().hex[:8]}"
+
+    def run(self) -> list[bytes]:
+        """Build the lineage and run it; returns the monitoring infos the bundles reported."""
+        terminals = []
+        try:
+            for p in self.plans:
+                produced = getattr(self, f"_{p.kind}")(p)
+                if p.kind == "sdk" and not any(self.readers.get(o) for o in p.outputs):
+                    terminals.append(produced)  # nothing reads it: only an action makes it run
+            if terminals:
+                self.sc.union(terminals).foreach(_discard)
+            return list(self.metrics.value)
+        finally:
+            for rdd in self._persisted:
+                rdd.unpersist()
+
+    # -- one method per stage kind ------------------------------------------------------------
+    def _impulse(self, p: StagePlan):
+        [out] = p.outputs
+        impl = coders_of(p.components).windowed(out).get_impl()
+        wv = windowed_value.WindowedValue(b"", windowed_value.MIN_TIMESTAMP, (beam_window.GlobalWindow(),))
+        rdd = self.sc.parallelize([codecs.encode_nested(impl, wv)], 1)
+        self._publish(out, rdd)
+        return rdd
+
+    def _flatten(self, p: StagePlan):
+        [out] = p.outputs
+        pcolls = coders_of(p.components).components.pcollections
+        parts = []
+        for pcoll in p.inputs:
+            rdd = self.rdds[pcoll]
+            if pcolls[pcoll].coder_id != pcolls[out].coder_id:
+                rdd = rdd.mapPartitions(functools.partial(tasks.transcode, p.components, pcoll, out))
+            parts.append(rdd)
+        rdd = self.sc.union(parts) if parts else self.sc.emptyRDD()
+        self._publish(out, rdd)
+        return rdd
+
+    def _group(self, p: StagePlan):
+        [out] = p.outputs
+        keyed = self.rdds[p.inputs[0]].map(functools.partial(tasks.key_of, p))
+        shuffled = keyed.repartitionAndSortWithinPartitions(self.parallelism, tasks.partition_of,
+                                                            keyfunc=lambda key: key)
+        rdd = shuffled.mapPartitions(functools.partial(tasks.group_partition, p), preservesPartitioning=True)
+        self._publish(out, rdd)
+        return rdd
+
+    def _sdk(self, p: StagePlan):
+        side_values = self._broadcast_side_inputs(p) if p.side_inputs else None
+        [main] = p.inputs
+        run = functools.partial(tasks.run_sdk_stage, p, side_values, self.bundle_size, self.metrics)
+        rdd = self.rdds[main].mapPartitions(run)
+        if len(p.outputs) == 1:
+            self._publish(p.outputs[0], rdd)
+        elif p.outputs:
+            rdd.persist()  # several outputs: each is a filter over the one run of the stage
+            self._persisted.append(rdd)
+            for index, pcoll in enumerate(p.outputs):
+                self._publish(pcoll, rdd.filter(functools.partial(_tagged, index)).map(_value))
+        return rdd
+
+    # -- helpers ------------------------------------------------------------------------------
+    def _publish(self, pcoll: str, rdd) -> None:
+        if self.readers.get(pcoll, 0) > 1:
+            rdd.persist()
+            self._persisted.append(rdd)
+        self.rdds[pcoll] = rdd
+
+    def _broadcast_side_inputs(self, p: StagePlan):
+        values = {}
+        for side in p.side_inputs:
+            if side.pcoll not in values:
+                elements = self.rdds[side.pcoll].collect()
+                size = sum(map(len, elements))
+                if size > self.max_side_input_bytes:
+                    raise SideInputTooLarge(
+                        f"side input {side.tag} of {side.transform_id} holds {size} bytes, over the limit of "
+                        f"{self.max_side_input_bytes} (--spark_max_side_input_mib); side inputs are "
+                        "broadcast to every executor")
+                values[side.pcoll] = elements
+        return self.sc.broadcast(values)
+
+
+def _discard(_):
+    pass
+
+
+def _tagged(index: int, pair) -> bool:
+    return pair[0] == index
+
+
+def _value(pair):
+    return pair[1]
