@@ -1,0 +1,74 @@
+"""The Spark backend on a real standalone cluster: a master and one worker started on loopback
+from the pyspark distribution, so stages, coders and user code travel to an executor process of
+their own (not the driver's JVM, as in local[N])."""
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+
+import pytest
+
+pyspark = pytest.importorskip("pyspark")
+SPARK_HOME = os.path.dirname(pyspark.__file__)
+SPARK_CLASS = os.path.join(SPARK_HOME, "bin", "spark-class")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _wait_for_port(port: int, process, what: str, timeout: float = 90) -> None:
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        with socket.socket() as s:
+            if s.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        if process.poll() is not None:
+            raise RuntimeError(f"{what} exited with {process.returncode}")
+        time.sleep(0.3)
+    raise RuntimeError(f"{what} did not listen on {port} within {timeout} s")
+
+
+@pytest.fixture(scope="module")
+def standalone_cluster(tmp_path_factory):
+    env = {**os.environ, "SPARK_HOME": SPARK_HOME, "PYSPARK_PYTHON": sys.executable,
+           "SPARK_LOCAL_IP": "127.0.0.1", "SPARK_WORKER_DIR": str(tmp_path_factory.mktemp("spark-work"))}
+    port = _free_port()
+    started = []
+    try:
+        master = subprocess.Popen([SPARK_CLASS, "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
+                                   "--port", str(port), "--webui-port", str(_free_port())],
+                                  env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+        started.append(master)
+        _wait_for_port(port, master, "the Spark master")
+        worker = subprocess.Popen([SPARK_CLASS, "org.apache.spark.deploy.worker.Worker", f"spark://127.0.0.1:{port}",
+                                   "--host", "127.0.0.1", "--cores", "2", "--memory", "2g",
+                                   "--webui-port", str(_free_port())],
+                                  env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+        started.append(worker)
+        time.sleep(3)  # the worker registers with the master
+        yield f"spark://127.0.0.1:{port}"
+    finally:
+        for process in reversed(started):
+            os.killpg(process.pid, 9)
+            process.wait()
+
+
+def test_cases_run_on_a_standalone_cluster(standalone_cluster, tmp_path):
+    command = [sys.executable, "-m", "pytest", "--pyargs", "conformance", "--target", f"spark:master={standalone_cluster}",
+               "-p", "no:cacheprovider", "-q", "--results-dir", str(tmp_path),
+               # a spread of stage kinds: shuffles, sessions merged per key, broadcast side inputs,
+               # multimap side inputs, metrics from executors, DoFn teardown
+               "-k", "(sessions_merge or as_singleton or multimap or committed_counter or teardown "
+                     "or combine_globally or fixed_windows_group) and not model and not across_inputs"]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=1500)
+    doc = json.loads((tmp_path / "results-spark.json").read_text())
+    bad = [f"{c['id']}: {c['outcome']}: {c['message'][:300]}" for c in doc["cases"]
+           if c["outcome"] in ("failed", "unexpected-pass", "error")]
+    assert done.returncode == 0 and not bad, "\n".join(bad) or done.stdout[-3000:]
+    assert doc["summary"]["passed"] >= 8, doc["summary"]
+    assert doc["target_info"]["master"] == standalone_cluster
