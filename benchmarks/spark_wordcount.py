@@ -1,0 +1,109 @@
+"""Word count on the Spark backend vs the same job hand-written with PySpark's RDD API vs Beam's
+FnApiRunner, in one run on one machine; plus the per-job overhead of a tiny pipeline on a warm
+SparkSession.
+
+The words are generated, not read: chunk c holds words (c * chunk + i) * 7919 mod vocabulary,
+so every word of the vocabulary occurs exactly words / vocabulary times, and each run's counts
+are checked against that (a fast wrong answer is worth nothing).
+
+    python -m benchmarks.spark_wordcount --words 10000000 --json reports/benchmark-spark.json
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import operator
+import os
+import statistics
+import sys
+import time
+
+import apache_beam as beam
+from apache_beam.testing.util import assert_that, equal_to
+
+STRIDE = 7919  # prime: word index -> vocabulary slot is a bijection on each block of the vocabulary
+
+
+def words_of(chunk_size: int, vocabulary: int, chunk: int):
+    start = chunk * chunk_size
+    return [f"w{(start + i) * STRIDE % vocabulary}" for i in range(chunk_size)]
+
+
+def expected(words: int, vocabulary: int) -> list:
+    return [(f"w{k}", words // vocabulary) for k in range(vocabulary)]
+
+
+def beam_word_count(runner, words: int, chunk_size: int, vocabulary: int) -> float:
+    started = time.perf_counter()
+    with beam.Pipeline(runner=runner) as p:
+        counts = (p | beam.Create(range(words // chunk_size))
+                  | beam.FlatMap(lambda c, n=chunk_size, v=vocabulary: words_of(n, v, c))
+                  | beam.Map(lambda w: (w, 1)) | beam.CombinePerKey(sum))
+        assert_that(counts, equal_to(expected(words, vocabulary)))
+    return time.perf_counter() - started
+
+
+def pyspark_word_count(spark, words: int, chunk_size: int, vocabulary: int, partitions: int) -> float:
+    started = time.perf_counter()
+    counts = (spark.sparkContext.parallelize(range(words // chunk_size), partitions)
+              .flatMap(lambda c, n=chunk_size, v=vocabulary: words_of(n, v, c))
+              .map(lambda w: (w, 1)).reduceByKey(operator.add).collect())
+    elapsed = time.perf_counter() - started
+    if sorted(counts) != sorted(expected(words, vocabulary)):
+        raise AssertionError("hand-written PySpark word count gave a wrong answer")
+    return elapsed
+
+
+def tiny_job(runner) -> float:
+    started = time.perf_counter()
+    with beam.Pipeline(runner=runner) as p:
+        out = (p | beam.Create([1, 2, 3]) | beam.Map(lambda x: (x % 2, x)) | beam.GroupByKey()
+               | beam.MapTuple(lambda k, vs: (k, sorted(vs))))
+        assert_that(out, equal_to([(0, [2]), (1, [1, 3])]))
+    return time.perf_counter() - started
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.spark_wordcount",
+                                     description=__doc__.split("\n\n")[0])
+    parser.add_argument("--words", type=int, default=10_000_000, help="words to count (default 10M)")
+    parser.add_argument("--vocabulary", type=int, default=10_000, help="distinct words (default 10000)")
+    parser.add_argument("--chunk", type=int, default=10_000, help="words generated per input element")
+    parser.add_argument("--master", default="local[2]", help="Spark master (default local[2])")
+    parser.add_argument("--tiny-jobs", type=int, default=10, help="tiny jobs timed on the warm session")
+    parser.add_argument("--skip-fnapi", action="store_true", help="do not run Beam's FnApiRunner")
+    parser.add_argument("--json", default=None, metavar="PATH", help="also write the figures as JSON to PATH")
+    args = parser.parse_args(argv)
+    if args.words % args.vocabulary or args.words % args.chunk:
+        parser.error("--words must be a multiple of --vocabulary and of --chunk")
+
+    from reference_runner.spark import SparkRunner, session
+    spark = session.get(args.master)
+    partitions = spark.sparkContext.defaultParallelism
+    runner = SparkRunner(master=args.master)
+    tiny_job(runner)  # warm: Python workers started, code imported
+    tiny = [tiny_job(runner) for _ in range(args.tiny_jobs)]
+    figures = {"words": args.words, "master": args.master,
+               "tiny_job_seconds_median": statistics.median(tiny), "tiny_job_seconds": tiny}
+    print(f"tiny job on a warm session: median {figures['tiny_job_seconds_median'] * 1000:.0f} ms", file=sys.stderr)
+    figures["pyspark_seconds"] = pyspark_word_count(spark, args.words, args.chunk, args.vocabulary, partitions)
+    print(f"hand-written PySpark: {figures['pyspark_seconds']:.1f} s", file=sys.stderr)
+    figures["spark_backend_seconds"] = beam_word_count(runner, args.words, args.chunk, args.vocabulary)
+    print(f"Spark backend: {figures['spark_backend_seconds']:.1f} s", file=sys.stderr)
+    if not args.skip_fnapi:
+        from apache_beam.runners.portability.fn_api_runner import FnApiRunner
+        figures["fnapi_seconds"] = beam_word_count(FnApiRunner(), args.words, args.chunk, args.vocabulary)
+        print(f"FnApiRunner: {figures['fnapi_seconds']:.1f} s", file=sys.stderr)
+    figures["ratio_backend_over_pyspark"] = figures["spark_backend_seconds"] / figures["pyspark_seconds"]
+    if "fnapi_seconds" in figures:
+        figures["ratio_fnapi_over_backend"] = figures["fnapi_seconds"] / figures["spark_backend_seconds"]
+    print(json.dumps({k: v for k, v in figures.items() if k != "tiny_job_seconds"}, indent=2))
+    if args.json:
+        os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
+        with open(args.json, "w") as f:
+            json.dump(figures, f, indent=2)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
