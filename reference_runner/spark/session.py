@@ -29,6 +29,8 @@ def get(master: str = "local[2]", conf: dict | None = None):
                    .config("spark.ui.enabled", "false")
                    .config("spark.ui.showConsoleProgress", "false")
                    .config("spark.executorEnv.PYTHONPATH", path)
+                   # Python workers fork from a daemon that has Beam imported already
+                   .config("spark.python.daemon.module", "reference_runner.spark.daemon")
                    .config("spark.sql.shuffle.partitions", "4"))
         for key, value in (conf or {}).items():
             builder = builder.config(key, value)

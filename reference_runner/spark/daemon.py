@@ -1,0 +1,15 @@
+"""PySpark's worker daemon, with Beam and the backend imported before it forks workers.
+
+Spark forks every Python worker from one daemon process. Importing apache_beam takes about a
+second; done here, once, each forked worker starts with it loaded (configured as
+spark.python.daemon.module by reference_runner.spark.session).
+"""
+import apache_beam  # noqa: F401  (the point is the import)
+import apache_beam.runners.worker.sdk_worker  # noqa: F401
+
+import reference_runner.spark.tasks  # noqa: F401
+
+if __name__ == "__main__":
+    from pyspark import daemon
+
+    daemon.manager()
