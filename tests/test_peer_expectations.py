@@ -20,6 +20,7 @@ PEERS = {
     "reference:fuse=false": ["--target", "reference:fuse=false"],
     "beam-local-job-service": ["--target", "grpc", "--target-name", "beam-local-job-service",
                                "--job-server-cmd", JOB_SERVER],
+    "spark": ["--target", "spark"],
     # our job server, reached like any portable runner: same verdicts as the in-process target
     "reference-job-server": ["--target", "grpc", "--target-name", "reference-job-server", "--job-server-cmd",
                              f"{sys.executable} -m reference_runner.jobserver --port {{port}}"],

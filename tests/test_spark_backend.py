@@ -1,0 +1,81 @@
+"""The Spark backend used directly from Beam, on the process's local SparkSession."""
+import apache_beam as beam
+import pytest
+from apache_beam.metrics import Metrics
+from apache_beam.metrics.metric import MetricsFilter
+from apache_beam.options.pipeline_options import PipelineOptions
+from apache_beam.testing.util import assert_that, equal_to
+from apache_beam.transforms import userstate
+
+pytest.importorskip("pyspark")
+
+from reference_runner.graph.check import UnsupportedPipeline  # noqa: E402
+from reference_runner.spark import SparkRunner  # noqa: E402
+from reference_runner.spark.runner import SparkJobFailed  # noqa: E402
+
+
+def test_word_count_with_a_side_input():
+    with beam.Pipeline(runner=SparkRunner()) as p:
+        stop = p | "Stop" >> beam.Create(["b"])
+        counts = (p | beam.Create(["a b", "b c c"]) | beam.FlatMap(str.split)
+                  | beam.Filter(lambda w, s: w != s, beam.pvalue.AsSingleton(stop))
+                  | beam.Map(lambda w: (w, 1)) | beam.CombinePerKey(sum))
+        assert_that(counts, equal_to([("a", 1), ("c", 2)]))
+
+
+def test_a_stage_with_two_outputs_feeds_both():
+    with beam.Pipeline(runner=SparkRunner()) as p:
+        parts = (p | beam.Create(range(6))
+                 | beam.Map(lambda x: beam.pvalue.TaggedOutput("odd", x) if x % 2 else x).with_outputs("odd", main="even"))
+        assert_that(parts.even, equal_to([0, 2, 4]), label="even")
+        assert_that(parts.odd, equal_to([1, 3, 5]), label="odd")
+
+
+def test_user_code_runs_once_per_element_when_two_stages_read_its_output():
+    seen = Metrics.counter("spark", "seen")
+
+    def count(x):
+        seen.inc()
+        return x
+
+    p = beam.Pipeline(runner=SparkRunner())
+    counted = p | beam.Create(range(10)) | beam.Map(count)
+    assert_that(counted | "Double" >> beam.Map(lambda x: 2 * x), equal_to([2 * x for x in range(10)]), label="a")
+    assert_that(counted | "Keyed" >> beam.Map(lambda x: (x % 2, x)) | beam.GroupByKey()
+                | beam.MapTuple(lambda k, vs: (k, sum(vs))), equal_to([(0, 20), (1, 25)]), label="b")
+    result = p.run()
+    [counter] = result.metrics().query(MetricsFilter().with_name("seen"))["counters"]
+    assert counter.committed == 10
+
+
+def test_the_users_error_reaches_the_caller_without_the_jvm_stack():
+    def explode(x):
+        raise ValueError(f"bad element {x}")
+
+    p = beam.Pipeline(runner=SparkRunner())
+    _ = p | beam.Create([7]) | beam.Map(explode)
+    with pytest.raises(SparkJobFailed, match="bad element 7") as info:
+        p.run()
+    assert "org.apache.spark" not in str(info.value)
+
+
+def test_a_side_input_over_the_size_limit_is_refused_by_name():
+    p = beam.Pipeline(runner=SparkRunner(), options=PipelineOptions(["--spark_max_side_input_mib=0"]))
+    side = p | "Side" >> beam.Create(["x" * 100])
+    _ = p | beam.Create([1]) | beam.Map(lambda x, s: x, beam.pvalue.AsList(side))
+    with pytest.raises(SparkJobFailed, match="over the limit"):
+        p.run()
+
+
+class _Stateful(beam.DoFn):
+    COUNT = userstate.ReadModifyWriteStateSpec("count", beam.coders.VarIntCoder())
+
+    def process(self, kv, count=beam.DoFn.StateParam(COUNT)):
+        yield kv
+
+
+def test_stateful_pardo_is_rejected_up_front_naming_the_transform():
+    p = beam.Pipeline(runner=SparkRunner())
+    _ = p | beam.Create([("k", 1)]) | "CountPerKey" >> beam.ParDo(_Stateful())
+    with pytest.raises(UnsupportedPipeline, match="CountPerKey.*Spark backend"):
+        p.run()
