@@ -18,8 +18,12 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--port", type=int, default=8099, help="Job API port (default 8099; 0 picks a free one)")
     serve.add_argument("--host", default="127.0.0.1",
                        help="address to bind (default 127.0.0.1: this machine only)")
-    serve.add_argument("--backend", choices=["reference"], default="reference",
-                       help="which engine runs the jobs (the Spark backend is not built yet)")
+    serve.add_argument("--backend", choices=["reference", "spark"], default="reference",
+                       help="which engine runs the jobs: the reference runner (default) or Spark "
+                            "(user code then runs in Spark's Python workers, not in the pipeline's "
+                            "environment)")
+    serve.add_argument("--spark-master", default="local[2]",
+                       help="Spark master URL for --backend spark (default local[2])")
     serve.add_argument("--staging-dir", default=None,
                        help="where staged artifacts go (default: a temporary directory removed at exit)")
     serve.add_argument("--max-pipeline-mib", type=int, default=64, help="largest pipeline accepted (MiB)")
@@ -45,7 +49,7 @@ def main(argv=None) -> int:
     from reference_runner.jobserver.server import JobServer
     server = JobServer(args.host, args.port, args.staging_dir, args.max_pipeline_mib << 20,
                        args.max_artifact_mib << 20, args.worker_timeout, args.bundle_timeout,
-                       args.spare_workers).start()
+                       args.spare_workers, args.backend, args.spark_master).start()
     print(f"reference job server listening on {server.address}", flush=True)
     signal.signal(signal.SIGTERM, lambda *_: server.stop())
     try:

@@ -41,6 +41,7 @@ class JobRecord:
         self._changed = threading.Condition()
         self._job: Job | None = None
         self._worker = None
+        self._spark = False
         self._cancel = threading.Event()
         self._set_state(State.STARTING)  # clients read STOPPED as an end, so a new job is STARTING
 
@@ -72,8 +73,25 @@ class JobRecord:
         return beam_job_api_pb2.MetricResults(attempted=self.attempted, committed=self.committed)
 
     # -- lifecycle ----------------------------------------------------------------------------
-    def start(self, pool, endpoint: str) -> None:
-        threading.Thread(target=self._run, args=(pool, endpoint), name=f"job-{self.job_id}", daemon=True).start()
+    def start(self, pool, endpoint: str, spark=None) -> None:
+        """Run on the reference engine with workers from ``pool``, or on Spark (``spark``: the
+        backend's SparkSettings)."""
+        target = self._run if spark is None else self._run_on_spark
+        args = (pool, endpoint) if spark is None else (spark,)
+        threading.Thread(target=target, args=args, name=f"job-{self.job_id}", daemon=True).start()
+
+    def _run_on_spark(self, settings) -> None:
+        from reference_runner.spark.runner import run_proto
+        try:
+            if self._cancel.is_set():
+                raise JobCancelled("cancelled before it started")
+            self._spark = True
+            self.message(f"running on Spark ({settings.master})")
+            self._set_state(State.RUNNING)
+            self.committed = self.attempted = _user(run_proto(self.pipeline, settings, job_group=self.job_id))
+            self._set_state(State.DONE)
+        except Exception as e:  # noqa: BLE001 - every failure becomes the job's error message
+            self._failed(e)
 
     def cancel(self) -> None:
         if self.state in TERMINAL:
@@ -84,6 +102,9 @@ class JobRecord:
             self._job.cancel()
         if self._worker is not None and hasattr(self._worker, "cancelled"):
             self._worker.cancelled.set()  # a remote worker's bundle is abandoned, the worker stopped
+        if self._spark:
+            from reference_runner.spark.runner import cancel_job_group
+            cancel_job_group(self.job_id)
 
     def message(self, text: str, importance=beam_job_api_pb2.JobMessage.JOB_MESSAGE_BASIC) -> None:
         event = beam_job_api_pb2.JobMessagesResponse(message_response=beam_job_api_pb2.JobMessage(
@@ -126,17 +147,20 @@ class JobRecord:
                 self.attempted = _user(self._job.monitoring_infos + self._job.failed_attempt_infos)
             self._set_state(State.DONE)
         except Exception as e:  # noqa: BLE001 - every failure becomes the job's error message
-            if self._cancel.is_set():  # a cancelled job stops with whatever error that caused
-                healthy = isinstance(e, JobCancelled)
-                self._set_state(State.CANCELLED)
-                return
-            _LOG.info("job %s failed: %s", self.job_id, e)
-            self.message(f"{type(e).__name__}: {e}" if str(e) else traceback.format_exc(),
-                         beam_job_api_pb2.JobMessage.JOB_MESSAGE_ERROR)
-            self._set_state(State.FAILED)
+            healthy = self._cancel.is_set() and isinstance(e, JobCancelled)
+            self._failed(e)
         finally:
             pool.release(token, env, healthy)
 
+
+    def _failed(self, error: Exception) -> None:
+        if self._cancel.is_set():  # a cancelled job stops with whatever error that caused
+            self._set_state(State.CANCELLED)
+            return
+        _LOG.info("job %s failed: %s", self.job_id, error)
+        self.message(f"{type(error).__name__}: {error}" if str(error) else traceback.format_exc(),
+                     beam_job_api_pb2.JobMessage.JOB_MESSAGE_ERROR)
+        self._set_state(State.FAILED)
 
     def _worker_log(self, entry) -> None:
         """A LogEntry from the job's SDK worker: into the job's message stream."""

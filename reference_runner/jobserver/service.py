@@ -25,7 +25,9 @@ MAX_PREPARED = 1000  # preparations waiting for Run; a client cannot pile up mor
 
 class JobService(beam_job_api_pb2_grpc.JobServiceServicer):
     def __init__(self, sessions: StagingSessions, pool, fn_endpoint: str, staging_endpoint: str,
-                 max_pipeline_bytes: int):
+                 max_pipeline_bytes: int, spark=None):
+        """``spark``: SparkSettings to run jobs on the Spark backend (None: the reference engine)."""
+        self.spark = spark
         self.sessions = sessions
         self.pool = pool
         self.fn_endpoint = fn_endpoint
@@ -71,7 +73,7 @@ class JobService(beam_job_api_pb2_grpc.JobServiceServicer):
         job = JobRecord(f"job-{next(_JOB_IDS)}-{_slug(name)}", name, pipeline, options)
         with self._lock:
             self.jobs[job.job_id] = job
-        job.start(self.pool, self.fn_endpoint)
+        job.start(self.pool, self.fn_endpoint, self.spark)
         return beam_job_api_pb2.RunJobResponse(job_id=job.job_id)
 
     def GetJobs(self, request, context):

@@ -4,10 +4,10 @@ Spark forks every Python worker from one daemon process. Importing apache_beam t
 second; done here, once, each forked worker starts with it loaded (configured as
 spark.python.daemon.module by reference_runner.spark.session).
 """
-import apache_beam  # noqa: F401  (the point is the import)
-import apache_beam.runners.worker.sdk_worker  # noqa: F401
+import importlib
 
-import reference_runner.spark.tasks  # noqa: F401
+for _module in ("apache_beam", "apache_beam.runners.worker.sdk_worker", "reference_runner.spark.tasks"):
+    importlib.import_module(_module)
 
 if __name__ == "__main__":
     from pyspark import daemon

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, field
 
 from apache_beam.options.pipeline_options import PipelineOptions
 from apache_beam.runners.runner import PipelineRunner
@@ -46,24 +47,45 @@ class SparkRunner(PipelineRunner):
         opts = options.view_as(SparkOptions)
         conf = dict(item.split("=", 1) for item in opts.spark_conf)
         conf.update(self.conf or {})
-        spark = session.get(self.master or opts.spark_master, conf)
-        proto = pipeline.to_runner_api()
-        graph = PipelineGraph(proto)
-        check.check(graph)
-        _check_spark(graph)
-        stages = fusion.fuse(graph)
-        plans = planning.plan(graph, stages, Translation.job_id())
-        parallelism = self.parallelism or opts.spark_parallelism or spark.sparkContext.defaultParallelism
-        translation = Translation(spark, plans, parallelism, opts.spark_bundle_size,
-                                  opts.spark_max_side_input_mib * MiB)
-        try:
-            infos = translation.run()
-        except Exception as e:
-            raise SparkJobFailed(_python_error(e)) from None
-        from apache_beam.portability.api import metrics_pb2
-        monitoring = graph.with_step_names([metrics_pb2.MonitoringInfo.FromString(b) for b in infos])
+        settings = SparkSettings(self.master or opts.spark_master, self.parallelism or opts.spark_parallelism,
+                                 conf, opts.spark_bundle_size, opts.spark_max_side_input_mib * MiB)
         # Spark may re-run a task (retries, lost executors): what the bundles report is "attempted".
-        return ReferenceResult(monitoring)
+        return ReferenceResult(run_proto(pipeline.to_runner_api(), settings))
+
+
+@dataclass
+class SparkSettings:
+    master: str = "local[2]"
+    parallelism: int | None = None
+    conf: dict = field(default_factory=dict)
+    bundle_size: int = 1000
+    max_side_input_bytes: int = 256 * MiB
+
+
+def run_proto(proto, settings: SparkSettings, job_group: str | None = None) -> list:
+    """Run a pipeline proto on Spark; returns the monitoring infos its bundles reported.
+    ``job_group``: Spark job group of the run, so that it can be cancelled (cancel_job_group)."""
+    spark = session.get(settings.master, settings.conf)
+    graph = PipelineGraph(proto)
+    check.check(graph, environments=False)  # Spark's Python workers run the user code themselves
+    _check_spark(graph)
+    plans = planning.plan(graph, fusion.fuse(graph), Translation.job_id())
+    parallelism = settings.parallelism or spark.sparkContext.defaultParallelism
+    translation = Translation(spark, plans, parallelism, settings.bundle_size, settings.max_side_input_bytes)
+    if job_group:
+        spark.sparkContext.setJobGroup(job_group, f"Beam job {job_group}", interruptOnCancel=True)
+    try:
+        infos = translation.run()
+    except Exception as e:
+        raise SparkJobFailed(_python_error(e)) from None
+    from apache_beam.portability.api import metrics_pb2
+    return graph.with_step_names([metrics_pb2.MonitoringInfo.FromString(b) for b in infos])
+
+
+def cancel_job_group(job_group: str) -> None:
+    running = session.current()
+    if running is not None:
+        running.sparkContext.cancelJobGroup(job_group)
 
 
 class SparkJobFailed(RuntimeError):

@@ -40,6 +40,11 @@ def get(master: str = "local[2]", conf: dict | None = None):
         return _session
 
 
+def current():
+    """The running SparkSession, or None."""
+    return _session
+
+
 def stop() -> None:
     global _session, _settings
     with _lock:
