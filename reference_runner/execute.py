@@ -8,7 +8,7 @@ from apache_beam.transforms import window as beam_window
 from apache_beam.utils import windowed_value
 
 from reference_runner.engine import grouping, manager
-from reference_runner.graph import check, fusion, urns
+from reference_runner.graph import check, fusion, lifting, sdf, urns
 from reference_runner.graph.pipeline import PipelineGraph
 from reference_runner.worker import codecs, descriptors
 from reference_runner.worker.embedded import BundleFailed, EmbeddedWorker
@@ -28,7 +28,8 @@ class JobFailed(RuntimeError):
 class Job:
     """One pipeline run on the embedded SDK worker."""
 
-    def __init__(self, proto: beam_runner_api_pb2.Pipeline, fuse: bool = True):
+    def __init__(self, proto: beam_runner_api_pb2.Pipeline, fuse: bool = True, lift: bool = True):
+        proto = sdf.expand(lifting.lift(proto) if lift else proto)
         self.graph = PipelineGraph(proto)
         check.check(self.graph)
         self.stages = fusion.fuse(self.graph, enabled=fuse)
@@ -65,9 +66,10 @@ class Job:
             stage = by_id[bundle.stage]
             self._materialize_side_inputs(stage, em)
             described_stage = described[stage.id]
+            instruction_id = f"{bundle.id}-attempt{bundle.attempt}"
             try:
                 raw, response = worker.process_bundle(stage.id, described_stage.input_transform,
-                                                      b"".join(bundle.inputs))
+                                                      b"".join(bundle.inputs), instruction_id)
             except BundleFailed as e:
                 raise JobFailed(f"bundle {bundle.id} of stage {stage.id} failed: {e}") from None
             outputs = {}
@@ -75,7 +77,12 @@ class Job:
                 impl = self.coders.windowed(pcoll).get_impl()
                 outputs[pcoll] = codecs.split_elements(impl, bytes(raw.get(transform_id, b"")))
             self.monitoring_infos.extend(self._with_step_names(response.monitoring_infos))
-            em.commit(bundle, outputs)
+            em.commit(bundle, outputs, _residual_inputs(stage, response))
+            if response.requires_finalization:  # only a committed bundle is finalized
+                try:
+                    worker.finalize_bundle(instruction_id)
+                except BundleFailed as e:
+                    raise JobFailed(f"finalizing bundle {bundle.id} of stage {stage.id} failed: {e}") from None
 
     def _with_step_names(self, infos) -> list:
         """Metrics name their step by the transform's unique name, as users wrote it."""
@@ -122,6 +129,28 @@ class Job:
     def _impulse_element(self, pcoll: str) -> bytes:
         wv = windowed_value.WindowedValue(b"", windowed_value.MIN_TIMESTAMP, (beam_window.GlobalWindow(),))
         return codecs.encode_nested(self.coders.windowed(pcoll).get_impl(), wv)
+
+
+def _residual_inputs(stage: fusion.Stage, response) -> list[bytes]:
+    """Residual restrictions a bundle handed back (self-checkpoints), as new input of its stage.
+
+    The SDK encodes a residual's element with the windowed-value coder of the input PCollection
+    of the transform that deferred it, which is exactly our DATA_INPUT wire coder for that
+    PCollection (descriptors.py), so the bytes are stage input as they are. Only a stage's root
+    transform (process_sized_element_and_restrictions always is one) can defer work. In batch a
+    residual's output watermark needs no hold of its own: the stage stays busy while it is
+    pending, which holds the stage's watermark; requested resume delays are ignored because
+    nothing else can happen while we wait.
+    """
+    residuals = []
+    root = stage.transforms[0]
+    for residual in response.residual_roots:
+        application = residual.application
+        if application.transform_id != root.id or root.proto.inputs.get(application.input_id) != stage.inputs[0]:
+            raise JobFailed(f"stage {stage.id}: residual for {application.transform_id}/{application.input_id}, "
+                            f"which is not the stage's input")
+        residuals.append(application.element)
+    return residuals
 
 
 def _engine_kind(kind: str) -> str:

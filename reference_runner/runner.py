@@ -16,18 +16,23 @@ class ReferenceOptions(PipelineOptions):
         parser.add_argument("--reference_fuse", default="true", choices=["true", "false"],
                             help="fuse ParDo and Window transforms into stages (false: every transform "
                                  "is its own stage, exercising cross-stage paths)")
+        parser.add_argument("--reference_lift", default="true", choices=["true", "false"],
+                            help="lift CombinePerKey into precombine, GroupByKey, merge and extract "
+                                 "(false: run the composite's own subtransforms)")
 
 
 class ReferenceRunner(PipelineRunner):
     """``beam.Pipeline(runner=ReferenceRunner())``; knobs given here win over pipeline options."""
 
-    def __init__(self, fuse: bool | None = None):
+    def __init__(self, fuse: bool | None = None, lift: bool | None = None):
         self.fuse = fuse
+        self.lift = lift
 
     def run_pipeline(self, pipeline, options):
         opts = options.view_as(ReferenceOptions)
         fuse = self.fuse if self.fuse is not None else opts.reference_fuse == "true"
-        job = Job(pipeline.to_runner_api(), fuse=fuse)
+        lift = self.lift if self.lift is not None else opts.reference_lift == "true"
+        job = Job(pipeline.to_runner_api(), fuse=fuse, lift=lift)
         job.run()
         return ReferenceResult(job.monitoring_infos)
 

@@ -1,10 +1,10 @@
 """Our reference runner, in process. Options follow the target name:
-``reference`` or ``reference:fuse=false``."""
+``reference``, ``reference:fuse=false``, ``reference:lift=false`` (or both, comma-separated)."""
 from __future__ import annotations
 
 from conformance.targets.base import Target, TargetUnavailable
 
-_KNOBS = {"fuse": ("true", "false")}
+_KNOBS = {"fuse": ("true", "false"), "lift": ("true", "false")}
 
 
 class ReferenceTarget(Target):
@@ -16,7 +16,8 @@ class ReferenceTarget(Target):
 
     def runner(self):
         from reference_runner import ReferenceRunner
-        return ReferenceRunner(fuse=self.knobs.get("fuse", "true") == "true")
+        return ReferenceRunner(fuse=self.knobs.get("fuse", "true") == "true",
+                               lift=self.knobs.get("lift", "true") == "true")
 
     def describe(self) -> dict:
         return {**super().describe(), "schedule": self.knobs or "default"}

@@ -40,8 +40,6 @@ def _transform_problems(graph: PipelineGraph, t) -> list[str]:
     problems = []
     payload = t.pardo_payload()
     if payload is not None:
-        if payload.restriction_coder_id:
-            problems.append(f"{where}: splittable DoFn (ParDo with a restriction coder)")
         if payload.state_specs:
             problems.append(f"{where}: user state ({', '.join(sorted(payload.state_specs))})")
         if payload.timer_family_specs:

@@ -3,7 +3,8 @@
 Runner-executed primitives (Impulse, Flatten, GroupByKey) are stages of their own. SDK
 transforms (ParDo, WindowInto, combiner parts) form fused stages: a transform joins the
 stage that produces its main input when fusion is on, and starts a new stage when its
-input comes from the runner, or it reads side inputs (the stage must wait for them). A
+input comes from the runner, it reads side inputs (the stage must wait for them), or it
+processes splittable restrictions (the runner reschedules their residuals as stage input). A
 PCollection leaves a stage when something outside it consumes it.
 """
 from __future__ import annotations
@@ -36,7 +37,8 @@ def fuse(graph: PipelineGraph, enabled: bool = True) -> list[Stage]:
         kind = KIND_OF.get(t.urn, "sdk")
         mains = t.main_inputs()
         home = None
-        if kind == "sdk" and enabled and len(mains) == 1 and not t.side_inputs():
+        if kind == "sdk" and enabled and len(mains) == 1 and not t.side_inputs() \
+                and t.urn not in urns.STAGE_ROOTS:
             upstream = stage_of_pcoll.get(mains[0])
             if upstream is not None and upstream.kind == "sdk":
                 home = upstream

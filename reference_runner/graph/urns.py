@@ -8,11 +8,22 @@ ASSIGN_WINDOWS = "beam:transform:assign_windows:v1"  # older name of WINDOW_INTO
 COMBINE_PER_KEY = "beam:transform:combine_per_key:v1"
 TEST_STREAM = "beam:transform:teststream:v1"
 MERGE_WINDOWS = "beam:transform:merge_windows:v1"
+# Splittable DoFn parts (graph/sdf.py expands a splittable ParDo into them)
+SDF_PAIR_WITH_RESTRICTION = "beam:transform:sdf_pair_with_restriction:v1"
+SDF_SPLIT_AND_SIZE = "beam:transform:sdf_split_and_size_restrictions:v1"
+SDF_PROCESS_SIZED = "beam:transform:sdf_process_sized_element_and_restrictions:v1"
+SDF_PARTS = {SDF_PAIR_WITH_RESTRICTION, SDF_SPLIT_AND_SIZE, SDF_PROCESS_SIZED}
+# Transforms whose payload is a ParDoPayload
+PARDO_LIKE = {PAR_DO} | SDF_PARTS
+# Transforms that always start a stage, so the runner feeds (and can reschedule) their input
+STAGE_ROOTS = {SDF_PROCESS_SIZED}
+# Combiner lifting (graph/lifting.py)
+COMBINE_PRECOMBINE = "beam:transform:combine_per_key_precombine:v1"
+COMBINE_MERGE_ACCUMULATORS = "beam:transform:combine_per_key_merge_accumulators:v1"
+COMBINE_EXTRACT_OUTPUTS = "beam:transform:combine_per_key_extract_outputs:v1"
 # Transforms the SDK harness executes inside a fused stage.
-SDK_TRANSFORMS = {PAR_DO, WINDOW_INTO, ASSIGN_WINDOWS,
-                  "beam:transform:combine_per_key_precombine:v1",
-                  "beam:transform:combine_per_key_merge_accumulators:v1",
-                  "beam:transform:combine_per_key_extract_outputs:v1",
+SDK_TRANSFORMS = {PAR_DO, WINDOW_INTO, ASSIGN_WINDOWS, *SDF_PARTS,
+                  COMBINE_PRECOMBINE, COMBINE_MERGE_ACCUMULATORS, COMBINE_EXTRACT_OUTPUTS,
                   "beam:transform:combine_grouped_values:v1",
                   "beam:transform:combine_globally:v1",
                   "beam:transform:to_string:v1"}
@@ -34,6 +45,10 @@ LENGTH_PREFIX_CODER = "beam:coder:length_prefix:v1"
 KV_CODER = "beam:coder:kv:v1"
 ITERABLE_CODER = "beam:coder:iterable:v1"
 BYTES_CODER = "beam:coder:bytes:v1"
+DOUBLE_CODER = "beam:coder:double:v1"
+STRING_UTF8_CODER = "beam:coder:string_utf8:v1"
+VARINT_CODER = "beam:coder:varint:v1"
+BOOL_CODER = "beam:coder:bool:v1"
 GLOBAL_WINDOW_CODER = "beam:coder:global_window:v1"
 INTERVAL_WINDOW_CODER = "beam:coder:interval_window:v1"
 
@@ -42,7 +57,8 @@ ITERABLE_SIDE_INPUT = "beam:side_input:iterable:v1"
 MULTIMAP_SIDE_INPUT = "beam:side_input:multimap:v1"
 
 # Requirements the reference runner meets (others are rejected up front).
-SUPPORTED_REQUIREMENTS: set[str] = set()
+SUPPORTED_REQUIREMENTS: set[str] = {"beam:requirement:pardo:splittable_dofn:v1",
+                                    "beam:requirement:pardo:finalization:v1"}
 
 # Environments the embedded worker can serve: every Python environment runs in process.
 EMBEDDABLE_ENVIRONMENTS = {"beam:env:embedded_python:v1", "beam:env:loopback:v1",

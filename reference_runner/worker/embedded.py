@@ -80,9 +80,10 @@ class EmbeddedWorker:
     def register(self, descriptor: beam_fn_api_pb2.ProcessBundleDescriptor) -> None:
         self._instruct(register=beam_fn_api_pb2.RegisterRequest(process_bundle_descriptor=[descriptor]))
 
-    def process_bundle(self, descriptor_id: str, input_transform: str, data: bytes):
-        """Run one bundle; returns (data per output transform, the ProcessBundleResponse)."""
-        instruction_id = f"bundle-{next(self._ids)}"
+    def process_bundle(self, descriptor_id: str, input_transform: str, data: bytes, instruction_id=None):
+        """Run one bundle; returns (data per output transform, the ProcessBundleResponse).
+        ``instruction_id`` names the bundle for a later finalize_bundle."""
+        instruction_id = instruction_id or f"bundle-{next(self._ids)}"
         stream = self._channel.output_stream(instruction_id, input_transform)
         stream.write(data)
         stream.close()
@@ -97,6 +98,10 @@ class EmbeddedWorker:
                 if isinstance(message, beam_fn_api_pb2.Elements.Data) and message.data:
                     outputs.setdefault(message.transform_id, bytearray()).extend(message.data)
         return outputs, response.process_bundle
+
+    def finalize_bundle(self, instruction_id: str) -> None:
+        """Run the finalization callbacks of a committed bundle that asked for them."""
+        self._instruct(finalize_bundle=beam_fn_api_pb2.FinalizeBundleRequest(instruction_id=instruction_id))
 
     def _instruct(self, instruction_id=None, **request) -> beam_fn_api_pb2.InstructionResponse:
         instruction_id = instruction_id or f"instruction-{next(self._ids)}"
