@@ -10,7 +10,7 @@ from apache_beam.utils import windowed_value
 from reference_runner.engine import grouping, manager
 from reference_runner.graph import check, fusion, lifting, sdf, urns
 from reference_runner.graph.pipeline import PipelineGraph
-from reference_runner.worker import codecs, descriptors
+from reference_runner.worker import codecs, descriptors, merging
 from reference_runner.worker.embedded import BundleFailed, EmbeddedWorker
 from reference_runner.worker.state import SideInputIndex, StateService
 
@@ -49,7 +49,7 @@ class Job:
         for stage in self.stages:
             specs.append(manager.StageSpec(stage.id, _engine_kind(stage.kind), list(stage.inputs),
                                            list(stage.outputs), sorted({p for p, _, _ in stage.side_inputs}),
-                                           self._grouping(stage) if stage.kind == "group" else None,
+                                           self._grouping(stage, worker) if stage.kind == "group" else None,
                                            self._conversions(stage) if stage.kind == "flatten" else {}))
             if stage.kind == "sdk":
                 described[stage.id] = descriptors.build(stage, self.graph.components)
@@ -104,13 +104,17 @@ class Job:
             self.state.side_inputs[(transform_id, tag)] = SideInputIndex(
                 em.materialized.get(pcoll, []), self.coders, pcoll, multimap)
 
-    def _grouping(self, stage: fusion.Stage) -> grouping.Grouping:
+    def _grouping(self, stage: fusion.Stage, worker: EmbeddedWorker) -> grouping.Grouping:
         [main] = stage.inputs
         [out] = stage.outputs
         ws = self.graph.windowing_of(main)
+        custom_merging = ws.merge_status == beam_runner_api_pb2.MergeStatus.NEEDS_MERGE \
+            and ws.window_fn.urn != urns.SESSION_WINDOWS
         return grouping.Grouping(
             codecs.GroupCodec(self.coders.windowed(main), self.coders.windowed(out)),
-            merging=ws.window_fn.urn == urns.SESSION_WINDOWS,
+            merging=ws.window_fn.urn == urns.SESSION_WINDOWS or custom_merging,
+            merge_fn=merging.WindowMerger(worker, f"{stage.id}/merge_windows", ws, self.graph.components,
+                                          self.coders.window_coder(main)) if custom_merging else None,
             timestamp_combiner=_COMBINERS.get(ws.output_time, grouping.END_OF_WINDOW),
             allowed_lateness=ws.allowed_lateness * 1000)
 

@@ -58,8 +58,9 @@ def _transform_problems(graph: PipelineGraph, t) -> list[str]:
 
 def _windowing_problems(where: str, ws: beam_runner_api_pb2.WindowingStrategy) -> list[str]:
     problems = []
+    # Sessions are merged by the runner, Python WindowFns by the SDK (beam:transform:merge_windows:v1).
     if ws.merge_status == beam_runner_api_pb2.MergeStatus.NEEDS_MERGE \
-            and ws.window_fn.urn != urns.SESSION_WINDOWS:
+            and ws.window_fn.urn not in (urns.SESSION_WINDOWS, urns.PICKLED_PYTHON_WINDOW_FN):
         problems.append(f"{where}: custom merging WindowFn ({ws.window_fn.urn})")
     trigger = ws.trigger.WhichOneof("trigger")
     # In batch all input arrives at once before the watermark jumps to +inf, so Always (used by

@@ -37,6 +37,7 @@ GLOBAL_WINDOWS = "beam:window_fn:global_windows:v1"
 FIXED_WINDOWS = "beam:window_fn:fixed_windows:v1"
 SLIDING_WINDOWS = "beam:window_fn:sliding_windows:v1"
 SESSION_WINDOWS = "beam:window_fn:session_windows:v1"
+PICKLED_PYTHON_WINDOW_FN = "beam:window_fn:pickled_python:v1"
 STANDARD_WINDOW_FNS = {GLOBAL_WINDOWS, FIXED_WINDOWS, SLIDING_WINDOWS, SESSION_WINDOWS}
 
 # Coders
