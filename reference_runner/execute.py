@@ -119,15 +119,18 @@ class Job:
             allowed_lateness=ws.allowed_lateness * 1000)
 
     def _conversions(self, stage: fusion.Stage) -> dict:
-        """Flatten inputs whose element coder differs from the output's are re-encoded."""
+        """Flatten inputs whose element coder differs from the output's are re-encoded (and the
+        runner's own KEYS_TO_BYTES / KEYS_FROM_BYTES re-key, as one-input Flattens)."""
         [out] = stage.outputs
         pcolls = self.graph.components.pcollections
         out_coder = self.coders.windowed(out)
         conversions = {}
+        rekey = {urns.KEYS_TO_BYTES: codecs.KeysToBytes, urns.KEYS_FROM_BYTES: codecs.KeysFromBytes}
+        convert = rekey.get(stage.transforms[0].urn, codecs.Transcoder)
         for pcoll in stage.inputs:
             if pcolls[pcoll].coder_id == pcolls[out].coder_id:
                 continue
-            conversions[pcoll] = codecs.Transcoder(self.coders.windowed(pcoll), out_coder)
+            conversions[pcoll] = convert(self.coders.windowed(pcoll), out_coder)
         return conversions
 
     def _impulse_element(self, pcoll: str) -> bytes:

@@ -54,14 +54,23 @@ def test_lift_option_from_the_command_line():
         assert_that(out, equal_to([("x", 3)]))
 
 
-def test_keys_equal_in_python_but_not_encoded_are_not_lifted_and_stay_distinct():
-    # 1, 1.0 and True are one dict key to the SDK's precombine, three keys to the model.
-    p = beam.Pipeline(runner=ReferenceRunner(lift=True))
+@pytest.mark.parametrize("lift, fuse", [(True, True), (True, False), (False, True)])
+def test_keys_equal_in_python_but_not_encoded_stay_distinct(lift, fuse):
+    # 1, 1.0 and True are one dict key to the SDK's precombine, three keys to the model: lifted,
+    # the runner hands the SDK each key's encoding instead.
+    p = beam.Pipeline(runner=ReferenceRunner(lift=lift, fuse=fuse))
     out = (p | beam.Create([(1, 10), (1.0, 20), (True, 30), (1, 1)]) | beam.CombinePerKey(sum)
            | beam.MapTuple(lambda k, s: (type(k).__name__, s)))
     assert_that(out, equal_to([("int", 11), ("float", 20), ("bool", 30)]))
-    assert urns.COMBINE_PRECOMBINE not in _leaf_urns(p, lift=True)
+    if lift:
+        assert _leaf_urns(p, lift=True) == [urns.KEYS_TO_BYTES, *LIFTED_PARTS, urns.KEYS_FROM_BYTES]
     p.run()
+
+
+def test_keys_whose_equality_is_their_encoding_are_not_rekeyed():
+    p = beam.Pipeline()
+    _ = p | beam.Create([("a", 1)]).with_output_types(tuple[str, int]) | beam.CombinePerKey(sum)
+    assert _leaf_urns(p, lift=True) == LIFTED_PARTS
 
 
 def test_non_default_trigger_is_not_lifted():

@@ -106,3 +106,20 @@ def test_a_failed_bundle_is_never_finalized(tmp_path):
     with pytest.raises(JobFailed, match="bundle fails after registering"):
         p.run()
     assert os.listdir(tmp_path) == []
+
+
+class _StatefulSplittable(beam.DoFn):
+    COUNT = beam.transforms.userstate.ReadModifyWriteStateSpec("count", beam.coders.VarIntCoder())
+
+    def process(self, kv, count=beam.DoFn.StateParam(COUNT), tracker=beam.DoFn.RestrictionParam(_Offsets())):
+        yield kv
+
+
+def test_unsupported_features_of_a_splittable_dofn_are_named_once():
+    from reference_runner.graph.check import UnsupportedPipeline
+    p = beam.Pipeline(runner=ReferenceRunner())
+    _ = p | beam.Create([("k", 1)]) | beam.ParDo(_StatefulSplittable())
+    with pytest.raises(UnsupportedPipeline) as info:
+        p.run()
+    assert [q for q in info.value.problems if "user state" in q] == \
+        ["transform 'ParDo(_StatefulSplittable)/Process': user state (count)"]

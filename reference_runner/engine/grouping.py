@@ -63,7 +63,8 @@ class GroupBuffer:
         for element in elements:
             key_bytes, key, value, timestamp, windows = split(element)
             per_window = self._by_key.setdefault(key_bytes, {})
-            self._unmerged.add(key_bytes)
+            if self.grouping.merging:
+                self._unmerged.add(key_bytes)
             for w in windows:
                 group = per_window.get(w)
                 if group is None:

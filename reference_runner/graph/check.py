@@ -39,7 +39,8 @@ def _transform_problems(graph: PipelineGraph, t) -> list[str]:
         return [f"{where}: unknown transform {t.urn or '(no URN)'}"]
     problems = []
     payload = t.pardo_payload()
-    if payload is not None:
+    # A splittable ParDo's parts share its payload: its features are named once, at Process.
+    if payload is not None and t.urn not in (urns.SDF_PAIR_WITH_RESTRICTION, urns.SDF_SPLIT_AND_SIZE):
         if payload.state_specs:
             problems.append(f"{where}: user state ({', '.join(sorted(payload.state_specs))})")
         if payload.timer_family_specs:

@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 from reference_runner.graph import urns
 from reference_runner.graph.pipeline import PipelineGraph, Transform
 
-KIND_OF = {urns.IMPULSE: "impulse", urns.FLATTEN: "flatten", urns.GROUP_BY_KEY: "group"}
+KIND_OF = {urns.IMPULSE: "impulse", urns.FLATTEN: "flatten", urns.GROUP_BY_KEY: "group",
+           urns.KEYS_TO_BYTES: "flatten", urns.KEYS_FROM_BYTES: "flatten"}
 
 
 @dataclass

@@ -13,8 +13,10 @@ Anything else keeps the composite's own subtransforms.
 
 Keys: the model groups by encoded key bytes (1, 1.0 and True are three keys), but the SDK's
 precombine keeps its partial accumulators in a Python dict, which merges keys that are equal
-in Python. So we lift only when the key coder makes the two agree (bytes, strings, integers,
-booleans, and KVs of those); pickled or float keys keep the unlifted path.
+in Python. When the key coder makes the two agree (bytes, strings, integers, booleans, and
+KVs of those) the keys go through as they are; otherwise (pickled or float keys) the runner
+replaces each key by its encoding before the precombine and decodes it after the extract
+(KEYS_TO_BYTES / KEYS_FROM_BYTES), so the SDK only ever sees bytes keys.
 """
 from __future__ import annotations
 
@@ -42,8 +44,6 @@ def _can_lift(components, t: beam_runner_api_pb2.PTransform) -> bool:
     pcoll = components.pcollections[main]
     if components.coders[pcoll.coder_id].spec.urn != urns.KV_CODER:
         return False
-    if not _equality_is_encoding(components, components.coders[pcoll.coder_id].component_coder_ids[0]):
-        return False
     ws = components.windowing_strategies[pcoll.windowing_strategy_id]
     if ws.trigger.WhichOneof("trigger") != "default":
         return False
@@ -67,11 +67,23 @@ def _lift_one(components: beam_runner_api_pb2.Components, tid: str) -> None:
     payload = beam_runner_api_pb2.CombinePayload.FromString(combine.spec.payload)
     [(in_tag, main)] = combine.inputs.items()
     [(out_tag, result)] = combine.outputs.items()
-    key_coder = components.coders[components.pcollections[main].coder_id].component_coder_ids[0]
+    key_coder, value_coder = components.coders[components.pcollections[main].coder_id].component_coder_ids
     acc = payload.accumulator_coder_id
     in_windowing = components.pcollections[main].windowing_strategy_id
     out_windowing = components.pcollections[result].windowing_strategy_id
     bounded = components.pcollections[main].is_bounded
+    parts = []
+    as_bytes = not _equality_is_encoding(components, key_coder)
+    if as_bytes:
+        key_coder = _coder(components, f"{tid}/key_bytes", urns.BYTES_CODER, [])
+        output_coder = components.coders[components.pcollections[result].coder_id].component_coder_ids[1]
+        keyed_in = _coder(components, f"{tid}/bytes_keyed_input", urns.KV_CODER, [key_coder, value_coder])
+        keyed_out = _coder(components, f"{tid}/bytes_keyed_output", urns.KV_CODER, [key_coder, output_coder])
+        bytes_in = _pcollection(components, f"{tid}/bytes_keyed_input", keyed_in, in_windowing, bounded)
+        bytes_out = _pcollection(components, f"{tid}/bytes_keyed_output", keyed_out, out_windowing, bounded)
+        parts.append(("KeysToBytes", urns.KEYS_TO_BYTES, main, bytes_in))
+        main, final_result = bytes_in, result
+        result = bytes_out
 
     keyed_acc = _coder(components, f"{tid}/keyed_accumulator", urns.KV_CODER, [key_coder, acc])
     accs = _coder(components, f"{tid}/accumulators", urns.ITERABLE_CODER, [acc])
@@ -80,17 +92,19 @@ def _lift_one(components: beam_runner_api_pb2.Components, tid: str) -> None:
     grouped = _pcollection(components, f"{tid}/grouped", grouped_accs, out_windowing, bounded)
     merged = _pcollection(components, f"{tid}/merged", keyed_acc, out_windowing, bounded)
 
-    parts = [("Precombine", urns.COMBINE_PRECOMBINE, main, precombined),
-             ("Group", urns.GROUP_BY_KEY, precombined, grouped),
-             ("MergeAccumulators", urns.COMBINE_MERGE_ACCUMULATORS, grouped, merged),
-             ("ExtractOutputs", urns.COMBINE_EXTRACT_OUTPUTS, merged, result)]
+    parts += [("Precombine", urns.COMBINE_PRECOMBINE, main, precombined),
+              ("Group", urns.GROUP_BY_KEY, precombined, grouped),
+              ("MergeAccumulators", urns.COMBINE_MERGE_ACCUMULATORS, grouped, merged),
+              ("ExtractOutputs", urns.COMBINE_EXTRACT_OUTPUTS, merged, result)]
+    if as_bytes:
+        parts.append(("KeysFromBytes", urns.KEYS_FROM_BYTES, result, final_result))
     del combine.subtransforms[:]
     for name, urn, source, target in parts:
         part_id = f"{tid}/lifted/{name}"
         part = components.transforms[part_id]
         part.unique_name = f"{combine.unique_name}/{name}"
         part.spec.urn = urn
-        if urn != urns.GROUP_BY_KEY:  # the SDK parts run the CombineFn in the combine's environment
+        if urn in urns.SDK_TRANSFORMS:  # the SDK parts run the CombineFn in the combine's environment
             part.spec.payload = combine.spec.payload
             part.environment_id = combine.environment_id
         part.inputs[in_tag] = source
@@ -99,6 +113,8 @@ def _lift_one(components: beam_runner_api_pb2.Components, tid: str) -> None:
 
 
 def _coder(components, coder_id: str, urn: str, parts: list[str]) -> str:
+    if coder_id in components.coders:
+        return coder_id
     coder = components.coders[coder_id]
     coder.spec.urn = urn
     coder.component_coder_ids.extend(parts)

@@ -27,7 +27,11 @@ SDK_TRANSFORMS = {PAR_DO, WINDOW_INTO, ASSIGN_WINDOWS, *SDF_PARTS,
                   "beam:transform:combine_grouped_values:v1",
                   "beam:transform:combine_globally:v1",
                   "beam:transform:to_string:v1"}
-RUNNER_TRANSFORMS = {IMPULSE, GROUP_BY_KEY, FLATTEN}
+# Runner-internal (added by graph/lifting.py): KV(K, V) <-> KV(K's encoding as bytes, V),
+# executed by the runner like a one-input Flatten that re-encodes its elements.
+KEYS_TO_BYTES = "reference:transform:keys_to_bytes:v1"
+KEYS_FROM_BYTES = "reference:transform:keys_from_bytes:v1"
+RUNNER_TRANSFORMS = {IMPULSE, GROUP_BY_KEY, FLATTEN, KEYS_TO_BYTES, KEYS_FROM_BYTES}
 
 DATA_INPUT = "beam:runner:source:v1"
 DATA_OUTPUT = "beam:runner:sink:v1"
