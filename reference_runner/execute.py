@@ -11,10 +11,10 @@ from apache_beam.utils import windowed_value
 
 from reference_runner import bundling
 from reference_runner.engine import grouping, manager
-from reference_runner.graph import check, fusion, urns
+from reference_runner.graph import check, fusion, lifting, sdf, urns
 from reference_runner.graph.pipeline import PipelineGraph, is_stateful
-from reference_runner.worker import attempt, codecs, descriptors
-from reference_runner.worker.embedded import EmbeddedWorker
+from reference_runner.worker import attempt, codecs, descriptors, merging
+from reference_runner.worker.embedded import BundleFailed, EmbeddedWorker
 from reference_runner.worker.keyed import KeyedStage, TimerPastExpiration
 from reference_runner.worker.state import SideInputIndex, StateService
 
@@ -36,9 +36,10 @@ class JobCancelled(RuntimeError):
 class Job:
     """One pipeline run on the embedded SDK worker."""
 
-    def __init__(self, proto: beam_runner_api_pb2.Pipeline, fuse: bool = True,
+    def __init__(self, proto: beam_runner_api_pb2.Pipeline, fuse: bool = True, lift: bool = True,
                  schedule: bundling.Schedule | None = None, trace: str | None = None,
                  replay: str | None = None, job_id: str = "", endpoint: str = "embedded"):
+        proto = sdf.expand(lifting.lift(proto) if lift else proto)
         self.graph = PipelineGraph(proto)
         check.check(self.graph, environments=endpoint == "embedded")
         self.stages = fusion.fuse(self.graph, enabled=fuse)
@@ -73,7 +74,7 @@ class Job:
         for stage in self.stages:
             specs.append(manager.StageSpec(stage.id, _engine_kind(stage.kind), list(stage.inputs),
                                            list(stage.outputs), sorted({p for p, _, _ in stage.side_inputs}),
-                                           self._grouping(stage) if stage.kind == "group" else None,
+                                           self._grouping(stage, worker) if stage.kind == "group" else None,
                                            self._conversions(stage) if stage.kind == "flatten" else {},
                                            keyed[stage.id].spec() if stage.id in keyed else None))
             if stage.kind == "sdk":
@@ -94,18 +95,19 @@ class Job:
                 raise JobFailed(em.describe_stuck())
             stage = by_id[bundle.stage]
             self._materialize_side_inputs(stage, em)
-            self._run_bundle(worker, trace, em, bundle, described[stage.id], keyed.get(stage.id))
+            self._run_bundle(worker, trace, em, bundle, stage, described[stage.id], keyed.get(stage.id))
             if stage.id in keyed and em.output_watermark[stage.id] >= manager.PLUS_INFINITY:
                 self.state.release(keyed[stage.id].transform)  # state expiry: every window is done
 
-    def _run_bundle(self, worker, trace, em, bundle, described_stage, keyed) -> None:
+    def _run_bundle(self, worker, trace, em, bundle, stage, described_stage, keyed) -> None:
         """Attempt the bundle until one attempt succeeds; only that attempt's effects (outputs,
-        state writes, timers set, metrics) are kept."""
+        state writes, timers set, residuals, metrics, finalization) are kept."""
+        splittable = stage.transforms[0].urn in urns.STAGE_ROOTS
         watermarks = {"input_watermark": manager.format_watermark(em.input_watermark[bundle.stage]),
                       "output_watermark": manager.format_watermark(em.output_watermark[bundle.stage])}
         size = len(bundle.inputs)
         for attempt_number in itertools.count():
-            split = self.policy.split(bundle.stage, size)
+            split = self.policy.split(bundle.stage, size, splittable)
             fault_at = self.policy.fault(bundle.stage, size, attempt_number)
             record = dict(bundle=bundle.id, stage=bundle.stage, attempt=attempt_number, elements=size,
                           timers=len(bundle.timers or ()), split=split.to_json() if split else None,
@@ -128,15 +130,19 @@ class Job:
             for transform_id, pcoll in described_stage.output_transforms.items():
                 impl = self.coders.windowed(pcoll).get_impl()
                 outputs[pcoll] = codecs.split_elements(impl, result.data.get(transform_id, b""))
-            if result.split_residuals or result.response.residual_roots:
-                # Only splittable DoFns hand back element residuals; dropping one would lose data.
-                raise JobFailed(f"bundle {bundle.id} of stage {bundle.stage} returned residual roots, "
-                                "which this runner cannot reschedule yet")
-            residuals = bundle.inputs[result.first_residual:] if result.first_residual is not None else []
+            # What the bundle handed back: restrictions split off or deferred (splittable DoFns),
+            # then the elements a channel split left unread.
+            residuals = _residual_inputs(stage, [*result.split_residuals, *result.response.residual_roots])
+            residuals += bundle.inputs[result.first_residual:] if result.first_residual is not None else []
             self.monitoring_infos.extend(self._with_step_names(result.response.monitoring_infos))
             trace.record(**record, outcome="committed", first_residual=result.first_residual)
             self.state.commit(result.instruction_id)
             em.commit(bundle, outputs, residuals, timers=timers)
+            if result.response.requires_finalization:  # only a committed bundle is finalized
+                try:
+                    worker.finalize(result.instruction_id)
+                except BundleFailed as e:
+                    raise JobFailed(f"finalizing bundle {bundle.id} of stage {stage.id} failed: {e}") from None
             return
 
     def _with_step_names(self, infos) -> list:
@@ -151,31 +157,61 @@ class Job:
             self.state.side_inputs[(transform_id, tag)] = SideInputIndex(
                 em.materialized.get(pcoll, []), self.coders, pcoll, multimap)
 
-    def _grouping(self, stage: fusion.Stage) -> grouping.Grouping:
+    def _grouping(self, stage: fusion.Stage, worker: EmbeddedWorker) -> grouping.Grouping:
         [main] = stage.inputs
         [out] = stage.outputs
         ws = self.graph.windowing_of(main)
+        custom_merging = ws.merge_status == beam_runner_api_pb2.MergeStatus.NEEDS_MERGE \
+            and ws.window_fn.urn != urns.SESSION_WINDOWS
         return grouping.Grouping(
             codecs.GroupCodec(self.coders.windowed(main), self.coders.windowed(out)),
-            merging=ws.window_fn.urn == urns.SESSION_WINDOWS,
+            merging=ws.window_fn.urn == urns.SESSION_WINDOWS or custom_merging,
+            merge_fn=merging.WindowMerger(worker, f"{self.job_id}{stage.id}/merge_windows", ws,
+                                          self.graph.components, self.coders.window_coder(main),
+                                          self.endpoint) if custom_merging else None,
             timestamp_combiner=_COMBINERS.get(ws.output_time, grouping.END_OF_WINDOW),
             allowed_lateness=ws.allowed_lateness * 1000)
 
     def _conversions(self, stage: fusion.Stage) -> dict:
-        """Flatten inputs whose element coder differs from the output's are re-encoded."""
+        """Flatten inputs whose element coder differs from the output's are re-encoded (and the
+        runner's own KEYS_TO_BYTES / KEYS_FROM_BYTES re-key, as one-input Flattens)."""
         [out] = stage.outputs
         pcolls = self.graph.components.pcollections
         out_coder = self.coders.windowed(out)
         conversions = {}
+        rekey = {urns.KEYS_TO_BYTES: codecs.KeysToBytes, urns.KEYS_FROM_BYTES: codecs.KeysFromBytes}
+        convert = rekey.get(stage.transforms[0].urn, codecs.Transcoder)
         for pcoll in stage.inputs:
             if pcolls[pcoll].coder_id == pcolls[out].coder_id:
                 continue
-            conversions[pcoll] = codecs.Transcoder(self.coders.windowed(pcoll), out_coder)
+            conversions[pcoll] = convert(self.coders.windowed(pcoll), out_coder)
         return conversions
 
     def _impulse_element(self, pcoll: str) -> bytes:
         wv = windowed_value.WindowedValue(b"", windowed_value.MIN_TIMESTAMP, (beam_window.GlobalWindow(),))
         return codecs.encode_nested(self.coders.windowed(pcoll).get_impl(), wv)
+
+
+def _residual_inputs(stage: fusion.Stage, residual_roots) -> list[bytes]:
+    """Residual restrictions a bundle handed back (self-checkpoints), as new input of its stage.
+
+    The SDK encodes a residual's element with the windowed-value coder of the input PCollection
+    of the transform that deferred it, which is exactly our DATA_INPUT wire coder for that
+    PCollection (descriptors.py), so the bytes are stage input as they are. Only a stage's root
+    transform (process_sized_element_and_restrictions always is one) can defer work. In batch a
+    residual's output watermark needs no hold of its own: the stage stays busy while it is
+    pending, which holds the stage's watermark; requested resume delays are ignored because
+    nothing else can happen while we wait.
+    """
+    residuals = []
+    root = stage.transforms[0]
+    for residual in residual_roots:
+        application = residual.application
+        if application.transform_id != root.id or root.proto.inputs.get(application.input_id) != stage.inputs[0]:
+            raise JobFailed(f"stage {stage.id}: residual for {application.transform_id}/{application.input_id}, "
+                            f"which is not the stage's input")
+        residuals.append(application.element)
+    return residuals
 
 
 def _engine_kind(kind: str) -> str:

@@ -32,6 +32,9 @@ class ReferenceOptions(PipelineOptions):
         parser.add_argument("--reference_fuse", default="true", choices=["true", "false"],
                             help="fuse ParDo and Window transforms into stages (false: every transform "
                                  "is its own stage, exercising cross-stage paths)")
+        parser.add_argument("--reference_lift", default="true", choices=["true", "false"],
+                            help="lift CombinePerKey into precombine, GroupByKey, merge and extract "
+                                 "(false: run the composite's own subtransforms)")
         parser.add_argument("--reference_trace", default=None, metavar="PATH",
                             help="write one JSON line per bundle attempt (stage, elements, split, "
                                  "fault, attempt, watermarks, outcome) to PATH")
@@ -47,18 +50,18 @@ class ReferenceRunner(PipelineRunner):
 
     def __init__(self, seed: int | None = None, bundle_size: str | int | None = None,
                  splits: str | None = None, faults: float | None = None, fuse: bool | None = None,
-                 trace: str | None = None, replay: str | None = None):
+                 lift: bool | None = None, trace: str | None = None, replay: str | None = None):
         self.knobs = dict(seed=seed, bundle_size=bundle_size, splits=splits, faults=faults,
-                          fuse=fuse, trace=trace, replay=replay)
+                          fuse=fuse, lift=lift, trace=trace, replay=replay)
 
     def run_pipeline(self, pipeline, options):
         opts = options.view_as(ReferenceOptions)
         knob = {name: value if value is not None else getattr(opts, f"reference_{name}")
                 for name, value in self.knobs.items()}
-        fuse = knob["fuse"] if isinstance(knob["fuse"], bool) else knob["fuse"] == "true"
+        fuse, lift = (knob[k] if isinstance(knob[k], bool) else knob[k] == "true" for k in ("fuse", "lift"))
         schedule = Schedule(seed=knob["seed"], bundle_size=knob["bundle_size"], splits=knob["splits"],
                             faults=knob["faults"])
-        job = Job(pipeline.to_runner_api(), fuse=fuse, schedule=schedule, trace=knob["trace"],
+        job = Job(pipeline.to_runner_api(), fuse=fuse, lift=lift, schedule=schedule, trace=knob["trace"],
                   replay=knob["replay"])
         job.run()
         return ReferenceResult(job.monitoring_infos, job.failed_attempt_infos)

@@ -1,6 +1,6 @@
 """Our reference runner, in process. The schedule follows the target name, e.g. ``reference``,
 ``reference:bundle_size=1``, ``reference:bundle_size=random,splits=random,seed=7``,
-``reference:faults=0.2,seed=3`` or ``reference:fuse=false``."""
+``reference:faults=0.2,seed=3``, ``reference:fuse=false`` or ``reference:lift=false``."""
 from __future__ import annotations
 
 from conformance.targets.base import Target, TargetUnavailable
@@ -12,6 +12,7 @@ _KNOBS = {
     "splits": lambda v: _one_of(v, "none", "random"),
     "faults": lambda v: _fraction(v),
     "fuse": lambda v: _one_of(v, "true", "false") == "true",
+    "lift": lambda v: _one_of(v, "true", "false") == "true",
 }
 
 

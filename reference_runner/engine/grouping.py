@@ -30,6 +30,9 @@ class Grouping:
     """
     codec: Any
     merging: bool = False
+    # Custom merging (a user WindowFn): windows -> {window: window it merges into}; sessions
+    # (merge_fn None) are merged here by overlap.
+    merge_fn: Any = None
     timestamp_combiner: str = END_OF_WINDOW
     allowed_lateness: int = 0
 
@@ -48,6 +51,9 @@ class GroupBuffer:
         self.grouping = grouping
         # key bytes -> window -> group
         self._by_key: dict[bytes, dict[Any, _Group]] = {}
+        # keys with windows added since they were last merged (merging again would change nothing,
+        # and a custom merge is a call into the SDK)
+        self._unmerged: set[bytes] = set()
 
     def __len__(self) -> int:
         return sum(len(ws) for ws in self._by_key.values())
@@ -57,6 +63,8 @@ class GroupBuffer:
         for element in elements:
             key_bytes, key, value, timestamp, windows = split(element)
             per_window = self._by_key.setdefault(key_bytes, {})
+            if self.grouping.merging:
+                self._unmerged.add(key_bytes)
             for w in windows:
                 group = per_window.get(w)
                 if group is None:
@@ -70,9 +78,10 @@ class GroupBuffer:
         out = []
         for key_bytes in sorted(self._by_key):
             per_window = self._by_key[key_bytes]
-            if self.grouping.merging:
+            if self.grouping.merging and key_bytes in self._unmerged:
                 per_window = self._merge(per_window)
                 self._by_key[key_bytes] = per_window
+                self._unmerged.discard(key_bytes)
             for w in sorted(per_window, key=_window_order):
                 if w.max_timestamp < watermark:
                     group = per_window.pop(w)
@@ -82,9 +91,11 @@ class GroupBuffer:
                 del self._by_key[key_bytes]
         return out
 
-    @staticmethod
-    def _merge(per_window: dict) -> dict:
-        mapping = merge_overlapping(w for w in per_window if isinstance(w, Interval))
+    def _merge(self, per_window: dict) -> dict:
+        if self.grouping.merge_fn is not None:
+            mapping = self.grouping.merge_fn(list(per_window))
+        else:
+            mapping = merge_overlapping(w for w in per_window if isinstance(w, Interval))
         merged: dict = {}
         for w, group in per_window.items():
             target = mapping.get(w, w)

@@ -25,11 +25,6 @@ def check(graph: PipelineGraph, environments: bool = True) -> None:
             problems.append(f"requirement {requirement}")
     for t in graph.transforms:
         problems += _transform_problems(graph, t)
-    unbounded = sorted(pid for pid, p in graph.components.pcollections.items()
-                       if p.is_bounded == beam_runner_api_pb2.IsBounded.UNBOUNDED)
-    if unbounded:
-        problems.append(f"unbounded PCollections ({', '.join(unbounded[:5])}{', ...' if len(unbounded) > 5 else ''}) "
-                        "need streaming execution, which the reference runner does not have yet")
     for env_id, env in graph.components.environments.items() if environments else ():
         if env.urn not in urns.EMBEDDABLE_ENVIRONMENTS:
             problems.append(f"environment {env_id}: {env.urn}")
@@ -46,10 +41,12 @@ def _transform_problems(graph: PipelineGraph, t) -> list[str]:
         return [f"{where}: unknown transform {t.urn or '(no URN)'}"]
     problems = []
     payload = t.pardo_payload()
-    if payload is not None:
-        if payload.restriction_coder_id:
-            problems.append(f"{where}: splittable DoFn (ParDo with a restriction coder)")
-        if is_stateful(t):
+    # A splittable ParDo's parts share its payload: its features are named once, at Process.
+    if payload is not None and t.urn not in (urns.SDF_PAIR_WITH_RESTRICTION, urns.SDF_SPLIT_AND_SIZE):
+        if is_stateful(t) and payload.restriction_coder_id:
+            problems.append(f"{where}: splittable DoFn with user state or timers "
+                            f"({', '.join(sorted([*payload.state_specs, *payload.timer_family_specs]))})")
+        elif is_stateful(t):
             problems += _stateful_problems(graph, t, payload, where)
         for tag, side in payload.side_inputs.items():
             if side.access_pattern.urn not in (urns.ITERABLE_SIDE_INPUT, urns.MULTIMAP_SIDE_INPUT):
@@ -96,8 +93,9 @@ def _key_problems(graph: PipelineGraph, t, where: str) -> list[str]:
 
 def _windowing_problems(where: str, ws: beam_runner_api_pb2.WindowingStrategy) -> list[str]:
     problems = []
+    # Sessions are merged by the runner, Python WindowFns by the SDK (beam:transform:merge_windows:v1).
     if ws.merge_status == beam_runner_api_pb2.MergeStatus.NEEDS_MERGE \
-            and ws.window_fn.urn != urns.SESSION_WINDOWS:
+            and ws.window_fn.urn not in (urns.SESSION_WINDOWS, urns.PICKLED_PYTHON_WINDOW_FN):
         problems.append(f"{where}: custom merging WindowFn ({ws.window_fn.urn})")
     trigger = ws.trigger.WhichOneof("trigger")
     # In batch all input arrives at once before the watermark jumps to +inf, so Always (used by

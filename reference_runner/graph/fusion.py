@@ -3,9 +3,10 @@
 Runner-executed primitives (Impulse, Flatten, GroupByKey) are stages of their own. SDK
 transforms (ParDo, WindowInto, combiner parts) form fused stages: a transform joins the
 stage that produces its main input when fusion is on, and starts a new stage when its
-input comes from the runner, or it reads side inputs (the stage must wait for them), or it
-is stateful (its keyed input must come straight from the runner, which keeps its state and
-timers per stage). A PCollection leaves a stage when something outside it consumes it.
+input comes from the runner, it reads side inputs (the stage must wait for them), it is
+stateful (its keyed input must come straight from the runner, which keeps its state and
+timers per stage), or it processes splittable restrictions (the runner reschedules their
+residuals as stage input). A PCollection leaves a stage when something outside it consumes it.
 """
 from __future__ import annotations
 
@@ -14,7 +15,8 @@ from dataclasses import dataclass, field
 from reference_runner.graph import urns
 from reference_runner.graph.pipeline import PipelineGraph, Transform, is_stateful
 
-KIND_OF = {urns.IMPULSE: "impulse", urns.FLATTEN: "flatten", urns.GROUP_BY_KEY: "group"}
+KIND_OF = {urns.IMPULSE: "impulse", urns.FLATTEN: "flatten", urns.GROUP_BY_KEY: "group",
+           urns.KEYS_TO_BYTES: "flatten", urns.KEYS_FROM_BYTES: "flatten"}
 
 
 @dataclass
@@ -37,7 +39,8 @@ def fuse(graph: PipelineGraph, enabled: bool = True) -> list[Stage]:
         kind = KIND_OF.get(t.urn, "sdk")
         mains = t.main_inputs()
         home = None
-        if kind == "sdk" and enabled and len(mains) == 1 and not t.side_inputs() and not is_stateful(t):
+        if kind == "sdk" and enabled and len(mains) == 1 and not t.side_inputs() and not is_stateful(t) \
+                and t.urn not in urns.STAGE_ROOTS:
             upstream = stage_of_pcoll.get(mains[0])
             if upstream is not None and upstream.kind == "sdk":
                 home = upstream

@@ -22,7 +22,7 @@ class Transform:
         return self.proto.unique_name or self.id
 
     def pardo_payload(self) -> beam_runner_api_pb2.ParDoPayload | None:
-        if self.urn != urns.PAR_DO:
+        if self.urn not in urns.PARDO_LIKE:
             return None
         return beam_runner_api_pb2.ParDoPayload.FromString(self.proto.spec.payload)
 

@@ -8,15 +8,30 @@ ASSIGN_WINDOWS = "beam:transform:assign_windows:v1"  # older name of WINDOW_INTO
 COMBINE_PER_KEY = "beam:transform:combine_per_key:v1"
 TEST_STREAM = "beam:transform:teststream:v1"
 MERGE_WINDOWS = "beam:transform:merge_windows:v1"
+# Splittable DoFn parts (graph/sdf.py expands a splittable ParDo into them)
+SDF_PAIR_WITH_RESTRICTION = "beam:transform:sdf_pair_with_restriction:v1"
+SDF_SPLIT_AND_SIZE = "beam:transform:sdf_split_and_size_restrictions:v1"
+SDF_PROCESS_SIZED = "beam:transform:sdf_process_sized_element_and_restrictions:v1"
+SDF_PARTS = {SDF_PAIR_WITH_RESTRICTION, SDF_SPLIT_AND_SIZE, SDF_PROCESS_SIZED}
+# Transforms whose payload is a ParDoPayload
+PARDO_LIKE = {PAR_DO} | SDF_PARTS
+# Transforms that always start a stage, so the runner feeds (and can reschedule) their input
+STAGE_ROOTS = {SDF_PROCESS_SIZED}
+# Combiner lifting (graph/lifting.py)
+COMBINE_PRECOMBINE = "beam:transform:combine_per_key_precombine:v1"
+COMBINE_MERGE_ACCUMULATORS = "beam:transform:combine_per_key_merge_accumulators:v1"
+COMBINE_EXTRACT_OUTPUTS = "beam:transform:combine_per_key_extract_outputs:v1"
 # Transforms the SDK harness executes inside a fused stage.
-SDK_TRANSFORMS = {PAR_DO, WINDOW_INTO, ASSIGN_WINDOWS,
-                  "beam:transform:combine_per_key_precombine:v1",
-                  "beam:transform:combine_per_key_merge_accumulators:v1",
-                  "beam:transform:combine_per_key_extract_outputs:v1",
+SDK_TRANSFORMS = {PAR_DO, WINDOW_INTO, ASSIGN_WINDOWS, *SDF_PARTS,
+                  COMBINE_PRECOMBINE, COMBINE_MERGE_ACCUMULATORS, COMBINE_EXTRACT_OUTPUTS,
                   "beam:transform:combine_grouped_values:v1",
                   "beam:transform:combine_globally:v1",
                   "beam:transform:to_string:v1"}
-RUNNER_TRANSFORMS = {IMPULSE, GROUP_BY_KEY, FLATTEN}
+# Runner-internal (added by graph/lifting.py): KV(K, V) <-> KV(K's encoding as bytes, V),
+# executed by the runner like a one-input Flatten that re-encodes its elements.
+KEYS_TO_BYTES = "reference:transform:keys_to_bytes:v1"
+KEYS_FROM_BYTES = "reference:transform:keys_from_bytes:v1"
+RUNNER_TRANSFORMS = {IMPULSE, GROUP_BY_KEY, FLATTEN, KEYS_TO_BYTES, KEYS_FROM_BYTES}
 
 DATA_INPUT = "beam:runner:source:v1"
 DATA_OUTPUT = "beam:runner:sink:v1"
@@ -26,6 +41,7 @@ GLOBAL_WINDOWS = "beam:window_fn:global_windows:v1"
 FIXED_WINDOWS = "beam:window_fn:fixed_windows:v1"
 SLIDING_WINDOWS = "beam:window_fn:sliding_windows:v1"
 SESSION_WINDOWS = "beam:window_fn:session_windows:v1"
+PICKLED_PYTHON_WINDOW_FN = "beam:window_fn:pickled_python:v1"
 STANDARD_WINDOW_FNS = {GLOBAL_WINDOWS, FIXED_WINDOWS, SLIDING_WINDOWS, SESSION_WINDOWS}
 
 # Coders
@@ -34,6 +50,10 @@ LENGTH_PREFIX_CODER = "beam:coder:length_prefix:v1"
 KV_CODER = "beam:coder:kv:v1"
 ITERABLE_CODER = "beam:coder:iterable:v1"
 BYTES_CODER = "beam:coder:bytes:v1"
+DOUBLE_CODER = "beam:coder:double:v1"
+STRING_UTF8_CODER = "beam:coder:string_utf8:v1"
+VARINT_CODER = "beam:coder:varint:v1"
+BOOL_CODER = "beam:coder:bool:v1"
 GLOBAL_WINDOW_CODER = "beam:coder:global_window:v1"
 INTERVAL_WINDOW_CODER = "beam:coder:interval_window:v1"
 
@@ -46,7 +66,9 @@ REQUIRES_STATEFUL_PROCESSING = "beam:requirement:pardo:stateful:v1"
 REQUIRES_TIME_SORTED_INPUT = "beam:requirement:pardo:time_sorted_input:v1"
 REQUIRES_ON_WINDOW_EXPIRATION = "beam:requirement:pardo:on_window_expiration:v1"
 SUPPORTED_REQUIREMENTS: set[str] = {REQUIRES_STATEFUL_PROCESSING, REQUIRES_TIME_SORTED_INPUT,
-                                    REQUIRES_ON_WINDOW_EXPIRATION}
+                                    REQUIRES_ON_WINDOW_EXPIRATION,
+                                    "beam:requirement:pardo:splittable_dofn:v1",
+                                    "beam:requirement:pardo:finalization:v1"}
 
 # Environments the embedded worker can serve: every Python environment runs in process.
 EMBEDDABLE_ENVIRONMENTS = {"beam:env:embedded_python:v1", "beam:env:loopback:v1",

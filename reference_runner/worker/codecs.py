@@ -99,3 +99,30 @@ class Transcoder:
 
     def __call__(self, element: bytes) -> bytes:
         return encode_nested(self._target, self._source.decode_from_stream(create_InputStream(element), True))
+
+
+class KeysToBytes:
+    """KV(K, V) -> KV(bytes, V), the key replaced by its nested encoding (see graph/lifting.py)."""
+
+    def __init__(self, source: coders.WindowedValueCoder, target: coders.WindowedValueCoder):
+        self._source, self._target = source.get_impl(), target.get_impl()
+        self._key = source.key_coder().get_impl()
+
+    def __call__(self, element: bytes) -> bytes:
+        wv = self._source.decode_from_stream(create_InputStream(element), True)
+        key, value = wv.value
+        return encode_nested(self._target, wv.with_value((encode_nested(self._key, key), value)))
+
+
+class KeysFromBytes:
+    """KV(bytes, V) -> KV(K, V): the inverse of KeysToBytes."""
+
+    def __init__(self, source: coders.WindowedValueCoder, target: coders.WindowedValueCoder):
+        self._source, self._target = source.get_impl(), target.get_impl()
+        self._key = target.key_coder().get_impl()
+
+    def __call__(self, element: bytes) -> bytes:
+        wv = self._source.decode_from_stream(create_InputStream(element), True)
+        key_bytes, value = wv.value
+        key = self._key.decode_from_stream(create_InputStream(key_bytes), True)
+        return encode_nested(self._target, wv.with_value((key, value)))

@@ -1,0 +1,130 @@
+"""Combiner lifting: a CombinePerKey composite -> partial combining before the shuffle.
+
+    KV(K, V) -> combine_per_key_precombine (SDK)       -> KV(K, accumulator)
+             -> GroupByKey (runner)                      -> KV(K, iterable of accumulators)
+             -> combine_per_key_merge_accumulators (SDK) -> KV(K, accumulator)
+             -> combine_per_key_extract_outputs (SDK)    -> the composite's output
+
+Lifting is legal when grouping accumulators gives the same panes as grouping values: the
+default trigger (one pane per key and window in batch) and windows the runner knows how to
+merge (non-merging WindowFns, or sessions: the precombine combines per unmerged window, the
+runner's GroupByKey merges the windows and merge_accumulators combines their accumulators).
+Anything else keeps the composite's own subtransforms.
+
+Keys: the model groups by encoded key bytes (1, 1.0 and True are three keys), but the SDK's
+precombine keeps its partial accumulators in a Python dict, which merges keys that are equal
+in Python. When the key coder makes the two agree (bytes, strings, integers, booleans, and
+KVs of those) the keys go through as they are; otherwise (pickled or float keys) the runner
+replaces each key by its encoding before the precombine and decodes it after the extract
+(KEYS_TO_BYTES / KEYS_FROM_BYTES), so the SDK only ever sees bytes keys.
+"""
+from __future__ import annotations
+
+from apache_beam.portability.api import beam_runner_api_pb2
+
+from reference_runner.graph import urns
+
+
+def lift(proto: beam_runner_api_pb2.Pipeline) -> beam_runner_api_pb2.Pipeline:
+    """A copy of ``proto`` with every liftable CombinePerKey lifted (the input is not changed)."""
+    liftable = [tid for tid, t in proto.components.transforms.items() if _can_lift(proto.components, t)]
+    if not liftable:
+        return proto
+    out = beam_runner_api_pb2.Pipeline()
+    out.CopyFrom(proto)
+    for tid in liftable:
+        _lift_one(out.components, tid)
+    return out
+
+
+def _can_lift(components, t: beam_runner_api_pb2.PTransform) -> bool:
+    if t.spec.urn != urns.COMBINE_PER_KEY or len(t.inputs) != 1 or len(t.outputs) != 1:
+        return False
+    [main] = t.inputs.values()
+    pcoll = components.pcollections[main]
+    if components.coders[pcoll.coder_id].spec.urn != urns.KV_CODER:
+        return False
+    ws = components.windowing_strategies[pcoll.windowing_strategy_id]
+    if ws.trigger.WhichOneof("trigger") != "default":
+        return False
+    return ws.merge_status != beam_runner_api_pb2.MergeStatus.NEEDS_MERGE \
+        or ws.window_fn.urn == urns.SESSION_WINDOWS
+
+
+# Coders under which two values are == in Python exactly when their encodings are equal.
+_EQUALITY_IS_ENCODING = {urns.BYTES_CODER, urns.STRING_UTF8_CODER, urns.VARINT_CODER, urns.BOOL_CODER}
+
+
+def _equality_is_encoding(components, coder_id: str) -> bool:
+    coder = components.coders[coder_id]
+    if coder.spec.urn in (urns.KV_CODER, urns.LENGTH_PREFIX_CODER):
+        return all(_equality_is_encoding(components, c) for c in coder.component_coder_ids)
+    return coder.spec.urn in _EQUALITY_IS_ENCODING
+
+
+def _lift_one(components: beam_runner_api_pb2.Components, tid: str) -> None:
+    combine = components.transforms[tid]
+    payload = beam_runner_api_pb2.CombinePayload.FromString(combine.spec.payload)
+    [(in_tag, main)] = combine.inputs.items()
+    [(out_tag, result)] = combine.outputs.items()
+    key_coder, value_coder = components.coders[components.pcollections[main].coder_id].component_coder_ids
+    acc = payload.accumulator_coder_id
+    in_windowing = components.pcollections[main].windowing_strategy_id
+    out_windowing = components.pcollections[result].windowing_strategy_id
+    bounded = components.pcollections[main].is_bounded
+    parts = []
+    as_bytes = not _equality_is_encoding(components, key_coder)
+    if as_bytes:
+        key_coder = _coder(components, f"{tid}/key_bytes", urns.BYTES_CODER, [])
+        output_coder = components.coders[components.pcollections[result].coder_id].component_coder_ids[1]
+        keyed_in = _coder(components, f"{tid}/bytes_keyed_input", urns.KV_CODER, [key_coder, value_coder])
+        keyed_out = _coder(components, f"{tid}/bytes_keyed_output", urns.KV_CODER, [key_coder, output_coder])
+        bytes_in = _pcollection(components, f"{tid}/bytes_keyed_input", keyed_in, in_windowing, bounded)
+        bytes_out = _pcollection(components, f"{tid}/bytes_keyed_output", keyed_out, out_windowing, bounded)
+        parts.append(("KeysToBytes", urns.KEYS_TO_BYTES, main, bytes_in))
+        main, final_result = bytes_in, result
+        result = bytes_out
+
+    keyed_acc = _coder(components, f"{tid}/keyed_accumulator", urns.KV_CODER, [key_coder, acc])
+    accs = _coder(components, f"{tid}/accumulators", urns.ITERABLE_CODER, [acc])
+    grouped_accs = _coder(components, f"{tid}/grouped_accumulators", urns.KV_CODER, [key_coder, accs])
+    precombined = _pcollection(components, f"{tid}/precombined", keyed_acc, in_windowing, bounded)
+    grouped = _pcollection(components, f"{tid}/grouped", grouped_accs, out_windowing, bounded)
+    merged = _pcollection(components, f"{tid}/merged", keyed_acc, out_windowing, bounded)
+
+    parts += [("Precombine", urns.COMBINE_PRECOMBINE, main, precombined),
+              ("Group", urns.GROUP_BY_KEY, precombined, grouped),
+              ("MergeAccumulators", urns.COMBINE_MERGE_ACCUMULATORS, grouped, merged),
+              ("ExtractOutputs", urns.COMBINE_EXTRACT_OUTPUTS, merged, result)]
+    if as_bytes:
+        parts.append(("KeysFromBytes", urns.KEYS_FROM_BYTES, result, final_result))
+    del combine.subtransforms[:]
+    for name, urn, source, target in parts:
+        part_id = f"{tid}/lifted/{name}"
+        part = components.transforms[part_id]
+        part.unique_name = f"{combine.unique_name}/{name}"
+        part.spec.urn = urn
+        if urn in urns.SDK_TRANSFORMS:  # the SDK parts run the CombineFn in the combine's environment
+            part.spec.payload = combine.spec.payload
+            part.environment_id = combine.environment_id
+        part.inputs[in_tag] = source
+        part.outputs[out_tag] = target
+        combine.subtransforms.append(part_id)
+
+
+def _coder(components, coder_id: str, urn: str, parts: list[str]) -> str:
+    if coder_id in components.coders:
+        return coder_id
+    coder = components.coders[coder_id]
+    coder.spec.urn = urn
+    coder.component_coder_ids.extend(parts)
+    return coder_id
+
+
+def _pcollection(components, pcoll_id: str, coder_id: str, windowing_id: str, bounded) -> str:
+    pcoll = components.pcollections[pcoll_id]
+    pcoll.unique_name = pcoll_id
+    pcoll.coder_id = coder_id
+    pcoll.windowing_strategy_id = windowing_id
+    pcoll.is_bounded = bounded
+    return pcoll_id

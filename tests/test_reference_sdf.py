@@ -1,0 +1,125 @@
+"""Splittable DoFns and bundle finalization on the reference runner, beyond the conformance cases:
+the expanded graph, residuals really rescheduled, and finalization only for committed bundles."""
+import os
+
+import apache_beam as beam
+import pytest
+from apache_beam.io.restriction_trackers import OffsetRange, OffsetRestrictionTracker
+from apache_beam.metrics import Metrics
+from apache_beam.metrics.metric import MetricsFilter
+from apache_beam.testing.util import assert_that, equal_to
+from apache_beam.transforms.core import RestrictionProvider
+
+from reference_runner import ReferenceRunner
+from reference_runner.execute import Job, JobFailed
+from reference_runner.graph import urns
+
+
+class _Offsets(RestrictionProvider):
+    def initial_restriction(self, n):
+        return OffsetRange(0, n)
+
+    def create_tracker(self, restriction):
+        return OffsetRestrictionTracker(restriction)
+
+    def restriction_size(self, n, restriction):
+        return restriction.size()
+
+
+class _OneOffsetPerCall(beam.DoFn):
+    """Claims one offset per call, then self-checkpoints the rest; counts its calls."""
+
+    def process(self, n, tracker=beam.DoFn.RestrictionParam(_Offsets())):
+        Metrics.counter("sdf", "calls").inc()
+        pos = tracker.current_restriction().start
+        if tracker.try_claim(pos):
+            yield n, pos
+            if pos + 1 < tracker.current_restriction().stop:
+                tracker.defer_remainder()
+
+
+def _calls(result) -> int:
+    [counter] = result.metrics().query(MetricsFilter().with_name("calls"))["counters"]
+    return counter.committed
+
+
+@pytest.mark.parametrize("fuse", [True, False])
+def test_self_checkpointing_sdf_emits_every_offset_once_one_call_each(fuse):
+    p = beam.Pipeline(runner=ReferenceRunner(fuse=fuse))
+    out = p | beam.Create([4, 3]) | beam.ParDo(_OneOffsetPerCall())
+    assert_that(out, equal_to([(4, 0), (4, 1), (4, 2), (4, 3), (3, 0), (3, 1), (3, 2)]))
+    result = p.run()
+    # one call per offset: every residual was run again, none twice
+    assert _calls(result) == 7
+
+
+def test_splittable_pardo_is_expanded_and_processing_starts_a_stage():
+    p = beam.Pipeline()
+    _ = p | beam.Create([2]) | beam.ParDo(_OneOffsetPerCall())
+    job = Job(p.to_runner_api())
+    leaf_urns = [t.urn for t in job.graph.transforms]
+    for urn in (urns.SDF_PAIR_WITH_RESTRICTION, urns.SDF_SPLIT_AND_SIZE, urns.SDF_PROCESS_SIZED):
+        assert leaf_urns.count(urn) == 1
+    assert urns.PAR_DO not in [t.urn for t in job.graph.transforms if "OneOffsetPerCall" in t.name]
+    [process_stage] = [s for s in job.stages if any(t.urn == urns.SDF_PROCESS_SIZED for t in s.transforms)]
+    assert process_stage.transforms[0].urn == urns.SDF_PROCESS_SIZED  # fed (and re-fed) by the runner
+
+
+class _OffsetsWithSide(beam.DoFn):
+    def process(self, n, extra, tracker=beam.DoFn.RestrictionParam(_Offsets())):
+        pos = tracker.current_restriction().start
+        while tracker.try_claim(pos):
+            yield n, pos + extra
+            pos += 1
+
+
+def test_splittable_dofn_reads_a_side_input():
+    p = beam.Pipeline(runner=ReferenceRunner())
+    side = p | "Side" >> beam.Create([100])
+    out = p | beam.Create([2, 1]) | beam.ParDo(_OffsetsWithSide(), beam.pvalue.AsSingleton(side))
+    assert_that(out, equal_to([(2, 100), (2, 101), (1, 100)]))
+    p.run()
+
+
+class _FinalizeThenMaybeFail(beam.DoFn):
+    def __init__(self, directory, fail):
+        self.directory, self.fail = directory, fail
+
+    def process(self, element, finalizer=beam.DoFn.BundleFinalizerParam):
+        path = os.path.join(self.directory, str(element))
+        finalizer.register(lambda: open(path, "w").close())
+        if self.fail:
+            raise ValueError("bundle fails after registering its callback")
+        yield element
+
+
+def test_finalization_runs_for_a_committed_bundle(tmp_path):
+    p = beam.Pipeline(runner=ReferenceRunner())
+    _ = p | beam.Create(["a", "b"]) | beam.ParDo(_FinalizeThenMaybeFail(str(tmp_path), fail=False))
+    p.run()
+    assert sorted(os.listdir(tmp_path)) == ["a", "b"]
+
+
+def test_a_failed_bundle_is_never_finalized(tmp_path):
+    p = beam.Pipeline(runner=ReferenceRunner())
+    _ = p | beam.Create(["a"]) | beam.ParDo(_FinalizeThenMaybeFail(str(tmp_path), fail=True))
+    with pytest.raises(JobFailed, match="bundle fails after registering"):
+        p.run()
+    assert os.listdir(tmp_path) == []
+
+
+class _StatefulSplittable(beam.DoFn):
+    COUNT = beam.transforms.userstate.ReadModifyWriteStateSpec("count", beam.coders.VarIntCoder())
+
+    def process(self, kv, count=beam.DoFn.StateParam(COUNT), tracker=beam.DoFn.RestrictionParam(_Offsets())):
+        yield kv
+
+
+def test_unsupported_features_of_a_splittable_dofn_are_named_once():
+    from reference_runner.graph.check import UnsupportedPipeline
+    p = beam.Pipeline(runner=ReferenceRunner())
+    _ = p | beam.Create([("k", 1)]) | beam.ParDo(_StatefulSplittable())
+    with pytest.raises(UnsupportedPipeline) as info:
+        p.run()
+    assert [q for q in info.value.problems if "user state" in q] == \
+        ["transform 'ParDo(_StatefulSplittable)/Process': splittable DoFn with user state or timers (count)"]
