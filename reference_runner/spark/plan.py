@@ -40,6 +40,9 @@ class StagePlan:
     input_transform: str = ""
     output_transforms: dict = field(default_factory=dict)   # transform id -> PCollection
     side_inputs: list[SideInput] = field(default_factory=list)
+    splittable: bool = False             # sdk: the stage processes splittable restrictions
+    # flatten: how inputs with another coder are re-encoded (transcode, keys_to_bytes, keys_from_bytes)
+    conversion: str = "transcode"
     # group: how the GroupByKey groups
     merging: bool = False
     timestamp_combiner: str = grouping.END_OF_WINDOW
@@ -57,9 +60,13 @@ def plan(graph: PipelineGraph, stages: list[fusion.Stage], job_id: str) -> list[
             p.descriptor = described.proto.SerializeToString()
             p.input_transform = described.input_transform
             p.output_transforms = dict(described.output_transforms)
+            p.splittable = stage.transforms[0].urn in urns.STAGE_ROOTS
             for pcoll, transform_id, tag in stage.side_inputs:
                 access = graph.by_id[transform_id].pardo_payload().side_inputs[tag].access_pattern.urn
                 p.side_inputs.append(SideInput(pcoll, transform_id, tag, access == urns.MULTIMAP_SIDE_INPUT))
+        elif stage.kind == "flatten":
+            p.conversion = {urns.KEYS_TO_BYTES: "keys_to_bytes", urns.KEYS_FROM_BYTES: "keys_from_bytes"}.get(
+                stage.transforms[0].urn, "transcode")
         elif stage.kind == "group":
             ws = graph.windowing_of(stage.inputs[0])
             p.merging = ws.window_fn.urn == urns.SESSION_WINDOWS

@@ -7,7 +7,9 @@ from dataclasses import dataclass, field
 from apache_beam.options.pipeline_options import PipelineOptions
 from apache_beam.runners.runner import PipelineRunner
 
-from reference_runner.graph import check, fusion
+from apache_beam.portability.api import beam_runner_api_pb2
+
+from reference_runner.graph import check, fusion, lifting, sdf, urns
 from reference_runner.graph.pipeline import PipelineGraph
 from reference_runner.runner import ReferenceResult
 from reference_runner.spark import plan as planning
@@ -66,7 +68,7 @@ def run_proto(proto, settings: SparkSettings, job_group: str | None = None) -> l
     """Run a pipeline proto on Spark; returns the monitoring infos its bundles reported.
     ``job_group``: Spark job group of the run, so that it can be cancelled (cancel_job_group)."""
     spark = session.get(settings.master, settings.conf)
-    graph = PipelineGraph(proto)
+    graph = PipelineGraph(sdf.expand(lifting.lift(proto)))
     check.check(graph, environments=False)  # Spark's Python workers run the user code themselves
     _check_spark(graph)
     plans = planning.plan(graph, fusion.fuse(graph), Translation.job_id())
@@ -101,6 +103,11 @@ def _check_spark(graph: PipelineGraph) -> None:
                                     or payload.requires_time_sorted_input):
             problems.append(f"transform '{t.name}': stateful ParDo (state, timers or time-sorted input) "
                             "is not implemented on the Spark backend yet")
+        if t.urn == urns.GROUP_BY_KEY:
+            ws = graph.windowing_of(t.main_inputs()[0])
+            if ws.merge_status == beam_runner_api_pb2.MergeStatus.NEEDS_MERGE and ws.window_fn.urn != urns.SESSION_WINDOWS:
+                problems.append(f"transform '{t.name}': custom merging WindowFn ({ws.window_fn.urn}) is not "
+                                "implemented on the Spark backend yet (sessions are)")
     if problems:
         raise UnsupportedOnSpark(problems)
 

@@ -47,21 +47,22 @@ def run_sdk_stage(plan: StagePlan, side_values, bundle_size: int, metrics, eleme
 def _bundles(worker, plan, bundle_size, metrics, elements, impls, index, tagged):
     descriptor_id = plan.id
     for chunk in _chunks(elements, bundle_size):
-        try:
-            result = attempt.run(worker, descriptor_id, plan.input_transform, chunk)
-        except attempt.AttemptFailed as e:
-            raise StageFailed(f"bundle of stage {plan.id} failed: {e}") from None
-        if result.response.residual_roots:
-            raise StageFailed(f"stage {plan.id} returned residual roots, which the Spark backend "
-                              "cannot reschedule yet")
-        if metrics is not None:
-            metrics.add([i.SerializeToString() for i in result.response.monitoring_infos])
-        for transform_id, data in result.data.items():
-            pcoll = plan.output_transforms.get(transform_id)
-            if pcoll is None or pcoll not in index:
-                continue
-            for element in codecs.split_elements(impls[transform_id], data):
-                yield (index[pcoll], element) if tagged else element
+        while chunk:  # a splittable DoFn's deferred restrictions run again, here, until done
+            try:
+                result = attempt.run(worker, descriptor_id, plan.input_transform, chunk)
+            except attempt.AttemptFailed as e:
+                raise StageFailed(f"bundle of stage {plan.id} failed: {e}") from None
+            chunk = [r.application.element for r in result.response.residual_roots]
+            if result.response.requires_finalization:
+                worker.finalize(result.instruction_id)
+            if metrics is not None:
+                metrics.add([i.SerializeToString() for i in result.response.monitoring_infos])
+            for transform_id, data in result.data.items():
+                pcoll = plan.output_transforms.get(transform_id)
+                if pcoll is None or pcoll not in index:
+                    continue
+                for element in codecs.split_elements(impls[transform_id], data):
+                    yield (index[pcoll], element) if tagged else element
 
 
 def _chunks(iterator, size: int):
@@ -84,7 +85,8 @@ def partition_of(key: bytes) -> int:
 def group_partition(plan: StagePlan, pairs):
     """A shuffled, key-sorted partition -> GroupByKey output, one key in memory at a time.
     Sessions are merged per key here."""
-    spec = grouping.Grouping(_codec(plan), plan.merging, plan.timestamp_combiner, plan.allowed_lateness)
+    spec = grouping.Grouping(_codec(plan), merging=plan.merging, timestamp_combiner=plan.timestamp_combiner,
+                             allowed_lateness=plan.allowed_lateness)
     for _, group in itertools.groupby(pairs, key=lambda kv: kv[0]):
         buffer = grouping.GroupBuffer(spec)
         buffer.add(element for _, element in group)
@@ -103,7 +105,11 @@ def _codec(plan: StagePlan) -> codecs.GroupCodec:
 
 
 # -- Flatten --------------------------------------------------------------------------------
-def transcode(components: bytes, source: str, target: str, elements):
+_CONVERSIONS = {"transcode": codecs.Transcoder, "keys_to_bytes": codecs.KeysToBytes,
+                "keys_from_bytes": codecs.KeysFromBytes}
+
+
+def transcode(components: bytes, conversion: str, source: str, target: str, elements):
     coders = coders_of(components)
-    convert = codecs.Transcoder(coders.windowed(source), coders.windowed(target))
+    convert = _CONVERSIONS[conversion](coders.windowed(source), coders.windowed(target))
     return (convert(e) for e in elements)

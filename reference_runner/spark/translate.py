@@ -88,7 +88,7 @@ class Translation:
         for pcoll in p.inputs:
             rdd = self.rdds[pcoll]
             if pcolls[pcoll].coder_id != pcolls[out].coder_id:
-                rdd = rdd.mapPartitions(functools.partial(tasks.transcode, p.components, pcoll, out))
+                rdd = rdd.mapPartitions(functools.partial(tasks.transcode, p.components, p.conversion, pcoll, out))
             parts.append(rdd)
         rdd = self.sc.union(parts) if parts else self.sc.emptyRDD()
         self._publish(out, rdd)
@@ -107,7 +107,10 @@ class Translation:
         side_values = self._broadcast_side_inputs(p) if p.side_inputs else None
         [main] = p.inputs
         run = functools.partial(tasks.run_sdk_stage, p, side_values, self.bundle_size, self.metrics)
-        rdd = self.rdds[main].mapPartitions(run)
+        source = self.rdds[main]
+        if p.splittable:  # initial splits of restrictions spread over every partition
+            source = source.repartition(self.parallelism)
+        rdd = source.mapPartitions(run)
         if len(p.outputs) == 1:
             self._publish(p.outputs[0], rdd)
         elif p.outputs:
