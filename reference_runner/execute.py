@@ -135,7 +135,8 @@ class Job:
             residuals = _residual_inputs(stage, [*result.split_residuals, *result.response.residual_roots])
             residuals += bundle.inputs[result.first_residual:] if result.first_residual is not None else []
             self.monitoring_infos.extend(self._with_step_names(result.response.monitoring_infos))
-            trace.record(**record, outcome="committed", first_residual=result.first_residual)
+            trace.record(**record, outcome="committed", first_residual=result.first_residual,
+                         restrictions_split_off=len(result.split_residuals))
             self.state.commit(result.instruction_id)
             em.commit(bundle, outputs, residuals, timers=timers)
             if result.response.requires_finalization:  # only a committed bundle is finalized

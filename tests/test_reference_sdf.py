@@ -123,3 +123,27 @@ def test_unsupported_features_of_a_splittable_dofn_are_named_once():
         p.run()
     assert [q for q in info.value.problems if "user state" in q] == \
         ["transform 'ParDo(_StatefulSplittable)/Process': splittable DoFn with user state or timers (count)"]
+
+
+class _ManyOffsets(beam.DoFn):
+    """Claims offsets one by one, emitting each: a restriction the runner can split mid-element."""
+
+    def process(self, n, tracker=beam.DoFn.RestrictionParam(_Offsets())):
+        pos = tracker.current_restriction().start
+        while tracker.try_claim(pos):
+            yield n, pos
+            pos += 1
+
+
+def test_runner_splits_a_restriction_mid_element_and_loses_nothing(tmp_path):
+    import json
+    split_mid_element = False
+    for seed in range(12):
+        trace = tmp_path / f"{seed}.jsonl"
+        with beam.Pipeline(runner=ReferenceRunner(seed=seed, bundle_size=1, splits="random", trace=str(trace))) as p:
+            out = p | beam.Create([30, 40]) | beam.ParDo(_ManyOffsets())
+            assert_that(out, equal_to([(n, i) for n in (30, 40) for i in range(n)]))
+        records = [json.loads(line) for line in trace.read_text().splitlines()]
+        split_mid_element |= any(r["split"] and r["split"]["after_output"] and r.get("restrictions_split_off")
+                                 for r in records)
+    assert split_mid_element, "no seed made the SDK split a restriction while it was being processed"
