@@ -1,5 +1,6 @@
 """Combiner lifting: when the front end lifts CombinePerKey, and that lifted and unlifted runs agree."""
 import apache_beam as beam
+from apache_beam.portability.api import beam_runner_api_pb2
 import pytest
 from apache_beam.testing.util import assert_that, equal_to
 from apache_beam.transforms import combiners, trigger, window
@@ -62,9 +63,24 @@ def test_keys_equal_in_python_but_not_encoded_stay_distinct(lift, fuse):
     out = (p | beam.Create([(1, 10), (1.0, 20), (True, 30), (1, 1)]) | beam.CombinePerKey(sum)
            | beam.MapTuple(lambda k, s: (type(k).__name__, s)))
     assert_that(out, equal_to([("int", 11), ("float", 20), ("bool", 30)]))
-    if lift:
-        assert _leaf_urns(p, lift=True) == [urns.KEYS_TO_BYTES, *LIFTED_PARTS, urns.KEYS_FROM_BYTES]
+    if lift:  # a Python CombineFn: the re-keying is a ParDo of ours, in the SDK
+        assert _leaf_urns(p, lift=True) == [urns.PAR_DO, *LIFTED_PARTS, urns.PAR_DO]
     p.run()
+
+
+def test_a_combine_fn_of_another_sdk_is_rekeyed_by_the_runner():
+    from reference_runner.graph import lifting
+    p = beam.Pipeline()
+    _ = p | beam.Create([(1, 10), (1.0, 20)]) | beam.CombinePerKey(sum)
+    proto = p.to_runner_api()
+    for t in proto.components.transforms.values():
+        if t.spec.urn == urns.COMBINE_PER_KEY:  # as if a Java CombineFn: no Python DoFn may be added
+            payload = beam_runner_api_pb2.CombinePayload.FromString(t.spec.payload)
+            payload.combine_fn.urn = "beam:combinefn:javasdk:v1"
+            t.spec.payload = payload.SerializeToString()
+    lifted = lifting.lift(proto)
+    leaf_urns = {t.spec.urn for t in lifted.components.transforms.values() if not t.subtransforms}
+    assert {urns.KEYS_TO_BYTES, urns.KEYS_FROM_BYTES} <= leaf_urns
 
 
 def test_keys_whose_equality_is_their_encoding_are_not_rekeyed():

@@ -16,11 +16,16 @@ precombine keeps its partial accumulators in a Python dict, which merges keys th
 in Python. When the key coder makes the two agree (bytes, strings, integers, booleans, and
 KVs of those) the keys go through as they are; otherwise (pickled or float keys) the runner
 replaces each key by its encoding before the precombine and decodes it after the extract
-(KEYS_TO_BYTES / KEYS_FROM_BYTES), so the SDK only ever sees bytes keys.
+(KEYS_TO_BYTES / KEYS_FROM_BYTES), so the SDK only ever sees bytes keys. For a Python CombineFn
+that re-keying is a ParDo of ours in the SDK (worker/rekey.py), fused with the precombine;
+otherwise the runner does it between stages.
 """
 from __future__ import annotations
 
+from apache_beam.internal import pickler
+from apache_beam.portability import python_urns
 from apache_beam.portability.api import beam_runner_api_pb2
+from apache_beam.runners import pipeline_context
 
 from reference_runner.graph import urns
 
@@ -74,14 +79,17 @@ def _lift_one(components: beam_runner_api_pb2.Components, tid: str) -> None:
     bounded = components.pcollections[main].is_bounded
     parts = []
     as_bytes = not _equality_is_encoding(components, key_coder)
+    in_sdk = payload.combine_fn.urn == python_urns.PICKLED_COMBINE_FN
     if as_bytes:
+        original_key = key_coder
         key_coder = _coder(components, f"{tid}/key_bytes", urns.BYTES_CODER, [])
         output_coder = components.coders[components.pcollections[result].coder_id].component_coder_ids[1]
         keyed_in = _coder(components, f"{tid}/bytes_keyed_input", urns.KV_CODER, [key_coder, value_coder])
         keyed_out = _coder(components, f"{tid}/bytes_keyed_output", urns.KV_CODER, [key_coder, output_coder])
         bytes_in = _pcollection(components, f"{tid}/bytes_keyed_input", keyed_in, in_windowing, bounded)
         bytes_out = _pcollection(components, f"{tid}/bytes_keyed_output", keyed_out, out_windowing, bounded)
-        parts.append(("KeysToBytes", urns.KEYS_TO_BYTES, main, bytes_in))
+        parts.append(("KeysToBytes", _rekey(components, original_key, "KeysToBytes") if in_sdk else urns.KEYS_TO_BYTES,
+                      main, bytes_in))
         main, final_result = bytes_in, result
         result = bytes_out
 
@@ -97,19 +105,33 @@ def _lift_one(components: beam_runner_api_pb2.Components, tid: str) -> None:
               ("MergeAccumulators", urns.COMBINE_MERGE_ACCUMULATORS, grouped, merged),
               ("ExtractOutputs", urns.COMBINE_EXTRACT_OUTPUTS, merged, result)]
     if as_bytes:
-        parts.append(("KeysFromBytes", urns.KEYS_FROM_BYTES, result, final_result))
+        parts.append(("KeysFromBytes", _rekey(components, original_key, "KeysFromBytes") if in_sdk
+                      else urns.KEYS_FROM_BYTES, result, final_result))
     del combine.subtransforms[:]
     for name, urn, source, target in parts:
         part_id = f"{tid}/lifted/{name}"
         part = components.transforms[part_id]
         part.unique_name = f"{combine.unique_name}/{name}"
-        part.spec.urn = urn
-        if urn in urns.SDK_TRANSFORMS:  # the SDK parts run the CombineFn in the combine's environment
-            part.spec.payload = combine.spec.payload
+        if isinstance(urn, beam_runner_api_pb2.ParDoPayload):  # our own DoFn, in the SDK
+            part.spec.urn, part.spec.payload = urns.PAR_DO, urn.SerializeToString()
             part.environment_id = combine.environment_id
+        else:
+            part.spec.urn = urn
+            if urn in urns.SDK_TRANSFORMS:  # the SDK parts run the CombineFn in the combine's environment
+                part.spec.payload = combine.spec.payload
+                part.environment_id = combine.environment_id
         part.inputs[in_tag] = source
         part.outputs[out_tag] = target
         combine.subtransforms.append(part_id)
+
+
+def _rekey(components, key_coder_id: str, which: str) -> beam_runner_api_pb2.ParDoPayload:
+    """A ParDo payload running worker/rekey.py's DoFn for this key coder."""
+    from reference_runner.worker import rekey
+    key_coder = pipeline_context.PipelineContext(components).coders[key_coder_id]
+    fn = getattr(rekey, which)(key_coder)
+    return beam_runner_api_pb2.ParDoPayload(do_fn=beam_runner_api_pb2.FunctionSpec(
+        urn=python_urns.PICKLED_DOFN_INFO, payload=pickler.dumps((fn, (), {}, [], None))))
 
 
 def _coder(components, coder_id: str, urn: str, parts: list[str]) -> str:
