@@ -83,7 +83,10 @@ def run(worker: EmbeddedWorker, descriptor_id: str, input_transform: str, elemen
     try:
         data, timer_bytes, response = worker.process_bundle(instruction_id, descriptor_id, feed())
     except BundleFailed as e:
-        raise AttemptFailed(str(e), instruction_id, isinstance(e.cause, InjectedFault), progress.metrics) from None
+        # A remote worker finishes the attempt's partial input and reports it; in process, the
+        # progress taken just before the fault is what the attempt did.
+        metrics = getattr(e, "metrics", None) or progress.metrics
+        raise AttemptFailed(str(e), instruction_id, isinstance(e.cause, InjectedFault), metrics) from None
     return Attempt(instruction_id, data, timer_bytes, response, progress.first_residual, progress.residuals)
 
 

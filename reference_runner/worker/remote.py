@@ -63,7 +63,9 @@ class RemoteWorker:
             feed_error = self._send(instruction_id, messages, ports)
             response = self._result(answer)
             if feed_error is not None:  # the runner failed this attempt on purpose, part-way
-                raise BundleFailed(f"{type(feed_error).__name__}: {feed_error}", cause=feed_error)
+                failed = BundleFailed(f"{type(feed_error).__name__}: {feed_error}", cause=feed_error)
+                failed.metrics = list(response.process_bundle.monitoring_infos)  # what it did attempt
+                raise failed
             inbox.wait(self._timeout)
             return ({k: bytes(v) for k, v in inbox.data.items()},
                     {k: bytes(v) for k, v in inbox.timers.items()}, response.process_bundle)
