@@ -25,7 +25,8 @@ from reference_runner.jobserver.server import JobServer
 
 @pytest.fixture(scope="module")
 def server():
-    running = JobServer(port=0, worker_timeout=30, bundle_timeout=60).start()
+    # generous: on a loaded 2-core machine twenty workers booting at once take a while
+    running = JobServer(port=0, worker_timeout=240, bundle_timeout=240).start()
     yield running
     running.stop()
 
