@@ -11,7 +11,6 @@ between the servers so machine noise hits both.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import signal
 import socket
@@ -27,6 +26,8 @@ from apache_beam.portability.api import beam_job_api_pb2, beam_job_api_pb2_grpc
 from apache_beam.testing.util import assert_that, equal_to
 from apache_beam.runners.portability.portable_runner import PortableRunner
 from apache_beam.runners.runner import PipelineResult, PipelineState
+
+from benchmarks.report import write_json
 
 SERVERS = {
     "reference-job-server": "{python} -m reference_runner.jobserver --port {port}",
@@ -128,11 +129,8 @@ def main(argv=None) -> int:
     for name, median in medians.items():
         print(f"  {name:24s} {median * 1000:8.1f} ms")
     print(f"  ratio (Beam local job service / ours): {ratio:.2f}x")
-    if args.json:
-        os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
-        with open(args.json, "w") as f:
-            json.dump({"benchmark": "jobserver-round-trip", "jobs": args.jobs, "median_seconds": medians,
-                       "all_seconds": times, "ratio_beam_over_ours": ratio}, f, indent=2)
+    write_json(args.json, {"benchmark": "jobserver-round-trip", "jobs": args.jobs, "median_seconds": medians,
+                       "all_seconds": times, "ratio_beam_over_ours": ratio})
     return 0
 
 

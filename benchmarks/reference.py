@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
 import sys
 import time
@@ -24,6 +23,7 @@ from apache_beam.runners.runner import PipelineResult, PipelineRunner, PipelineS
 from apache_beam.testing.util import assert_that, equal_to
 from apache_beam.transforms import environments
 
+from benchmarks.report import write_json
 from benchmarks.spark_wordcount import beam_word_count
 from reference_runner import ReferenceRunner
 from reference_runner.execute import Job
@@ -100,10 +100,7 @@ def main(argv=None) -> int:
     figures["wordcount_ratio_reference_over_fnapi_throughput"] = (
         figures["wordcount_seconds"]["fnapi"] / figures["wordcount_seconds"]["reference"])
     print(json.dumps(figures, indent=2))
-    if args.json:
-        os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
-        with open(args.json, "w") as f:
-            json.dump(figures, f, indent=2)
+    write_json(args.json, figures)
     return 0
 
 

@@ -13,12 +13,12 @@ from __future__ import annotations
 import argparse
 import json
 import operator
-import os
 import statistics
 import sys
 import time
 
 import apache_beam as beam
+from benchmarks.report import write_json
 from apache_beam.testing.util import assert_that, equal_to
 
 STRIDE = 7919  # prime: word index -> vocabulary slot is a bijection on each block of the vocabulary
@@ -111,10 +111,7 @@ def main(argv=None) -> int:
     if "fnapi_seconds" in figures:
         figures["ratio_fnapi_over_backend"] = figures["fnapi_seconds"] / figures["spark_backend_seconds"]
     print(json.dumps({k: v for k, v in figures.items() if k != "tiny_job_seconds"}, indent=2))
-    if args.json:
-        os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
-        with open(args.json, "w") as f:
-            json.dump(figures, f, indent=2)
+    write_json(args.json, figures)
     return 0
 
 
