@@ -18,8 +18,9 @@ import sys
 import time
 
 import apache_beam as beam
-from benchmarks.report import write_json
 from apache_beam.testing.util import assert_that, equal_to
+
+from benchmarks.report import write_json
 
 STRIDE = 7919  # prime: word index -> vocabulary slot is a bijection on each block of the vocabulary
 
