@@ -43,8 +43,13 @@ def build(stage: Stage, components: beam_runner_api_pb2.Components, descriptor_i
 
 def _port(pbd, transform_id: str, urn: str, pcoll: str, components, endpoint: str,
           inputs=None, outputs=None) -> None:
-    coder_id = _wire_coder(pbd, pcoll, components)
-    port = beam_fn_api_pb2.RemoteGrpcPort(coder_id=coder_id)
+    data_port(pbd, transform_id, urn, _wire_coder(pbd, pcoll, components), endpoint, inputs, outputs)
+
+
+def data_port(pbd, transform_id: str, urn: str, wire_coder: str, endpoint: str,
+              inputs=None, outputs=None) -> None:
+    """A DATA_INPUT / DATA_OUTPUT transform: where the runner's data enters or leaves a descriptor."""
+    port = beam_fn_api_pb2.RemoteGrpcPort(coder_id=wire_coder)
     port.api_service_descriptor.url = endpoint
     transform = pbd.transforms[transform_id]
     transform.unique_name = transform_id

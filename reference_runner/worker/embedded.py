@@ -7,6 +7,7 @@ import itertools
 from apache_beam.portability.api import beam_fn_api_pb2
 from apache_beam.runners.worker import sdk_worker, statecache
 
+from reference_runner.worker.control import BundleControl
 from reference_runner.worker.channel import BundleChannel, BundleChannelFactory
 from reference_runner.worker.state import StateService
 
@@ -65,7 +66,7 @@ class _Factory(sdk_worker.StateHandlerFactory):
         pass
 
 
-class EmbeddedWorker:
+class EmbeddedWorker(BundleControl):
     """Runs bundles of registered descriptors. The data plane is a BundleChannel in memory, the
     state channel calls the runner's StateService directly; everything else is Fn API messages."""
 
@@ -96,20 +97,8 @@ class EmbeddedWorker:
             data, timers = self.channel.take(instruction_id)
         return data, timers, response.process_bundle
 
-    def split(self, instruction_id: str, transform_id: str, fraction: float, estimated_elements: int):
-        """Ask the running bundle to stop early; returns the ProcessBundleSplitResponse."""
-        desired = beam_fn_api_pb2.ProcessBundleSplitRequest.DesiredSplit(
-            fraction_of_remainder=fraction, estimated_input_elements=estimated_elements)
-        return self._instruct(process_bundle_split=beam_fn_api_pb2.ProcessBundleSplitRequest(
-            instruction_id=instruction_id, desired_splits={transform_id: desired})).process_bundle_split
-
-    def progress(self, instruction_id: str) -> list:
-        """The running bundle's monitoring infos so far."""
-        return list(self._instruct(process_bundle_progress=beam_fn_api_pb2.ProcessBundleProgressRequest(
-            instruction_id=instruction_id)).process_bundle_progress.monitoring_infos)
-
-    def finalize(self, instruction_id: str) -> None:
-        self._instruct(finalize_bundle=beam_fn_api_pb2.FinalizeBundleRequest(instruction_id=instruction_id))
+    def _control(self, **request) -> beam_fn_api_pb2.InstructionResponse:
+        return self._instruct(**request)
 
     def _instruct(self, instruction_id=None, **request) -> beam_fn_api_pb2.InstructionResponse:
         instruction_id = instruction_id or f"instruction-{next(self._ids)}"

@@ -14,6 +14,7 @@ from apache_beam.utils import windowed_value
 
 from reference_runner.graph import urns
 from reference_runner.worker import attempt, codecs
+from reference_runner.worker.descriptors import data_port
 
 _GLOBAL = "merge/global"
 
@@ -96,30 +97,17 @@ def _descriptor(descriptor_id: str, ws, components, endpoint: str) -> beam_fn_ap
     strategy.on_time_behavior = beam_runner_api_pb2.OnTimeBehavior.FIRE_IF_NONEMPTY
     for env_id, env in components.environments.items():
         pbd.environments[env_id].CopyFrom(env)
-    _port(pbd, f"{descriptor_id}/input", urns.DATA_INPUT, "merge/wire/request", endpoint, outputs={"out": "merge/request"})
+    data_port(pbd, f"{descriptor_id}/input", urns.DATA_INPUT, "merge/wire/request", endpoint, outputs={"out": "merge/request"})
     merge = pbd.transforms[f"{descriptor_id}/merge"]
     merge.unique_name = f"{descriptor_id}/merge"
     merge.spec.urn = urns.MERGE_WINDOWS
     merge.spec.payload = ws.window_fn.SerializeToString()
     merge.inputs["in"] = "merge/request"
     merge.outputs["out"] = "merge/answer"
-    _port(pbd, f"{descriptor_id}/output", urns.DATA_OUTPUT, "merge/wire/answer", endpoint, inputs={"in": "merge/answer"})
+    data_port(pbd, f"{descriptor_id}/output", urns.DATA_OUTPUT, "merge/wire/answer", endpoint, inputs={"in": "merge/answer"})
     return pbd
 
 
 def _coder(pbd, coder_id: str, urn: str, *parts: str) -> None:
     pbd.coders[coder_id].spec.urn = urn
     pbd.coders[coder_id].component_coder_ids.extend(parts)
-
-
-def _port(pbd, transform_id: str, urn: str, wire_coder: str, endpoint: str, inputs=None, outputs=None) -> None:
-    port = beam_fn_api_pb2.RemoteGrpcPort(coder_id=wire_coder)
-    port.api_service_descriptor.url = endpoint
-    transform = pbd.transforms[transform_id]
-    transform.unique_name = transform_id
-    transform.spec.urn = urn
-    transform.spec.payload = port.SerializeToString()
-    for tag, p in (inputs or {}).items():
-        transform.inputs[tag] = p
-    for tag, p in (outputs or {}).items():
-        transform.outputs[tag] = p

@@ -8,6 +8,7 @@ import time
 from apache_beam.portability.api import beam_fn_api_pb2, beam_runner_api_pb2
 
 from reference_runner.graph import urns
+from reference_runner.worker.control import BundleControl
 from reference_runner.worker.embedded import BundleFailed
 from reference_runner.worker.fnapi_server import Connection, FnApiServer, WorkerGone
 
@@ -35,7 +36,7 @@ class _Ports:
                     self.timers += [(t, family) for family in payload.timer_family_specs]
 
 
-class RemoteWorker:
+class RemoteWorker(BundleControl):
     def __init__(self, server: FnApiServer, connection: Connection, state, timeout: float = 600):
         self.channel = _NoOutputHooks()
         self.cancelled = threading.Event()  # set by the job's owner to stop waiting for the worker
@@ -47,7 +48,7 @@ class RemoteWorker:
 
     def register(self, descriptor: beam_fn_api_pb2.ProcessBundleDescriptor) -> None:
         self._ports[descriptor.id] = _Ports(descriptor)
-        self._call(register=beam_fn_api_pb2.RegisterRequest(process_bundle_descriptor=[descriptor]))
+        self._control(register=beam_fn_api_pb2.RegisterRequest(process_bundle_descriptor=[descriptor]))
 
     def new_instruction_id(self) -> str:
         return f"bundle-{next(_IDS)}"
@@ -92,23 +93,10 @@ class RemoteWorker:
         self._connection.data_out.put(last)
         return error
 
-    def split(self, instruction_id: str, transform_id: str, fraction: float, estimated_elements: int):
-        desired = beam_fn_api_pb2.ProcessBundleSplitRequest.DesiredSplit(
-            fraction_of_remainder=fraction, estimated_input_elements=estimated_elements)
-        return self._call(process_bundle_split=beam_fn_api_pb2.ProcessBundleSplitRequest(
-            instruction_id=instruction_id, desired_splits={transform_id: desired})).process_bundle_split
-
-    def progress(self, instruction_id: str) -> list:
-        return list(self._call(process_bundle_progress=beam_fn_api_pb2.ProcessBundleProgressRequest(
-            instruction_id=instruction_id)).process_bundle_progress.monitoring_infos)
-
-    def finalize(self, instruction_id: str) -> None:
-        self._call(finalize_bundle=beam_fn_api_pb2.FinalizeBundleRequest(instruction_id=instruction_id))
-
     def stop(self) -> None:
         """The worker outlives the job (the pool decides when it goes)."""
 
-    def _call(self, **request) -> beam_fn_api_pb2.InstructionResponse:
+    def _control(self, **request) -> beam_fn_api_pb2.InstructionResponse:
         future = self._connection.instruct(beam_fn_api_pb2.InstructionRequest(
             instruction_id=f"control-{next(_IDS)}", **request))
         try:
