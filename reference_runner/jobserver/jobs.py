@@ -145,6 +145,9 @@ class JobRecord:
             finally:
                 self.committed = _user(self._job.monitoring_infos)
                 self.attempted = _user(self._job.monitoring_infos + self._job.failed_attempt_infos)
+            # Stop the worker (its DoFns' teardown) before the client hears DONE.
+            pool.release(token, env, healthy)
+            token = None
             self._set_state(State.DONE)
         except Exception as e:  # noqa: BLE001 - every failure becomes the job's error message
             healthy = self._cancel.is_set() and isinstance(e, JobCancelled)
