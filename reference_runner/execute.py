@@ -13,7 +13,7 @@ from reference_runner import bundling
 from reference_runner.engine import grouping, manager
 from reference_runner.graph import check, fusion, lifting, sdf, urns
 from reference_runner.graph.pipeline import PipelineGraph, is_stateful
-from reference_runner.worker import attempt, codecs, descriptors, merging
+from reference_runner.worker import attempt, codecs, descriptors, merging, warm
 from reference_runner.worker.embedded import BundleFailed, EmbeddedWorker
 from reference_runner.worker.keyed import KeyedStage, TimerPastExpiration
 from reference_runner.worker.state import SideInputIndex, StateService
@@ -57,15 +57,23 @@ class Job:
         self._cancelled.set()
 
     def run(self, worker=None) -> None:
-        """Run on ``worker`` (EmbeddedWorker or RemoteWorker, serving this job's StateService),
-        or on a new embedded worker."""
-        worker = worker or EmbeddedWorker(self.state)
+        """Run on ``worker`` (EmbeddedWorker or RemoteWorker, serving this job's StateService;
+        stopped at the end), or on a warm embedded worker (worker/warm.py)."""
         trace = bundling.Trace(self.trace_path)
+        if worker is not None:
+            try:
+                self._run(worker, trace)
+            finally:
+                trace.close()
+                worker.stop()
+            return
+        worker, succeeded = warm.acquire(self.state), False
         try:
             self._run(worker, trace)
+            succeeded = True
         finally:
             trace.close()
-            worker.stop()
+            warm.release(worker, succeeded)
 
     def _run(self, worker: EmbeddedWorker, trace: bundling.Trace) -> None:
         specs, described = [], {}
@@ -78,8 +86,8 @@ class Job:
                                            self._conversions(stage) if stage.kind == "flatten" else {},
                                            keyed[stage.id].spec() if stage.id in keyed else None))
             if stage.kind == "sdk":
-                described[stage.id] = descriptors.build(stage, self.graph.components,
-                                                        f"{self.job_id}{stage.id}", self.endpoint)
+                described[stage.id] = descriptors.build(stage, self.graph.components, f"{self.job_id}{stage.id}",
+                                                        self.endpoint, by_content=True)
                 worker.register(described[stage.id].proto)
         em = manager.ElementManager(specs, bundle_policy=self.policy)
         em.start({p: [self._impulse_element(p)] for s in self.stages if s.kind == "impulse" for p in s.outputs})

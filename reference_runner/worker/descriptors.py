@@ -1,6 +1,7 @@
 """A fused SDK stage -> the ProcessBundleDescriptor the SDK worker runs."""
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 
 from apache_beam.portability.api import beam_fn_api_pb2, beam_runner_api_pb2
@@ -17,8 +18,9 @@ class StageDescriptor:
 
 
 def build(stage: Stage, components: beam_runner_api_pb2.Components, descriptor_id: str | None = None,
-          endpoint: str = "embedded") -> StageDescriptor:
-    """``endpoint``: the runner's Fn API address for a remote worker ("embedded" in process)."""
+          endpoint: str = "embedded", by_content: bool = False) -> StageDescriptor:
+    """``endpoint``: the runner's Fn API address for a remote worker ("embedded" in process).
+    ``by_content``: suffix the id with a digest of the descriptor (see name_by_content)."""
     pbd = beam_fn_api_pb2.ProcessBundleDescriptor(id=descriptor_id or stage.id)
     for kind in ("pcollections", "coders", "windowing_strategies", "environments"):
         for key, value in getattr(components, kind).items():
@@ -38,7 +40,23 @@ def build(stage: Stage, components: beam_runner_api_pb2.Components, descriptor_i
     if any((t.pardo_payload() or beam_runner_api_pb2.ParDoPayload()).timer_family_specs for t in stage.transforms):
         # Timers travel on the data channel too; the SDK sets up timer streams only when asked.
         pbd.timer_api_service_descriptor.url = endpoint
+    if by_content:
+        name_by_content(pbd)
     return StageDescriptor(pbd, input_id, outputs)
+
+
+def name_by_content(pbd: beam_fn_api_pb2.ProcessBundleDescriptor) -> str:
+    """Suffix the descriptor's id with a digest of everything else in it.
+
+    The SDK harness caches bundle processors by descriptor id, so an identical stage of a later
+    job run on the same warm worker (worker/warm.py) reuses them instead of building them again;
+    a stage that differs in anything (code, coders, windowing) gets another id.
+    """
+    base = pbd.id
+    pbd.id = ""
+    digest = hashlib.sha1(pbd.SerializeToString(deterministic=True)).hexdigest()[:20]
+    pbd.id = f"{base}@{digest}"
+    return pbd.id
 
 
 def _port(pbd, transform_id: str, urn: str, pcoll: str, components, endpoint: str,

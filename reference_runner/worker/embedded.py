@@ -7,6 +7,7 @@ import itertools
 from apache_beam.portability.api import beam_fn_api_pb2
 from apache_beam.runners.worker import sdk_worker, statecache
 
+from reference_runner.worker import lifecycle
 from reference_runner.worker.control import BundleControl
 from reference_runner.worker.channel import BundleChannel, BundleChannelFactory
 from reference_runner.worker.state import StateService
@@ -72,11 +73,34 @@ class EmbeddedWorker(BundleControl):
 
     def __init__(self, state: StateService):
         self.channel = BundleChannel()
-        caching = sdk_worker.GlobalCachingStateHandler(statecache.StateCache(0), _DirectStateHandler(state))
+        self._state = _DirectStateHandler(state)
+        caching = sdk_worker.GlobalCachingStateHandler(statecache.StateCache(0), self._state)
         self._cache = sdk_worker.BundleProcessorCache(
             frozenset(), _Factory(caching), BundleChannelFactory(self.channel), {})
         self._worker = sdk_worker.SdkWorker(self._cache)
         self._ids = itertools.count()
+        self._plain: dict[str, bool] = {}  # descriptor id -> lifecycle.without_setup_or_teardown
+
+    def serve(self, state: StateService) -> None:
+        """Answer state requests (side inputs, user state) from ``state`` from now on: a warm
+        worker serves one job after another."""
+        self._state._service = state
+
+    def reusable(self, max_descriptors: int = 500) -> bool:
+        """Whether a later job may run on this worker, reusing its cached bundle processors:
+        only when no bundle is running, and no DoFn or CombineFn in them has a setup or
+        teardown of its own (those must see teardown when their job ends, and a reused instance
+        is otherwise indistinguishable from a new one, since the SDK resets it between
+        bundles). ``max_descriptors`` bounds what a long-lived worker accumulates."""
+        cache = self._cache
+        if cache.active_bundle_processors or len(cache.fns) > max_descriptors:
+            return False
+        for descriptor_id, processors in cache.cached_bundle_processors.items():
+            if processors and descriptor_id not in self._plain:
+                self._plain[descriptor_id] = lifecycle.without_setup_or_teardown(processors[0])
+            if processors and not self._plain[descriptor_id]:
+                return False
+        return True
 
     def register(self, descriptor: beam_fn_api_pb2.ProcessBundleDescriptor) -> None:
         self._instruct(register=beam_fn_api_pb2.RegisterRequest(process_bundle_descriptor=[descriptor]))

@@ -14,7 +14,7 @@ from apache_beam.utils import windowed_value
 
 from reference_runner.graph import urns
 from reference_runner.worker import attempt, codecs
-from reference_runner.worker.descriptors import data_port
+from reference_runner.worker.descriptors import data_port, name_by_content
 
 _GLOBAL = "merge/global"
 
@@ -29,7 +29,7 @@ class WindowMerger:
     def __init__(self, worker, descriptor_id: str, ws: beam_runner_api_pb2.WindowingStrategy,
                  components: beam_runner_api_pb2.Components, window_coder: coders.Coder,
                  endpoint: str = "embedded"):
-        self._worker, self._id = worker, descriptor_id
+        self._worker = worker
         self._window_impl = window_coder.get_impl()
         self._in = coders.WindowedValueCoder(
             coders.TupleCoder([coders.BytesCoder(), coders.IterableCoder(window_coder)]),
@@ -39,7 +39,10 @@ class WindowMerger:
                 coders.IterableCoder(window_coder),
                 coders.IterableCoder(coders.TupleCoder([window_coder, coders.IterableCoder(window_coder)]))])]),
             coders.GlobalWindowCoder()).get_impl()
-        worker.register(_descriptor(descriptor_id, ws, components, endpoint))
+        descriptor = _descriptor(descriptor_id, ws, components, endpoint)
+        self._ports = descriptor_id  # the data ports are named after the id asked for
+        self._id = name_by_content(descriptor)
+        worker.register(descriptor)
         self._calls = 0
 
     def __call__(self, engine_windows: list) -> dict:
@@ -50,10 +53,10 @@ class WindowMerger:
         element = windowed_value.WindowedValue((nonce, beam_windows), windowed_value.MIN_TIMESTAMP,
                                                (beam_window.GlobalWindow(),))
         try:
-            result = attempt.run(self._worker, self._id, f"{self._id}/input", [codecs.encode_nested(self._in, element)])
+            result = attempt.run(self._worker, self._id, f"{self._ports}/input", [codecs.encode_nested(self._in, element)])
         except attempt.AttemptFailed as e:
             raise MergeFailed(f"merging windows in the SDK failed: {e}") from None
-        data = result.data.get(f"{self._id}/output", b"")
+        data = result.data.get(f"{self._ports}/output", b"")
         [answer] = [self._out.decode_from_stream(create_InputStream(e), True).value
                     for e in codecs.split_elements(self._out, data)]
         got_nonce, (_, merged) = answer
