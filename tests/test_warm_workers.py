@@ -89,3 +89,12 @@ def test_failed_job_does_not_leave_a_warm_worker():
         with beam.Pipeline(runner=ReferenceRunner()) as p:
             p | beam.Create([1]) | beam.Map(boom)
     assert not warm._idle
+
+
+def test_lifted_combine_stage_is_reused():
+    # The re-keying DoFns combiner lifting adds for pickled keys have no setup of their own.
+    for _ in range(2):
+        with beam.Pipeline(runner=ReferenceRunner()) as p:
+            out = p | beam.Create([(1, 2), (1.0, 3), (True, 4)]) | beam.CombinePerKey(sum)
+            assert_that(out, equal_to([(1, 2), (1.0, 3), (True, 4)]))
+        assert _processors(), "the lifted combine's worker was not kept warm"

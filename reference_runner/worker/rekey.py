@@ -9,23 +9,26 @@ from __future__ import annotations
 import apache_beam as beam
 
 
-class KeysToBytes(beam.DoFn):
+class _WithKeyCoder(beam.DoFn):
+    """Holds the key coder's implementation, rebuilt on unpickling rather than in setup(): a
+    DoFn without setup or teardown lets warm workers reuse its stage (worker/warm.py)."""
+
     def __init__(self, key_coder):
         self._coder = key_coder
+        self._impl = key_coder.get_impl()
 
-    def setup(self):
-        self._impl = self._coder.get_impl()
+    def __getstate__(self):
+        return {"_coder": self._coder}
 
+    def __setstate__(self, state):
+        self.__init__(state["_coder"])
+
+
+class KeysToBytes(_WithKeyCoder):
     def process(self, kv):
         return [(self._impl.encode_nested(kv[0]), kv[1])]  # a list: cheaper than a generator per element
 
 
-class KeysFromBytes(beam.DoFn):
-    def __init__(self, key_coder):
-        self._coder = key_coder
-
-    def setup(self):
-        self._impl = self._coder.get_impl()
-
+class KeysFromBytes(_WithKeyCoder):
     def process(self, kv):
         return [(self._impl.decode_nested(kv[0]), kv[1])]
