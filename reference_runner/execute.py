@@ -1,6 +1,8 @@
 """The job executor: pipeline proto -> checked, fused stages -> engine <-> SDK worker, bundle by bundle."""
 from __future__ import annotations
 
+import collections
+import hashlib
 import itertools
 import logging
 import threading
@@ -39,11 +41,8 @@ class Job:
     def __init__(self, proto: beam_runner_api_pb2.Pipeline, fuse: bool = True, lift: bool = True,
                  schedule: bundling.Schedule | None = None, trace: str | None = None,
                  replay: str | None = None, job_id: str = "", endpoint: str = "embedded"):
-        proto = sdf.expand(lifting.lift(proto) if lift else proto)
-        self.graph = PipelineGraph(proto)
-        check.check(self.graph, environments=endpoint == "embedded")
-        self.stages = fusion.fuse(self.graph, enabled=fuse)
-        self.coders = codecs.Coders(proto.components)
+        self.prepared = _prepare(proto, fuse, lift, environments=endpoint == "embedded")
+        self.graph, self.stages, self.coders = self.prepared.graph, self.prepared.stages, self.prepared.coders
         self.state = StateService()
         self.policy = bundling.Replay(replay) if replay else (schedule or bundling.Schedule()).policy()
         self.trace_path = trace
@@ -86,8 +85,7 @@ class Job:
                                            self._conversions(stage) if stage.kind == "flatten" else {},
                                            keyed[stage.id].spec() if stage.id in keyed else None))
             if stage.kind == "sdk":
-                described[stage.id] = descriptors.build(stage, self.graph.components, f"{self.job_id}{stage.id}",
-                                                        self.endpoint, by_content=True)
+                described[stage.id] = self.prepared.describe(stage, self.job_id, self.endpoint)
                 worker.register(described[stage.id].proto)
         em = manager.ElementManager(specs, bundle_policy=self.policy)
         em.start({p: [self._impulse_element(p)] for s in self.stages if s.kind == "impulse" for p in s.outputs})
@@ -199,6 +197,51 @@ class Job:
     def _impulse_element(self, pcoll: str) -> bytes:
         wv = windowed_value.WindowedValue(b"", windowed_value.MIN_TIMESTAMP, (beam_window.GlobalWindow(),))
         return codecs.encode_nested(self.coders.windowed(pcoll).get_impl(), wv)
+
+
+class _Prepared:
+    """A pipeline through the front end (lifted, SDF-expanded, checked, fused) and its stages'
+    descriptors; identical pipelines share one (see _prepare)."""
+
+    def __init__(self, proto, fuse: bool, lift: bool, environments: bool):
+        proto = sdf.expand(lifting.lift(proto) if lift else proto)
+        self.graph = PipelineGraph(proto)
+        check.check(self.graph, environments=environments)
+        self.stages = fusion.fuse(self.graph, enabled=fuse)
+        self.coders = codecs.Coders(proto.components)
+        self._described: dict = {}
+
+    def describe(self, stage: fusion.Stage, job_id: str, endpoint: str) -> descriptors.StageDescriptor:
+        key = (stage.id, job_id, endpoint)
+        described = self._described.get(key)
+        if described is None:
+            described = descriptors.build(stage, self.graph.components, f"{job_id}{stage.id}", endpoint,
+                                          by_content=True)
+            if not job_id:  # job ids are unique: only the in-process runner's are worth keeping
+                self._described[key] = described
+        return described
+
+
+_prepared: collections.OrderedDict = collections.OrderedDict()
+_prepared_lock = threading.Lock()
+
+
+def _prepare(proto, fuse: bool, lift: bool, environments: bool) -> _Prepared:
+    """The front end's work for ``proto``, done once per distinct pipeline and options (the
+    last 32 are kept): a user running the same small pipeline again and again (tests, the
+    conformance suite) pays for translation, checking and fusion only once."""
+    key = (hashlib.sha1(proto.SerializeToString(deterministic=True)).digest(), fuse, lift, environments)
+    with _prepared_lock:
+        prepared = _prepared.get(key)
+        if prepared is not None:
+            _prepared.move_to_end(key)
+            return prepared
+    prepared = _Prepared(proto, fuse, lift, environments)  # raises for unsupported pipelines
+    with _prepared_lock:
+        _prepared[key] = prepared
+        while len(_prepared) > 32:
+            _prepared.popitem(last=False)
+    return prepared
 
 
 def _residual_inputs(stage: fusion.Stage, residual_roots) -> list[bytes]:
