@@ -65,7 +65,7 @@ def _run(args) -> int:
     """Run the suite once per target (each in its own pytest process), then always write the matrix."""
     os.makedirs(args.results_dir, exist_ok=True)
     worst = 0
-    for target in args.target:
+    for target in [t for value in args.target for t in value.split()]:
         name = results.slug(_target_name(target, args.pytest_args))
         command = [sys.executable, "-m", "pytest", "--pyargs", "conformance", "--target", target,
                    "--results-dir", args.results_dir, f"--junitxml={args.results_dir}/junit-{name}.xml",
@@ -120,7 +120,8 @@ def main(argv: list[str] | None = None) -> int:
                     "exits non-zero if any run had a regression or an unexpected pass",
         description="Extra arguments after -- go to pytest, e.g. -- -m 'not streaming' --case-timeout 60.")
     run.add_argument("--target", action="append", required=True,
-                     help="a target to run (repeat for several): beam-direct, beam-fnapi, grpc://HOST:PORT, ...")
+                     help="a target to run (repeat for several, or give several separated by spaces): reference, "
+                          "spark, beam-direct, beam-fnapi, grpc://HOST:PORT, ...")
     run.add_argument("--workers", default="auto",
                      help="pytest-xdist workers per run: a number, 'auto' (one per core) or 0 for none "
                           "(default auto)")
