@@ -1,0 +1,48 @@
+"""Scripted trigger scenarios: every fixtures/transcripts/*.yaml file (format in
+conformance/transcripts.py) fed through a TestStream into WindowInto + GroupByKey.
+
+Each step's expected panes are written next to the step that fires them; the runner's output
+must be exactly the union of them, with every PaneInfo field, so the step at which a pane fired
+shows in its index and timing.
+"""
+import apache_beam as beam
+import pytest
+from apache_beam.testing import test_stream
+from apache_beam.transforms import trigger, window
+
+from conformance import transcripts
+from conformance.api import capability, check, sorted_groups
+
+_ALL = transcripts.load_all()
+
+
+def _stream(t: transcripts.Transcript) -> test_stream.TestStream:
+    stream = test_stream.TestStream()
+    for step in t.steps:
+        if step.kind == "elements":
+            stream = stream.add_elements([window.TimestampedValue((step.key, at), at) for at in step.value])
+        elif step.kind == "processing_time":
+            stream = stream.advance_processing_time(step.value)
+        elif step.value == "inf":
+            stream = stream.advance_watermark_to_infinity()
+        else:
+            stream = stream.advance_watermark_to(step.value)
+    return stream
+
+
+@pytest.mark.parametrize("t", [pytest.param(t, id=t.name, marks=capability(t.capability)) for t in _ALL]
+                         or [pytest.param(None, id="none", marks=[capability("triggers.event_time"), pytest.mark.skip(
+                             reason="no fixtures/transcripts directory here (set BEAM_CONFORMANCE_TRANSCRIPTS)")])])
+def test_transcript(runner, t):
+    # --allow_unsafe_triggers: transcripts include triggers that finish (AfterCount alone),
+    # which Python refuses at construction by default; the flag is not sent to the runner.
+    p = runner.pipeline("--allow_unsafe_triggers")
+    mode = trigger.AccumulationMode.ACCUMULATING if t.accumulating else trigger.AccumulationMode.DISCARDING
+    out = (p
+           | "Stream" >> _stream(t)
+           | "Window" >> beam.WindowInto(t.window_fn, trigger=t.trigger, accumulation_mode=mode,
+                                         allowed_lateness=t.allowed_lateness, timestamp_combiner=t.timestamp_combiner)
+           | "Group" >> beam.GroupByKey()
+           | "Sort" >> sorted_groups())
+    check(out, t.expected())
+    runner.run(p)
