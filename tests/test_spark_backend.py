@@ -5,7 +5,7 @@ from apache_beam.metrics import Metrics
 from apache_beam.metrics.metric import MetricsFilter
 from apache_beam.options.pipeline_options import PipelineOptions
 from apache_beam.testing.util import assert_that, equal_to
-from apache_beam.transforms import combiners, userstate
+from apache_beam.transforms import combiners, userstate, window
 from apache_beam.transforms.window import GlobalWindow
 from apache_beam.utils.timestamp import Timestamp
 
@@ -121,3 +121,23 @@ def test_timers_set_by_callbacks_fire_per_key_until_done_on_spark():
     with beam.Pipeline(runner=SparkRunner(parallelism=4), options=options) as p:
         out = p | beam.Create(data) | beam.ParDo(_Countdown())
         assert_that(out, equal_to(expected))
+
+
+class _TimerAfterExpiry(beam.DoFn):
+    LATE = userstate.TimerSpec("late", userstate.TimeDomain.WATERMARK)
+
+    def process(self, kv, late=beam.DoFn.TimerParam(LATE), w=beam.DoFn.WindowParam):
+        late.set(w.max_timestamp() + 6)  # allowed lateness is 5 s
+
+    @userstate.on_timer(LATE)
+    def on_late(self):
+        yield "never"
+
+
+def test_a_timer_set_after_its_window_expires_fails_the_job_by_name():
+    p = beam.Pipeline(runner=SparkRunner())
+    _ = (p | beam.Create([("k", 1)]) | beam.Map(lambda kv: window.TimestampedValue(kv, 1))
+         | beam.WindowInto(window.FixedWindows(10), allowed_lateness=5)
+         | beam.ParDo(_TimerAfterExpiry()))
+    with pytest.raises(SparkJobFailed, match=r"timer ts-late of .* set for Timestamp\(15\.999000\), after its window's expiration"):
+        p.run()
