@@ -5,11 +5,12 @@ from apache_beam.metrics import Metrics
 from apache_beam.metrics.metric import MetricsFilter
 from apache_beam.options.pipeline_options import PipelineOptions
 from apache_beam.testing.util import assert_that, equal_to
-from apache_beam.transforms import userstate
+from apache_beam.transforms import combiners, userstate, window
+from apache_beam.transforms.window import GlobalWindow
+from apache_beam.utils.timestamp import Timestamp
 
 pytest.importorskip("pyspark")
 
-from reference_runner.graph.check import UnsupportedPipeline  # noqa: E402
 from reference_runner.spark import SparkRunner  # noqa: E402
 from reference_runner.spark.runner import SparkJobFailed  # noqa: E402
 
@@ -67,15 +68,76 @@ def test_a_side_input_over_the_size_limit_is_refused_by_name():
         p.run()
 
 
-class _Stateful(beam.DoFn):
-    COUNT = userstate.ReadModifyWriteStateSpec("count", beam.coders.VarIntCoder())
+class _CountAtEndOfKey(beam.DoFn):
+    """Counts and gathers each key's values in state; a timer at the end of the global window emits them."""
+    COUNT = userstate.CombiningValueStateSpec("count", beam.coders.VarIntCoder(), combiners.CountCombineFn())
+    VALUES = userstate.BagStateSpec("values", beam.coders.VarIntCoder())
+    END = userstate.TimerSpec("end", userstate.TimeDomain.WATERMARK)
 
-    def process(self, kv, count=beam.DoFn.StateParam(COUNT)):
-        yield kv
+    def process(self, kv, count=beam.DoFn.StateParam(COUNT), values=beam.DoFn.StateParam(VALUES),
+                end=beam.DoFn.TimerParam(END)):
+        count.add(kv[1])
+        values.add(kv[1])
+        end.set(GlobalWindow().max_timestamp())
+
+    @userstate.on_timer(END)
+    def emit(self, key=beam.DoFn.KeyParam, count=beam.DoFn.StateParam(COUNT), values=beam.DoFn.StateParam(VALUES)):
+        yield key, count.read(), sorted(values.read())
 
 
-def test_stateful_pardo_is_rejected_up_front_naming_the_transform():
+def test_stateful_pardo_counts_every_key_exactly_over_several_partitions():
+    # 4 partitions, bundles of 5 elements: a partition holds many keys, keys span bundles, and
+    # each chunk's state is dropped once its timers fired; no key may see another's state.
+    data = [(f"k{k}", v) for k in range(200) for v in range(k % 7 + 1)]
+    expected = [(f"k{k}", k % 7 + 1, list(range(k % 7 + 1))) for k in range(200)]
+    options = PipelineOptions(["--spark_bundle_size=5"])
+    with beam.Pipeline(runner=SparkRunner(parallelism=4), options=options) as p:
+        out = p | beam.Create(data) | beam.Reshuffle() | beam.ParDo(_CountAtEndOfKey())
+        assert_that(out, equal_to(expected))
+
+
+class _Countdown(beam.DoFn):
+    """Each key's timer re-arms itself, one second later, three times; state counts the firings."""
+    FIRED = userstate.ReadModifyWriteStateSpec("fired", beam.coders.VarIntCoder())
+    TICK = userstate.TimerSpec("tick", userstate.TimeDomain.WATERMARK)
+
+    def process(self, kv, tick=beam.DoFn.TimerParam(TICK)):
+        tick.set(Timestamp(kv[1]))
+
+    @userstate.on_timer(TICK)
+    def on_tick(self, key=beam.DoFn.KeyParam, ts=beam.DoFn.TimestampParam, fired=beam.DoFn.StateParam(FIRED),
+                tick=beam.DoFn.TimerParam(TICK)):
+        n = (fired.read() or 0) + 1
+        fired.write(n)
+        yield key, int(ts), n
+        if n < 3:
+            tick.set(ts + 1)
+
+
+def test_timers_set_by_callbacks_fire_per_key_until_done_on_spark():
+    data = [(f"k{k}", k % 5) for k in range(40)]
+    expected = [(f"k{k}", k % 5 + i, i + 1) for k in range(40) for i in range(3)]
+    options = PipelineOptions(["--spark_bundle_size=3"])
+    with beam.Pipeline(runner=SparkRunner(parallelism=4), options=options) as p:
+        out = p | beam.Create(data) | beam.ParDo(_Countdown())
+        assert_that(out, equal_to(expected))
+
+
+class _TimerAfterExpiry(beam.DoFn):
+    LATE = userstate.TimerSpec("late", userstate.TimeDomain.WATERMARK)
+
+    def process(self, kv, late=beam.DoFn.TimerParam(LATE), w=beam.DoFn.WindowParam):
+        late.set(w.max_timestamp() + 6)  # allowed lateness is 5 s
+
+    @userstate.on_timer(LATE)
+    def on_late(self):
+        yield "never"
+
+
+def test_a_timer_set_after_its_window_expires_fails_the_job_by_name():
     p = beam.Pipeline(runner=SparkRunner())
-    _ = p | beam.Create([("k", 1)]) | "CountPerKey" >> beam.ParDo(_Stateful())
-    with pytest.raises(UnsupportedPipeline, match="CountPerKey.*Spark backend"):
+    _ = (p | beam.Create([("k", 1)]) | beam.Map(lambda kv: window.TimestampedValue(kv, 1))
+         | beam.WindowInto(window.FixedWindows(10), allowed_lateness=5)
+         | beam.ParDo(_TimerAfterExpiry()))
+    with pytest.raises(SparkJobFailed, match=r"timer ts-late of .* set for Timestamp\(15\.999000\), after its window's expiration"):
         p.run()

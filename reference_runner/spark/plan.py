@@ -13,7 +13,7 @@ from apache_beam.portability.api import beam_runner_api_pb2
 
 from reference_runner.engine import grouping
 from reference_runner.graph import fusion, urns
-from reference_runner.graph.pipeline import PipelineGraph
+from reference_runner.graph.pipeline import PipelineGraph, is_stateful
 from reference_runner.worker import codecs, descriptors
 
 _COMBINERS = {beam_runner_api_pb2.OutputTime.END_OF_WINDOW: grouping.END_OF_WINDOW,
@@ -41,10 +41,13 @@ class StagePlan:
     output_transforms: dict = field(default_factory=dict)   # transform id -> PCollection
     side_inputs: list[SideInput] = field(default_factory=list)
     splittable: bool = False             # sdk: the stage processes splittable restrictions
+    # sdk: the stateful ParDo heading the stage (its input is shuffled and sorted by key and time)
+    stateful_transform: str = ""
     # flatten: how inputs with another coder are re-encoded (transcode, keys_to_bytes, keys_from_bytes)
     conversion: str = "transcode"
     # group: how the GroupByKey groups
     merging: bool = False
+    merge_in_sdk: bool = False           # a custom merging WindowFn: the SDK merges the windows
     timestamp_combiner: str = grouping.END_OF_WINDOW
     allowed_lateness: int = 0
 
@@ -61,6 +64,7 @@ def plan(graph: PipelineGraph, stages: list[fusion.Stage], job_id: str) -> list[
             p.input_transform = described.input_transform
             p.output_transforms = dict(described.output_transforms)
             p.splittable = stage.transforms[0].urn in urns.STAGE_ROOTS
+            p.stateful_transform = next((t.id for t in stage.transforms if is_stateful(t)), "")
             for pcoll, transform_id, tag in stage.side_inputs:
                 access = graph.by_id[transform_id].pardo_payload().side_inputs[tag].access_pattern.urn
                 p.side_inputs.append(SideInput(pcoll, transform_id, tag, access == urns.MULTIMAP_SIDE_INPUT))
@@ -69,7 +73,9 @@ def plan(graph: PipelineGraph, stages: list[fusion.Stage], job_id: str) -> list[
                 stage.transforms[0].urn, "transcode")
         elif stage.kind == "group":
             ws = graph.windowing_of(stage.inputs[0])
-            p.merging = ws.window_fn.urn == urns.SESSION_WINDOWS
+            p.merge_in_sdk = ws.merge_status == beam_runner_api_pb2.MergeStatus.NEEDS_MERGE \
+                and ws.window_fn.urn != urns.SESSION_WINDOWS
+            p.merging = ws.window_fn.urn == urns.SESSION_WINDOWS or p.merge_in_sdk
             p.timestamp_combiner = _COMBINERS.get(ws.output_time, grouping.END_OF_WINDOW)
             p.allowed_lateness = ws.allowed_lateness * 1000
         plans.append(p)

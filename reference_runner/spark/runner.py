@@ -7,9 +7,7 @@ from dataclasses import dataclass, field
 from apache_beam.options.pipeline_options import PipelineOptions
 from apache_beam.runners.runner import PipelineRunner
 
-from apache_beam.portability.api import beam_runner_api_pb2
-
-from reference_runner.graph import check, fusion, lifting, sdf, urns
+from reference_runner.graph import check, fusion, lifting, sdf
 from reference_runner.graph.pipeline import PipelineGraph
 from reference_runner.runner import ReferenceResult
 from reference_runner.spark import plan as planning
@@ -33,10 +31,6 @@ class SparkOptions(PipelineOptions):
                                  "the partition bundle by bundle")
         parser.add_argument("--spark_max_side_input_mib", type=int, default=256,
                             help="largest side input broadcast to executors, in MiB (default 256)")
-
-
-class UnsupportedOnSpark(check.UnsupportedPipeline):
-    pass
 
 
 class SparkRunner(PipelineRunner):
@@ -70,7 +64,6 @@ def run_proto(proto, settings: SparkSettings, job_group: str | None = None) -> l
     spark = session.get(settings.master, settings.conf)
     graph = PipelineGraph(sdf.expand(lifting.lift(proto)))
     check.check(graph, environments=False)  # Spark's Python workers run the user code themselves
-    _check_spark(graph)
     plans = planning.plan(graph, fusion.fuse(graph), Translation.job_id())
     parallelism = settings.parallelism or spark.sparkContext.defaultParallelism
     translation = Translation(spark, plans, parallelism, settings.bundle_size, settings.max_side_input_bytes)
@@ -92,24 +85,6 @@ def cancel_job_group(job_group: str) -> None:
 
 class SparkJobFailed(RuntimeError):
     pass
-
-
-def _check_spark(graph: PipelineGraph) -> None:
-    """What the reference runner runs but this backend does not, yet: named, all at once."""
-    problems = []
-    for t in graph.transforms:
-        payload = t.pardo_payload()
-        if payload is not None and (payload.state_specs or payload.timer_family_specs
-                                    or payload.requires_time_sorted_input):
-            problems.append(f"transform '{t.name}': stateful ParDo (state, timers or time-sorted input) "
-                            "is not implemented on the Spark backend yet")
-        if t.urn == urns.GROUP_BY_KEY:
-            ws = graph.windowing_of(t.main_inputs()[0])
-            if ws.merge_status == beam_runner_api_pb2.MergeStatus.NEEDS_MERGE and ws.window_fn.urn != urns.SESSION_WINDOWS:
-                problems.append(f"transform '{t.name}': custom merging WindowFn ({ws.window_fn.urn}) is not "
-                                "implemented on the Spark backend yet (sessions are)")
-    if problems:
-        raise UnsupportedOnSpark(problems)
 
 
 def _python_error(e: Exception) -> str:

@@ -9,7 +9,7 @@ import zlib
 from reference_runner.engine import grouping
 from reference_runner.engine.manager import PLUS_INFINITY
 from reference_runner.spark.plan import StagePlan, coders_of
-from reference_runner.worker import attempt, codecs
+from reference_runner.worker import attempt, codecs, merging
 from reference_runner.worker.embedded import EmbeddedWorker
 from reference_runner.worker.state import SideInputIndex, StateService
 
@@ -17,11 +17,12 @@ class StageFailed(RuntimeError):
     """A bundle failed in the SDK worker (the user's error text included)."""
 
 
-def _worker(plan: StagePlan, side_values: dict) -> EmbeddedWorker:
-    """An SDK worker for one partition of the stage, its side inputs loaded from the broadcast."""
+def sdk_worker(plan: StagePlan, side_values: dict, state: StateService | None = None) -> EmbeddedWorker:
+    """An SDK worker for one partition of the stage, its side inputs loaded from the broadcast;
+    ``state``: the service answering its state requests (user state too, for a stateful stage)."""
     from apache_beam.portability.api import beam_fn_api_pb2
     coders = coders_of(plan.components)
-    state = StateService()
+    state = state if state is not None else StateService()
     for side in plan.side_inputs:
         state.side_inputs[(side.transform_id, side.tag)] = SideInputIndex(
             side_values[side.pcoll], coders, side.pcoll, side.multimap)
@@ -33,18 +34,15 @@ def _worker(plan: StagePlan, side_values: dict) -> EmbeddedWorker:
 def run_sdk_stage(plan: StagePlan, side_values, bundle_size: int, metrics, elements):
     """A partition through the stage, ``bundle_size`` elements per bundle; outputs stream out
     bundle by bundle, tagged with their PCollection's index when the stage has several."""
-    worker = _worker(plan, side_values.value if side_values is not None else {})
-    coders = coders_of(plan.components)
-    impls = {t: coders.windowed(p).get_impl() for t, p in plan.output_transforms.items()}
-    index = {p: i for i, p in enumerate(plan.outputs)}
-    tagged = len(plan.outputs) > 1
+    worker = sdk_worker(plan, side_values.value if side_values is not None else {})
+    outputs = Outputs(plan)
     try:  # the worker lives for one partition: DoFns are torn down when the partition is done
-        yield from _bundles(worker, plan, bundle_size, metrics, elements, impls, index, tagged)
+        yield from _bundles(worker, plan, bundle_size, metrics, elements, outputs)
     finally:
         worker.stop()
 
 
-def _bundles(worker, plan, bundle_size, metrics, elements, impls, index, tagged):
+def _bundles(worker, plan, bundle_size, metrics, elements, outputs):
     descriptor_id = plan.id
     for chunk in _chunks(elements, bundle_size):
         while chunk:  # a splittable DoFn's deferred restrictions run again, here, until done
@@ -53,16 +51,31 @@ def _bundles(worker, plan, bundle_size, metrics, elements, impls, index, tagged)
             except attempt.AttemptFailed as e:
                 raise StageFailed(f"bundle of stage {plan.id} failed: {e}") from None
             chunk = [r.application.element for r in result.response.residual_roots]
-            if result.response.requires_finalization:
-                worker.finalize(result.instruction_id)
-            if metrics is not None:
-                metrics.add([i.SerializeToString() for i in result.response.monitoring_infos])
-            for transform_id, data in result.data.items():
-                pcoll = plan.output_transforms.get(transform_id)
-                if pcoll is None or pcoll not in index:
-                    continue
-                for element in codecs.split_elements(impls[transform_id], data):
-                    yield (index[pcoll], element) if tagged else element
+            yield from outputs.of(worker, result, metrics)
+
+
+class Outputs:
+    """What a committed bundle hands back: finalization, metrics, then its output elements,
+    tagged with their PCollection's index when the stage has several outputs."""
+
+    def __init__(self, plan: StagePlan):
+        coders = coders_of(plan.components)
+        self._plan = plan
+        self._impls = {t: coders.windowed(p).get_impl() for t, p in plan.output_transforms.items()}
+        self._index = {p: i for i, p in enumerate(plan.outputs)}
+        self._tagged = len(plan.outputs) > 1
+
+    def of(self, worker, result: attempt.Attempt, metrics):
+        if result.response.requires_finalization:
+            worker.finalize(result.instruction_id)
+        if metrics is not None:
+            metrics.add([i.SerializeToString() for i in result.response.monitoring_infos])
+        for transform_id, data in result.data.items():
+            pcoll = self._plan.output_transforms.get(transform_id)
+            if pcoll is None or pcoll not in self._index:
+                continue
+            for element in codecs.split_elements(self._impls[transform_id], data):
+                yield (self._index[pcoll], element) if self._tagged else element
 
 
 def _chunks(iterator, size: int):
@@ -84,13 +97,32 @@ def partition_of(key: bytes) -> int:
 
 def group_partition(plan: StagePlan, pairs):
     """A shuffled, key-sorted partition -> GroupByKey output, one key in memory at a time.
-    Sessions are merged per key here."""
-    spec = grouping.Grouping(_codec(plan), merging=plan.merging, timestamp_combiner=plan.timestamp_combiner,
-                             allowed_lateness=plan.allowed_lateness)
-    for _, group in itertools.groupby(pairs, key=lambda kv: kv[0]):
-        buffer = grouping.GroupBuffer(spec)
-        buffer.add(element for _, element in group)
-        yield from buffer.fire(PLUS_INFINITY)  # bounded input: every window is complete
+    Sessions are merged per key here; a custom merging WindowFn's windows by the SDK, per key."""
+    worker = EmbeddedWorker(StateService()) if plan.merge_in_sdk else None
+    try:
+        spec = grouping.Grouping(_codec(plan), merging=plan.merging, timestamp_combiner=plan.timestamp_combiner,
+                                 allowed_lateness=plan.allowed_lateness,
+                                 merge_fn=_window_merger(plan, worker) if worker else None)
+        for _, group in itertools.groupby(pairs, key=lambda kv: kv[0]):
+            buffer = grouping.GroupBuffer(spec)
+            buffer.add(element for _, element in group)
+            try:
+                fired = buffer.fire(PLUS_INFINITY)  # bounded input: every window is complete
+            except merging.MergeFailed as e:
+                raise StageFailed(f"GroupByKey {plan.id}: {e}") from None
+            yield from fired
+    finally:
+        if worker is not None:
+            worker.stop()
+
+
+def _window_merger(plan: StagePlan, worker: EmbeddedWorker) -> merging.WindowMerger:
+    """The SDK's merge_windows transform for the GroupByKey's WindowFn, on ``worker``."""
+    coders = coders_of(plan.components)
+    components = coders.components
+    [main] = plan.inputs
+    ws = components.windowing_strategies[components.pcollections[main].windowing_strategy_id]
+    return merging.WindowMerger(worker, f"{plan.id}/merge_windows", ws, components, coders.window_coder(main))
 
 
 _codecs: dict = {}

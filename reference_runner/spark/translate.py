@@ -3,7 +3,8 @@
 Every PCollection is an RDD of encoded windowed elements. Impulse is a one-element RDD; a fused
 SDK stage is mapPartitions over its input running the stage's descriptor in an in-process SDK
 worker; GroupByKey is a shuffle on encoded key bytes, sorted within partitions, grouped key by
-key; Flatten is a union. Side inputs are collected once and broadcast. An RDD read by more than
+key; a stage headed by a stateful ParDo is such a shuffle too, sorted by key and timestamp
+(spark/stateful.py); Flatten is a union. Side inputs are collected once and broadcast. An RDD read by more than
 one stage is persisted, so user code runs once per element.
 """
 from __future__ import annotations
@@ -16,7 +17,7 @@ from apache_beam.transforms import window as beam_window
 from apache_beam.utils import windowed_value
 from pyspark import AccumulatorParam
 
-from reference_runner.spark import tasks
+from reference_runner.spark import stateful, tasks
 from reference_runner.spark.plan import StagePlan, coders_of
 from reference_runner.worker import codecs
 
@@ -106,8 +107,13 @@ class Translation:
     def _sdk(self, p: StagePlan):
         side_values = self._broadcast_side_inputs(p) if p.side_inputs else None
         [main] = p.inputs
-        run = functools.partial(tasks.run_sdk_stage, p, side_values, self.bundle_size, self.metrics)
         source = self.rdds[main]
+        if p.stateful_transform:  # by key, each key's elements in timestamp order
+            run = functools.partial(stateful.run_stateful_stage, p, side_values, self.bundle_size, self.metrics)
+            source = source.map(functools.partial(stateful.sort_key, p)).repartitionAndSortWithinPartitions(
+                self.parallelism, stateful.partition_of)
+        else:
+            run = functools.partial(tasks.run_sdk_stage, p, side_values, self.bundle_size, self.metrics)
         if p.splittable:  # initial splits of restrictions spread over every partition
             source = source.repartition(self.parallelism)
         rdd = source.mapPartitions(run)

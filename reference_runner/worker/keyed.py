@@ -15,7 +15,7 @@ from reference_runner.engine import manager
 from reference_runner.engine.timers import TimerId, TimerUpdate
 from reference_runner.engine.windows import END_OF_GLOBAL_WINDOW
 from reference_runner.graph.fusion import Stage
-from reference_runner.graph.pipeline import PipelineGraph, is_stateful
+from reference_runner.graph.pipeline import PipelineGraph, Transform, is_stateful
 from reference_runner.worker.codecs import Coders, encode_nested
 
 
@@ -26,6 +26,17 @@ class TimerPastExpiration(ValueError):
 class KeyedStage:
     def __init__(self, stage: Stage, graph: PipelineGraph, coders: Coders):
         [head] = [t for t in stage.transforms if is_stateful(t)]  # fusion starts a stage at each one
+        self._setup(head, coders)
+
+    @classmethod
+    def of_transform(cls, transform_id: str, coders: Coders) -> "KeyedStage":
+        """The stage headed by ``transform_id``, from the pipeline's components alone (what a
+        process that has no PipelineGraph, e.g. a Spark executor, can rebuild)."""
+        keyed = cls.__new__(cls)
+        keyed._setup(Transform(transform_id, coders.components.transforms[transform_id]), coders)
+        return keyed
+
+    def _setup(self, head: Transform, coders: Coders) -> None:
         payload = head.pardo_payload()
         [main] = head.main_inputs()
         wv_coder = coders.windowed(main)
@@ -33,7 +44,8 @@ class KeyedStage:
         self._wv = wv_coder.get_impl()
         self._key = wv_coder.key_coder().get_impl()
         self._window = wv_coder.window_coder
-        self._lateness = graph.windowing_of(main).allowed_lateness * 1000
+        pcoll = coders.components.pcollections[main]
+        self._lateness = coders.components.windowing_strategies[pcoll.windowing_strategy_id].allowed_lateness * 1000
         self._families = {family: coders.coder(spec.timer_family_coder_id).get_impl()
                           for family, spec in payload.timer_family_specs.items()}
         self.time_sorted = payload.requires_time_sorted_input

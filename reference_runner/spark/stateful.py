@@ -1,0 +1,111 @@
+"""Stateful ParDo on a Spark executor: one shuffled partition, sorted by (key, timestamp).
+
+The stage's input is shuffled on the encoded key and sorted by key, then timestamp, within
+each partition (so time-sorted input comes for free). The partition runs through one SDK
+worker whose StateService keeps the user state; keys are handled in chunks: the elements of
+a chunk's keys go in bundles of about ``bundle_size`` elements (a key may span bundles), and
+once the chunk's last key is complete its timers fire, since in batch the watermark then is
++inf: the earliest timer of every key of the chunk in one bundle, again and again (a callback
+may set or clear timers, even earlier ones), OnWindowExpiration timers (one per key and
+window) among them. Then the chunk's state is dropped: only one chunk of keys is in memory.
+"""
+from __future__ import annotations
+
+import itertools
+import zlib
+
+from reference_runner.engine.manager import PLUS_INFINITY, ElementManager
+from reference_runner.engine.timers import TimerStore
+from reference_runner.engine.userstate import UserStateStore
+from reference_runner.spark.plan import StagePlan, coders_of
+from reference_runner.spark.tasks import Outputs, StageFailed, sdk_worker
+from reference_runner.worker import attempt
+from reference_runner.worker.keyed import KeyedStage, TimerPastExpiration
+from reference_runner.worker.state import StateService
+
+
+def sort_key(plan: StagePlan, element: bytes) -> tuple[tuple[bytes, int], bytes]:
+    """((encoded key, timestamp), element): what the shuffle partitions on and sorts by."""
+    key, timestamp, _ = _keyed(plan).key_of(element)
+    return (key, timestamp), element
+
+
+def partition_of(key_and_time: tuple[bytes, int]) -> int:
+    """Every element of a key in one partition, whatever its timestamp (crc32: the same in
+    every process, unlike hash())."""
+    return zlib.crc32(key_and_time[0])
+
+
+def run_stateful_stage(plan: StagePlan, side_values, bundle_size: int, metrics, pairs):
+    """A sorted partition of ((key, timestamp), element) pairs -> the stage's outputs, streamed."""
+    state = StateService()
+    worker = sdk_worker(plan, side_values.value if side_values is not None else {}, state)
+    run = _KeyedRun(plan, worker, state, metrics)
+    try:
+        pending, in_chunk = [], 0
+        for _, group in itertools.groupby(pairs, key=lambda kv: kv[0][0]):
+            for _, element in group:
+                pending.append(element)
+                if len(pending) >= bundle_size:
+                    yield from run.elements(pending)
+                    in_chunk, pending = in_chunk + len(pending), []
+            if in_chunk + len(pending) >= bundle_size:  # the key is complete: close the chunk
+                yield from run.elements(pending)
+                yield from run.end_of_chunk()
+                in_chunk, pending = 0, []
+        yield from run.elements(pending)
+        yield from run.end_of_chunk()
+    finally:
+        worker.stop()
+
+
+class _KeyedRun:
+    """Bundles of one partition of a stateful stage; state and timers of the current chunk."""
+
+    def __init__(self, plan: StagePlan, worker, state: StateService, metrics):
+        self._plan, self._worker, self._state, self._metrics = plan, worker, state, metrics
+        self._keyed = _keyed(plan)
+        self._spec = self._keyed.spec()
+        self._timers = TimerStore()
+        self._outputs = Outputs(plan)
+
+    def elements(self, elements: list[bytes]):
+        if elements:
+            yield from self._bundle(elements, {})
+            # OnWindowExpiration: a runner timer per key and window the elements reached, as
+            # the reference runner's engine arms them
+            if self._spec.expiry_family is not None:
+                ElementManager._arm_expiry(self._spec, self._timers, elements)
+
+    def end_of_chunk(self):
+        """Every key of the chunk is complete: fire its timers, then forget its state."""
+        while due := self._timers.take_due(PLUS_INFINITY):
+            yield from self._bundle([], KeyedStage.timer_streams(due))
+        self._state.user = UserStateStore()
+
+    def _bundle(self, elements: list[bytes], timers: dict):
+        plan = self._plan
+        try:
+            result = attempt.run(self._worker, plan.id, plan.input_transform, elements, timers=timers)
+        except attempt.AttemptFailed as e:
+            self._state.discard(e.instruction_id)
+            raise StageFailed(f"bundle of stage {plan.id} failed: {e}") from None
+        try:
+            updates = self._keyed.decode_timers(result.timers)
+        except TimerPastExpiration as e:
+            self._state.discard(result.instruction_id)
+            raise StageFailed(f"bundle of stage {plan.id} failed: {e}") from None
+        self._state.commit(result.instruction_id)
+        self._timers.apply(updates)
+        yield from self._outputs.of(self._worker, result, self._metrics)
+
+
+_keyed_stages: dict = {}
+
+
+def _keyed(plan: StagePlan) -> KeyedStage:
+    """The stage's KeyedStage, rebuilt from the plan once per Python worker process."""
+    keyed = _keyed_stages.get(plan.id)
+    if keyed is None:
+        keyed = _keyed_stages[plan.id] = KeyedStage.of_transform(plan.stateful_transform, coders_of(plan.components))
+    return keyed
