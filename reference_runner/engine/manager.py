@@ -100,6 +100,7 @@ class ElementManager:
         #: keyed stages (streaming): encoded window -> expiry, for the windows their input reached
         self.windows_seen: dict[str, dict[bytes, int]] = {s.id: {} for s in stages if s.keyed and self.streaming}
         self.expired: list[tuple[str, bytes]] = []  # (transform, encoded window) whose state to drop
+        self.dropped = 0  # droppable elements dropped before keyed stages
         self.timers = {s.id: TimerStore() for s in stages if s.keyed is not None}
         #: time-sorted stages: (timestamp, arrival, element) waiting for the watermark to pass
         self.unsorted: dict[str, list] = {s.id: [] for s in stages if s.keyed and s.keyed.time_sorted}
@@ -144,16 +145,13 @@ class ElementManager:
                 else:
                     self.buffers[stage_id].add(elements)
                 continue
-            if stage_id in self.windows_seen:
-                seen = self.windows_seen[stage_id]
-                for e in elements:
-                    seen.update(stage.keyed.key_of(e)[2])
+            routed = self._drop_expired(stage_id, elements) if stage_id in self.windows_seen else elements
             if stage_id in self.unsorted:
                 key_of = stage.keyed.key_of
                 buffer = self.unsorted[stage_id]
-                buffer.extend((key_of(e)[1], next(self._arrivals), e) for e in elements)
+                buffer.extend((key_of(e)[1], next(self._arrivals), e) for e in routed)
             else:
-                self.pending[stage_id].extend(elements)
+                self.pending[stage_id].extend(routed)
 
     def start(self, impulse_outputs: dict[str, list]) -> None:
         """Feed the roots: the one element of every Impulse."""
@@ -230,6 +228,21 @@ class ElementManager:
                 tid = TimerId(keyed.transform, keyed.expiry_family, key, "", window, expiry=True)
                 store.add_if_absent(TimerUpdate(tid, False, expiry, expiry,
                                                 keyed.expiry_timer(key, window, expiry)))
+
+    def _drop_expired(self, stage_id: str, elements: list) -> list:
+        """Streaming input of a keyed stage: drop elements whose every window has expired (their
+        state is gone; Beam drops such droppable data), note the windows of the others."""
+        seen, key_of, watermark = self.windows_seen[stage_id], self.stages[stage_id].keyed.key_of, \
+            self.input_watermark[stage_id]
+        kept = []
+        for e in elements:
+            windows = key_of(e)[2]
+            if windows and all(expiry < watermark for _, expiry in windows):
+                self.dropped += 1
+                continue
+            seen.update(windows)
+            kept.append(e)
+        return kept
 
     # -- time --------------------------------------------------------------------------------
     def advance_time(self) -> bool:

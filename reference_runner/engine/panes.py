@@ -43,6 +43,8 @@ class TriggeredBuffer:
         self.grouping = grouping
         self.trigger: triggers.Trigger = grouping.trigger
         self._by_key: dict[bytes, dict[Any, _Window]] = {}
+        self._watermark_seen: int | None = None  # on_watermark has nothing new to do at it ...
+        self._created = False                      # ... unless windows were created since
         self.dropped = 0            # elements dropped as late or for a closed window
 
     def __len__(self) -> int:
@@ -72,6 +74,9 @@ class TriggeredBuffer:
 
     def on_watermark(self, watermark: int, now: int) -> list:
         """The end-of-window and garbage-collection firings the watermark reached."""
+        if watermark == self._watermark_seen and not self._created:
+            return []
+        self._watermark_seen, self._created = watermark, False
         out = []
         for key_bytes in sorted(self._by_key):
             per_window = self._by_key[key_bytes]
@@ -128,6 +133,7 @@ class TriggeredBuffer:
         win = per_window.get(w)
         if win is None:
             win = per_window[w] = _Window(key, w, self.trigger.new(), born_late=w.max_timestamp < watermark)
+            self._created = True
             if self.grouping.merging:
                 return self._merge(per_window, w, watermark, now)
         return win
