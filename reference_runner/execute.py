@@ -10,10 +10,11 @@ import threading
 from apache_beam.portability.api import beam_runner_api_pb2
 from apache_beam.transforms import window as beam_window
 from apache_beam.utils import windowed_value
+from apache_beam.utils.timestamp import Timestamp
 
 from reference_runner import bundling
 from reference_runner.engine import grouping, manager
-from reference_runner.graph import check, fusion, lifting, sdf, urns
+from reference_runner.graph import check, fusion, lifting, sdf, trigger_spec, urns
 from reference_runner.graph.pipeline import PipelineGraph, is_stateful
 from reference_runner.worker import attempt, codecs, descriptors, merging, warm
 from reference_runner.worker.embedded import BundleFailed, EmbeddedWorker
@@ -43,6 +44,7 @@ class Job:
                  replay: str | None = None, job_id: str = "", endpoint: str = "embedded"):
         self.prepared = _prepare(proto, fuse, lift, environments=endpoint == "embedded")
         self.graph, self.stages, self.coders = self.prepared.graph, self.prepared.stages, self.prepared.coders
+        self.streaming = any(t.urn == urns.TEST_STREAM for t in self.graph.transforms)
         self.state = StateService()
         self.policy = bundling.Replay(replay) if replay else (schedule or bundling.Schedule()).policy()
         self.trace_path = trace
@@ -83,7 +85,8 @@ class Job:
                                            list(stage.outputs), sorted({p for p, _, _ in stage.side_inputs}),
                                            self._grouping(stage, worker) if stage.kind == "group" else None,
                                            self._conversions(stage) if stage.kind == "flatten" else {},
-                                           keyed[stage.id].spec() if stage.id in keyed else None))
+                                           keyed[stage.id].spec() if stage.id in keyed else None,
+                                           self._stream_events(stage) if stage.kind == "test_stream" else []))
             if stage.kind == "sdk":
                 described[stage.id] = self.prepared.describe(stage, self.job_id, self.endpoint)
                 worker.register(described[stage.id].proto)
@@ -94,6 +97,9 @@ class Job:
             if self._cancelled.is_set():
                 raise JobCancelled("the job was cancelled")
             bundle = em.next_bundle()
+            if bundle is None and em.advance_time():  # a TestStream event, or the clock moved
+                self._release_expired(em)
+                continue
             if bundle is None:
                 if em.done():
                     self.policy.finish()
@@ -102,8 +108,38 @@ class Job:
             stage = by_id[bundle.stage]
             self._materialize_side_inputs(stage, em)
             self._run_bundle(worker, trace, em, bundle, stage, described[stage.id], keyed.get(stage.id))
+            self._release_expired(em)
             if stage.id in keyed and em.output_watermark[stage.id] >= manager.PLUS_INFINITY:
                 self.state.release(keyed[stage.id].transform)  # state expiry: every window is done
+
+    def _release_expired(self, em: manager.ElementManager) -> None:
+        for transform, window in em.take_expired():
+            self.state.release_window(transform, window)
+
+    def _stream_events(self, stage: fusion.Stage) -> list:
+        """A TestStream's events as engine data: elements encoded as the output's windowed values
+        (global window, no pane), times in micros."""
+        [t] = stage.transforms
+        payload = beam_runner_api_pb2.TestStreamPayload.FromString(t.proto.spec.payload)
+        element_coder = self.coders.coder(payload.coder_id)
+        events = []
+        for event in payload.events:
+            kind = event.WhichOneof("event")
+            if kind == "element_event":
+                pcoll = t.proto.outputs[event.element_event.tag]
+                impl = self.coders.windowed(pcoll).get_impl()
+                elements = []
+                for e in event.element_event.elements:
+                    value = element_coder.decode(e.encoded_element)
+                    elements.append(codecs.encode_nested(impl, windowed_value.WindowedValue(
+                        value, Timestamp(micros=e.timestamp * 1000), (beam_window.GlobalWindow(),))))
+                events.append((manager.ELEMENTS, pcoll, elements))
+            elif kind == "watermark_event":
+                events.append((manager.WATERMARK, t.proto.outputs[event.watermark_event.tag],
+                               event.watermark_event.new_watermark * 1000))
+            else:
+                events.append((manager.PROCESSING_TIME, None, event.processing_time_event.advance_duration * 1000))
+        return events
 
     def _run_bundle(self, worker, trace, em, bundle, stage, described_stage, keyed) -> None:
         """Attempt the bundle until one attempt succeeds; only that attempt's effects (outputs,
@@ -170,6 +206,9 @@ class Job:
         ws = self.graph.windowing_of(main)
         custom_merging = ws.merge_status == beam_runner_api_pb2.MergeStatus.NEEDS_MERGE \
             and ws.window_fn.urn != urns.SESSION_WINDOWS
+        trigger = None  # batch: one pane per window when the watermark passes its end
+        if self.streaming or ws.trigger.WhichOneof("trigger") not in ("default", "always"):
+            trigger = trigger_spec.from_proto(ws.trigger)
         return grouping.Grouping(
             codecs.GroupCodec(self.coders.windowed(main), self.coders.windowed(out)),
             merging=ws.window_fn.urn == urns.SESSION_WINDOWS or custom_merging,
@@ -177,7 +216,8 @@ class Job:
                                           self.graph.components, self.coders.window_coder(main),
                                           self.endpoint) if custom_merging else None,
             timestamp_combiner=_COMBINERS.get(ws.output_time, grouping.END_OF_WINDOW),
-            allowed_lateness=ws.allowed_lateness * 1000)
+            allowed_lateness=ws.allowed_lateness * 1000, trigger=trigger,
+            accumulating=ws.accumulation_mode == beam_runner_api_pb2.AccumulationMode.ACCUMULATING)
 
     def _conversions(self, stage: fusion.Stage) -> dict:
         """Flatten inputs whose element coder differs from the output's are re-encoded (and the
@@ -206,7 +246,7 @@ class _Prepared:
     def __init__(self, proto, fuse: bool, lift: bool, environments: bool):
         proto = sdf.expand(lifting.lift(proto) if lift else proto)
         self.graph = PipelineGraph(proto)
-        check.check(self.graph, environments=environments)
+        check.check(self.graph, environments=environments, streaming=True)
         self.stages = fusion.fuse(self.graph, enabled=fuse)
         self.coders = codecs.Coders(proto.components)
         self._described: dict = {}
@@ -268,4 +308,4 @@ def _residual_inputs(stage: fusion.Stage, residual_roots) -> list[bytes]:
 
 def _engine_kind(kind: str) -> str:
     return {"sdk": manager.SDK, "flatten": manager.FLATTEN, "group": manager.GROUP,
-            "impulse": manager.IMPULSE}[kind]
+            "impulse": manager.IMPULSE, "test_stream": manager.TEST_STREAM}[kind]

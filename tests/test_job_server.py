@@ -17,6 +17,7 @@ from apache_beam.options.pipeline_options import PipelineOptions
 from apache_beam.portability.api import (beam_artifact_api_pb2, beam_artifact_api_pb2_grpc, beam_job_api_pb2,
                                          beam_job_api_pb2_grpc, beam_runner_api_pb2)
 from apache_beam.testing.util import assert_that, equal_to
+from apache_beam.transforms import userstate
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -84,11 +85,22 @@ def test_the_users_error_reaches_the_client(server):
         p.run().wait_until_finish()
 
 
+class _ProcessingTimeTimer(beam.DoFn):
+    LATER = userstate.TimerSpec("later", beam.TimeDomain.REAL_TIME)
+
+    def process(self, kv, later=beam.DoFn.TimerParam(LATER)):
+        yield kv
+
+    @userstate.on_timer(LATER)
+    def on_later(self):
+        yield None
+
+
 def test_unsupported_pipeline_is_refused_at_prepare_naming_the_feature(server):
-    from apache_beam.testing.test_stream import TestStream
-    p = beam.Pipeline(options=_options(server, "--streaming"))
-    _ = p | TestStream().add_elements([1]).advance_watermark_to_infinity() | beam.Map(str)
-    with pytest.raises(Exception, match="TestStream"):
+    # Processing-time timers in a bounded pipeline: nothing drives the processing-time clock.
+    p = beam.Pipeline(options=_options(server))
+    _ = p | beam.Create([("k", 1)]) | beam.ParDo(_ProcessingTimeTimer())
+    with pytest.raises(Exception, match="processing-time timers"):
         p.run().wait_until_finish()
 
 

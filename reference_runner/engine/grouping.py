@@ -35,6 +35,10 @@ class Grouping:
     merge_fn: Any = None
     timestamp_combiner: str = END_OF_WINDOW
     allowed_lateness: int = 0
+    # Streaming: the trigger (engine.triggers) and accumulation mode; None groups as in batch,
+    # one pane per key and window when the watermark passes its end.
+    trigger: Any = None
+    accumulating: bool = False
 
 
 @dataclass

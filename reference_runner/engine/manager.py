@@ -11,25 +11,37 @@ Keyed stages (a stateful ParDo at their head) also keep pending event-time timer
 stage runs at most one bundle at a time, elements first, then the due timers (the earliest
 per key, again and again, since a callback may set earlier ones). A pending timer holds
 the stage's output watermark at its output timestamp; a due one keeps the stage busy.
+
+Streaming (a pipeline with TestStreams): a TestStream is a runner-side source whose events
+(element batches, watermark advances, processing-time advances) are applied one at a time,
+each only when nothing else can run, so results do not depend on bundling. The runner owns a
+virtual processing-time clock: TestStreams advance it, and once they are exhausted and nothing
+else can progress it jumps to the next processing-time timer. GroupByKeys fire panes by their
+triggers (engine/panes.py); keyed stages drop the state and processing-time timers of windows
+once the watermark passes their expiry. Watermarks never move backwards.
 """
 from __future__ import annotations
 
 import itertools
+from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from reference_runner.engine.grouping import GroupBuffer, Grouping
+from reference_runner.engine.panes import TriggeredBuffer
 from reference_runner.engine.timers import TimerId, TimerStore, TimerUpdate
 from reference_runner.engine.windows import MAX_TIMESTAMP, MIN_TIMESTAMP
 
-SDK, FLATTEN, GROUP, IMPULSE = "sdk", "flatten", "group", "impulse"
+SDK, FLATTEN, GROUP, IMPULSE, TEST_STREAM = "sdk", "flatten", "group", "impulse", "test_stream"
+# TestStream events, as plain data
+ELEMENTS, WATERMARK, PROCESSING_TIME = "elements", "watermark", "processing_time"
 PLUS_INFINITY = MAX_TIMESTAMP + 1  # past every timestamp, as the watermark of finished input
 
 
 @dataclass
 class StageSpec:
     id: str
-    kind: str                       # SDK, FLATTEN, GROUP or IMPULSE
+    kind: str                       # SDK, FLATTEN, GROUP, IMPULSE or TEST_STREAM
     inputs: list[str]               # main input PCollections
     outputs: list[str]              # PCollections leaving the stage
     side_inputs: list[str] = field(default_factory=list)
@@ -37,6 +49,9 @@ class StageSpec:
     # Flatten: re-encoding of an input whose coder differs from the output's (input -> function)
     convert: dict = field(default_factory=dict)
     keyed: KeyedSpec | None = None   # stages headed by a stateful ParDo
+    # TestStream: (ELEMENTS, pcollection, [encoded elements]) | (WATERMARK, pcollection, time)
+    # | (PROCESSING_TIME, None, advance), in order
+    events: list = field(default_factory=list)
 
 
 @dataclass
@@ -75,7 +90,17 @@ class ElementManager:
         self.policy = bundle_policy
         self.pending: dict[str, list] = {s.id: [] for s in stages}
         self.in_flight: dict[str, int] = {s.id: 0 for s in stages}
-        self.buffers = {s.id: GroupBuffer(s.grouping) for s in stages if s.kind == GROUP}
+        self.buffers = {s.id: TriggeredBuffer(s.grouping) if s.grouping.trigger is not None else GroupBuffer(s.grouping)
+                        for s in stages if s.kind == GROUP}
+        self.triggered = {sid for sid, b in self.buffers.items() if isinstance(b, TriggeredBuffer)}
+        self.events = {s.id: deque(s.events) for s in stages if s.kind == TEST_STREAM}
+        self.stream_watermark = {s.id: {p: MIN_TIMESTAMP for p in s.outputs} for s in stages if s.kind == TEST_STREAM}
+        self.streaming = bool(self.events)
+        self.now = 0  # the processing-time clock (micros)
+        #: keyed stages (streaming): encoded window -> expiry, for the windows their input reached
+        self.windows_seen: dict[str, dict[bytes, int]] = {s.id: {} for s in stages if s.keyed and self.streaming}
+        self.expired: list[tuple[str, bytes]] = []  # (transform, encoded window) whose state to drop
+        self.dropped = 0  # droppable elements dropped before keyed stages
         self.timers = {s.id: TimerStore() for s in stages if s.keyed is not None}
         #: time-sorted stages: (timestamp, arrival, element) waiting for the watermark to pass
         self.unsorted: dict[str, list] = {s.id: [] for s in stages if s.keyed and s.keyed.time_sorted}
@@ -111,14 +136,22 @@ class ElementManager:
                 passed = [convert(e) for e in elements] if convert else elements
                 for out in stage.outputs:
                     self.emit(out, passed)
-            elif stage.kind == GROUP:
-                self.buffers[stage_id].add(elements)
-            elif stage_id in self.unsorted:
+                continue
+            if stage.kind == GROUP:
+                if stage_id in self.triggered:
+                    fired = self.buffers[stage_id].add(elements, self.input_watermark[stage_id], self.now)
+                    for out in stage.outputs:
+                        self.emit(out, fired)
+                else:
+                    self.buffers[stage_id].add(elements)
+                continue
+            routed = self._drop_expired(stage_id, elements) if stage_id in self.windows_seen else elements
+            if stage_id in self.unsorted:
                 key_of = stage.keyed.key_of
                 buffer = self.unsorted[stage_id]
-                buffer.extend((key_of(e)[1], next(self._arrivals), e) for e in elements)
+                buffer.extend((key_of(e)[1], next(self._arrivals), e) for e in routed)
             else:
-                self.pending[stage_id].extend(elements)
+                self.pending[stage_id].extend(routed)
 
     def start(self, impulse_outputs: dict[str, list]) -> None:
         """Feed the roots: the one element of every Impulse."""
@@ -138,7 +171,7 @@ class ElementManager:
                 if self.in_flight[stage_id]:
                     continue  # one bundle at a time: its state writes and timers commit first
                 if not self.pending[stage_id]:
-                    due = self.timers[stage_id].take_due(self.input_watermark[stage_id])
+                    due = self.timers[stage_id].take_due(self.input_watermark[stage_id], self.now)
                     if due:
                         return self._start(stage_id, [], due)
                     continue
@@ -196,6 +229,65 @@ class ElementManager:
                 store.add_if_absent(TimerUpdate(tid, False, expiry, expiry,
                                                 keyed.expiry_timer(key, window, expiry)))
 
+    def _drop_expired(self, stage_id: str, elements: list) -> list:
+        """Streaming input of a keyed stage: drop elements whose every window has expired (their
+        state is gone; Beam drops such droppable data), note the windows of the others."""
+        seen, key_of, watermark = self.windows_seen[stage_id], self.stages[stage_id].keyed.key_of, \
+            self.input_watermark[stage_id]
+        kept = []
+        for e in elements:
+            windows = key_of(e)[2]
+            if windows and all(expiry < watermark for _, expiry in windows):
+                self.dropped += 1
+                continue
+            seen.update(windows)
+            kept.append(e)
+        return kept
+
+    # -- time --------------------------------------------------------------------------------
+    def advance_time(self) -> bool:
+        """Nothing can run: apply the next TestStream event (the pipeline is quiescent, so each
+        event sees all earlier work done), or else jump the processing-time clock to the next
+        processing-time timer or trigger deadline. False when neither is possible."""
+        for stage_id, events in self.events.items():
+            marks = self.stream_watermark[stage_id]
+            if events:
+                kind, pcollection, value = events.popleft()
+                if kind == ELEMENTS:
+                    self.emit(pcollection, value)
+                elif kind == WATERMARK:
+                    marks[pcollection] = max(marks[pcollection], value)
+                else:
+                    self._set_clock(self.now + value)
+            elif any(w < PLUS_INFINITY for w in marks.values()):
+                marks.update(dict.fromkeys(marks, PLUS_INFINITY))  # an exhausted stream is finished
+            else:
+                continue
+            self._advance()
+            return True
+        deadlines = [b.next_deadline() for sid, b in self.buffers.items() if sid in self.triggered]
+        deadlines += [store.next_processing_time() for store in self.timers.values()]
+        later = [d for d in deadlines if d is not None and d > self.now]
+        if not later:
+            return False
+        self._set_clock(min(later))
+        self._advance()
+        return True
+
+    def _set_clock(self, now: int) -> None:
+        self.now = max(self.now, now)
+        for stage_id in self.order:
+            if stage_id in self.triggered:
+                fired = self.buffers[stage_id].on_processing_time(self.input_watermark[stage_id], self.now)
+                for out in self.stages[stage_id].outputs:
+                    self.emit(out, fired)
+
+    def take_expired(self) -> list[tuple[str, bytes]]:
+        """(transform, encoded window) of keyed stages whose windows expired since last asked:
+        their user state is to be dropped."""
+        expired, self.expired = self.expired, []
+        return expired
+
     def done(self) -> bool:
         return all(w >= PLUS_INFINITY for w in self.output_watermark.values())
 
@@ -212,9 +304,18 @@ class ElementManager:
                 watermark = PLUS_INFINITY if self._impulses_done else MIN_TIMESTAMP
                 self.output_watermark[stage_id] = watermark
                 continue
-            input_wm = self._upstream_watermark(stage_id)
+            if stage.kind == TEST_STREAM:
+                self.output_watermark[stage_id] = min(self.stream_watermark[stage_id].values(), default=PLUS_INFINITY)
+                continue
+            input_wm = max(self.input_watermark[stage_id], self._upstream_watermark(stage_id))
             self.input_watermark[stage_id] = input_wm
-            if stage.kind == GROUP:
+            if stage_id in self.triggered:
+                buffer = self.buffers[stage_id]
+                fired = buffer.on_watermark(input_wm, self.now)
+                for out in stage.outputs:
+                    self.emit(out, fired)
+                hold = buffer.hold(input_wm, PLUS_INFINITY)
+            elif stage.kind == GROUP:
                 buffer = self.buffers[stage_id]
                 fired = buffer.fire(input_wm)
                 for out in stage.outputs:
@@ -222,7 +323,7 @@ class ElementManager:
                 hold = MIN_TIMESTAMP if len(buffer) else PLUS_INFINITY
             else:
                 hold = self._sdk_hold(stage_id, input_wm)
-            self.output_watermark[stage_id] = min(input_wm, hold)
+            self.output_watermark[stage_id] = max(self.output_watermark[stage_id], min(input_wm, hold))
 
     def _sdk_hold(self, stage_id: str, input_wm: int) -> int:
         unsorted = self.unsorted.get(stage_id)
@@ -237,10 +338,24 @@ class ElementManager:
             hold = min(e[0] for e in unsorted)
         store = self.timers.get(stage_id)
         if store is not None:
-            if store.has_due(input_wm):
+            if store.has_due(input_wm, self.now):
                 return MIN_TIMESTAMP
+            self._expire(stage_id, store, input_wm)
             hold = min(hold, store.hold(PLUS_INFINITY))
         return hold
+
+    def _expire(self, stage_id: str, store: TimerStore, input_wm: int) -> None:
+        """An idle keyed stage (every due timer fired, OnWindowExpiration included): drop what
+        belongs to the windows the watermark has passed the expiry of."""
+        seen = self.windows_seen.get(stage_id)
+        if not seen:
+            return
+        gone = {w for w, expiry in seen.items() if expiry < input_wm}
+        if gone:
+            for w in sorted(gone):
+                del seen[w]
+                self.expired.append((self.stages[stage_id].keyed.transform, w))
+            store.drop_processing(gone)
 
     def describe_stuck(self) -> str:
         lines = ["no stage can make progress, but work remains:"]
@@ -250,9 +365,10 @@ class ElementManager:
                        if self.output_watermark[self.producer[p]] < PLUS_INFINITY]
             buffered = len(self.buffers[stage_id]) if stage_id in self.buffers else 0
             buffered += len(self.timers[stage_id]) if stage_id in self.timers else 0
+            buffered += len(self.events.get(stage_id, ()))  # TestStream events not yet applied
             lines.append(f"  {stage_id} ({stage.kind}): output watermark {format_watermark(self.output_watermark[stage_id])}, "
                          f"pending {len(self.pending[stage_id])}, in flight {self.in_flight[stage_id]}, "
-                         f"buffered groups/timers {buffered}" + (f", waiting for side inputs {waiting}" if waiting else ""))
+                         f"buffered groups/timers/events {buffered}" + (f", waiting for side inputs {waiting}" if waiting else ""))
         return "\n".join(lines)
 
 
@@ -265,4 +381,4 @@ def format_watermark(t: int) -> str:
 
 
 __all__ = ["format_watermark", "Bundle", "ElementManager", "KeyedSpec", "StageSpec", "Stuck", "SDK", "FLATTEN", "GROUP",
-           "IMPULSE"]
+           "IMPULSE", "TEST_STREAM", "ELEMENTS", "WATERMARK", "PROCESSING_TIME"]

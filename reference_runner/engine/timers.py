@@ -1,4 +1,7 @@
-"""Pending event-time timers of one keyed stage, and the order they fire in.
+"""Pending timers of one keyed stage, and the order they fire in.
+
+Event-time timers come due when the input watermark passes them, processing-time timers when
+the runner's processing-time clock reaches them.
 
 A timer is identified by (transform, family, encoded key, dynamic tag, encoded window):
 setting it again replaces the pending one, clearing removes it. The engine never decodes
@@ -8,6 +11,8 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass
+
+_NEVER = -(2 ** 63)  # a processing time no timer is due at
 
 
 @dataclass(frozen=True)
@@ -29,6 +34,7 @@ class TimerUpdate:
     fire: int = 0          # event time it fires at (micros)
     hold: int = 0          # output timestamp: holds the stage's output watermark until it fires
     encoded: bytes = b""   # the timer as the SDK encodes it, sent back when it fires
+    processing: bool = False  # a processing-time timer (fire is a processing time)
 
 
 @dataclass(frozen=True)
@@ -38,6 +44,10 @@ class Timer:
     hold: int
     encoded: bytes
     seq: int               # equal fire times fire in the order they were set
+    processing: bool = False
+
+    def due(self, watermark: int, now: int) -> bool:
+        return self.fire <= now if self.processing else self.fire < watermark
 
 
 class TimerStore:
@@ -54,29 +64,34 @@ class TimerStore:
             if u.clear:
                 self._pending.pop(u.id, None)
             else:
-                self._pending[u.id] = Timer(u.id, u.fire, u.hold, u.encoded, next(self._seq))
+                self._pending[u.id] = Timer(u.id, u.fire, u.hold, u.encoded, next(self._seq), u.processing)
 
     def add_if_absent(self, update: TimerUpdate) -> None:
         if update.id not in self._pending:
             self.apply([update])
 
-    def has_due(self, watermark: int) -> bool:
-        return any(t.fire < watermark for t in self._pending.values())
+    def has_due(self, watermark: int, now: int = _NEVER) -> bool:
+        return any(t.due(watermark, now) for t in self._pending.values())
 
-    def take_due(self, watermark: int) -> list[Timer]:
+    def next_processing_time(self) -> int | None:
+        """When the earliest pending processing-time timer fires."""
+        return min((t.fire for t in self._pending.values() if t.processing), default=None)
+
+    def take_due(self, watermark: int, now: int = _NEVER) -> list[Timer]:
         """Remove and return the earliest due timer of every key.
 
         One timer per key at a time: its callback may set or clear other timers of the key
-        (even earlier ones), so the next one is chosen only after its bundle commits."""
+        (even earlier ones), so the next one is chosen only after its bundle commits. Due
+        event-time timers go before due processing-time ones."""
         earliest: dict[tuple[str, bytes], Timer] = {}
         for t in self._pending.values():
-            if t.fire >= watermark:
+            if not t.due(watermark, now):
                 continue
             k = (t.id.transform, t.id.key)
             best = earliest.get(k)
-            if best is None or (t.fire, t.seq) < (best.fire, best.seq):
+            if best is None or _order(t) < _order(best):
                 earliest[k] = t
-        taken = sorted(earliest.values(), key=lambda t: (t.fire, t.seq))
+        taken = sorted(earliest.values(), key=_order)
         for t in taken:
             del self._pending[t.id]
         return taken
@@ -86,6 +101,15 @@ class TimerStore:
         for t in timers:
             self._pending.setdefault(t.id, t)
 
+    def drop_processing(self, windows: set) -> None:
+        """Processing-time timers of expired windows never fire (their state is gone)."""
+        for tid in [tid for tid, t in self._pending.items() if t.processing and tid.window in windows]:
+            del self._pending[tid]
+
     def hold(self, default: int) -> int:
         """The earliest output timestamp of a pending timer."""
         return min((t.hold for t in self._pending.values()), default=default)
+
+
+def _order(t: Timer) -> tuple:
+    return (t.processing, t.fire, t.seq)

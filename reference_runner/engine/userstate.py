@@ -62,6 +62,11 @@ class UserStateStore:
         for cell in [c for c in self._committed if c[1] == owner]:
             del self._committed[cell]
 
+    def release_window(self, owner, window) -> None:
+        """Garbage-collect ``owner``'s committed cells of one window (its last part), which expired."""
+        for cell in [c for c in self._committed if c[1] == owner and c[-1] == window]:
+            del self._committed[cell]
+
 
 def _in_range(sort_key: int, start: int | None, end: int | None) -> bool:
     return (start is None or sort_key >= start) and (end is None or sort_key < end)

@@ -4,7 +4,7 @@ from __future__ import annotations
 from apache_beam.portability.api import beam_runner_api_pb2
 from apache_beam.runners import pipeline_context
 
-from reference_runner.graph import urns
+from reference_runner.graph import trigger_spec, urns
 from reference_runner.graph.pipeline import PipelineGraph, is_stateful
 
 
@@ -17,14 +17,16 @@ class UnsupportedPipeline(ValueError):
                          "\n".join(f"  - {p}" for p in problems))
 
 
-def check(graph: PipelineGraph, environments: bool = True) -> None:
-    """``environments``: judge the environments too (the in-process runner embeds them all)."""
+def check(graph: PipelineGraph, environments: bool = True, streaming: bool = False) -> None:
+    """``environments``: judge the environments too (the in-process runner embeds them all).
+    ``streaming``: the backend runs TestStream pipelines, triggers and processing time."""
     problems: list[str] = []
+    has_stream = any(t.urn == urns.TEST_STREAM for t in graph.transforms)
     for requirement in graph.proto.requirements:
         if requirement not in urns.SUPPORTED_REQUIREMENTS:
             problems.append(f"requirement {requirement}")
     for t in graph.transforms:
-        problems += _transform_problems(graph, t)
+        problems += _transform_problems(graph, t, streaming, has_stream)
     for env_id, env in graph.components.environments.items() if environments else ():
         if env.urn not in urns.EMBEDDABLE_ENVIRONMENTS:
             problems.append(f"environment {env_id}: {env.urn}")
@@ -32,11 +34,13 @@ def check(graph: PipelineGraph, environments: bool = True) -> None:
         raise UnsupportedPipeline(list(dict.fromkeys(problems)))
 
 
-def _transform_problems(graph: PipelineGraph, t) -> list[str]:
+def _transform_problems(graph: PipelineGraph, t, streaming: bool, has_stream: bool) -> list[str]:
     where = f"transform '{t.name}'"
     if t.urn == urns.TEST_STREAM:
-        return [f"{where}: TestStream ({t.urn}) needs streaming execution, which the reference "
-                "runner does not have yet"]
+        if not streaming:
+            return [f"{where}: TestStream ({t.urn}) needs streaming execution, which this backend "
+                    "does not have yet"]
+        return _test_stream_problems(t, where)
     if t.urn not in urns.SDK_TRANSFORMS | urns.RUNNER_TRANSFORMS:
         return [f"{where}: unknown transform {t.urn or '(no URN)'}"]
     problems = []
@@ -47,19 +51,32 @@ def _transform_problems(graph: PipelineGraph, t) -> list[str]:
             problems.append(f"{where}: splittable DoFn with user state or timers "
                             f"({', '.join(sorted([*payload.state_specs, *payload.timer_family_specs]))})")
         elif is_stateful(t):
-            problems += _stateful_problems(graph, t, payload, where)
+            problems += _stateful_problems(graph, t, payload, where, streaming and has_stream)
         for tag, side in payload.side_inputs.items():
             if side.access_pattern.urn not in (urns.ITERABLE_SIDE_INPUT, urns.MULTIMAP_SIDE_INPUT):
                 problems.append(f"{where}: side input {tag} with access pattern {side.access_pattern.urn}")
     if t.urn == urns.GROUP_BY_KEY:
-        problems += _windowing_problems(where, graph.windowing_of(t.main_inputs()[0]))
+        problems += _windowing_problems(where, graph.windowing_of(t.main_inputs()[0]), streaming)
     return problems
+
+
+def _test_stream_problems(t, where: str) -> list[str]:
+    try:
+        payload = beam_runner_api_pb2.TestStreamPayload.FromString(t.proto.spec.payload)
+    except Exception:  # noqa: BLE001 - protobuf's DecodeError and friends
+        return [f"{where}: TestStream with an unreadable payload"]
+    if payload.endpoint.url:
+        return [f"{where}: TestStream reading its events from a service ({payload.endpoint.url})"]
+    tags = {getattr(e, e.WhichOneof("event")).tag for e in payload.events
+            if e.WhichOneof("event") in ("element_event", "watermark_event")}
+    unknown = sorted(tags - set(t.proto.outputs))
+    return [f"{where}: TestStream events for outputs it does not have ({', '.join(unknown)})"] if unknown else []
 
 
 _UNSUPPORTED_STATE = {"map_spec": "map state", "multimap_spec": "multimap state"}
 
 
-def _stateful_problems(graph: PipelineGraph, t, payload, where: str) -> list[str]:
+def _stateful_problems(graph: PipelineGraph, t, payload, where: str, clock: bool) -> list[str]:
     problems = []
     for state_id, spec in sorted(payload.state_specs.items()):
         kind = spec.WhichOneof("spec")
@@ -67,10 +84,11 @@ def _stateful_problems(graph: PipelineGraph, t, payload, where: str) -> list[str
             problems.append(f"{where}: {_UNSUPPORTED_STATE[kind]} ({state_id})")
     processing = sorted(family for family, spec in payload.timer_family_specs.items()
                         if spec.time_domain != beam_runner_api_pb2.TimeDomain.EVENT_TIME)
-    if processing:
-        # Batch has no processing-time clock to advance; firing them at some arbitrary point would
-        # pass for an answer, so they are refused until streaming execution exists.
-        problems.append(f"{where}: processing-time timers ({', '.join(processing)})")
+    if processing and not clock:
+        # Only a TestStream drives the processing-time clock; in a bounded pipeline firing them at
+        # some arbitrary point would pass for an answer, so they are refused.
+        problems.append(f"{where}: processing-time timers ({', '.join(processing)}) in a pipeline "
+                        "without TestStream (nothing drives the processing-time clock)")
     expiry = payload.on_window_expiration_timer_family_spec
     if expiry and expiry not in payload.timer_family_specs:
         problems.append(f"{where}: OnWindowExpiration names an unknown timer family {expiry}")
@@ -91,12 +109,14 @@ def _key_problems(graph: PipelineGraph, t, where: str) -> list[str]:
     return []
 
 
-def _windowing_problems(where: str, ws: beam_runner_api_pb2.WindowingStrategy) -> list[str]:
+def _windowing_problems(where: str, ws: beam_runner_api_pb2.WindowingStrategy, streaming: bool) -> list[str]:
     problems = []
     # Sessions are merged by the runner, Python WindowFns by the SDK (beam:transform:merge_windows:v1).
     if ws.merge_status == beam_runner_api_pb2.MergeStatus.NEEDS_MERGE \
             and ws.window_fn.urn not in (urns.SESSION_WINDOWS, urns.PICKLED_PYTHON_WINDOW_FN):
         problems.append(f"{where}: custom merging WindowFn ({ws.window_fn.urn})")
+    if streaming:
+        return problems + [f"{where}: {p}" for p in trigger_spec.problems(ws.trigger)]
     trigger = ws.trigger.WhichOneof("trigger")
     # In batch all input arrives at once before the watermark jumps to +inf, so Always (used by
     # Reshuffle) fires exactly one pane per key and window, as the default trigger does.

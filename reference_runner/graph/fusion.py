@@ -1,6 +1,6 @@
 """Fusion: leaf transforms -> stages.
 
-Runner-executed primitives (Impulse, Flatten, GroupByKey) are stages of their own. SDK
+Runner-executed primitives (Impulse, TestStream, Flatten, GroupByKey) are stages of their own. SDK
 transforms (ParDo, WindowInto, combiner parts) form fused stages: a transform joins the
 stage that produces its main input when fusion is on, and starts a new stage when its
 input comes from the runner, it reads side inputs (the stage must wait for them), it is
@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from reference_runner.graph import urns
 from reference_runner.graph.pipeline import PipelineGraph, Transform, is_stateful
 
-KIND_OF = {urns.IMPULSE: "impulse", urns.FLATTEN: "flatten", urns.GROUP_BY_KEY: "group",
+KIND_OF = {urns.IMPULSE: "impulse", urns.TEST_STREAM: "test_stream", urns.FLATTEN: "flatten", urns.GROUP_BY_KEY: "group",
            urns.KEYS_TO_BYTES: "flatten", urns.KEYS_FROM_BYTES: "flatten"}
 
 

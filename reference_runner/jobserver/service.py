@@ -43,7 +43,7 @@ class JobService(beam_job_api_pb2_grpc.JobServiceServicer):
             context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED,
                           f"pipeline of {size} bytes is over the limit of {self.max_pipeline_bytes}")
         try:
-            check(PipelineGraph(request.pipeline), environments=False)  # the worker pool judges those
+            check(PipelineGraph(request.pipeline), environments=False, streaming=True)  # the worker pool judges environments
         except UnsupportedPipeline as e:
             context.abort(grpc.StatusCode.UNIMPLEMENTED, str(e))
         except Exception as e:  # noqa: BLE001 - a malformed pipeline, whatever is wrong with it

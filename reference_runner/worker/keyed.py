@@ -7,6 +7,7 @@ encodes the runner's own OnWindowExpiration timers.
 from __future__ import annotations
 
 from apache_beam.coders.coder_impl import create_InputStream
+from apache_beam.portability.api import beam_runner_api_pb2
 from apache_beam.transforms import userstate
 from apache_beam.utils import windowed_value
 from apache_beam.utils.timestamp import Timestamp
@@ -48,6 +49,8 @@ class KeyedStage:
         self._lateness = coders.components.windowing_strategies[pcoll.windowing_strategy_id].allowed_lateness * 1000
         self._families = {family: coders.coder(spec.timer_family_coder_id).get_impl()
                           for family, spec in payload.timer_family_specs.items()}
+        self._processing = {family for family, spec in payload.timer_family_specs.items()
+                            if spec.time_domain != beam_runner_api_pb2.TimeDomain.EVENT_TIME}
         self.time_sorted = payload.requires_time_sorted_input
         self.expiry_family = payload.on_window_expiration_timer_family_spec or None
 
@@ -87,12 +90,13 @@ class KeyedStage:
                     fire = timer.fire_timestamp.micros
                     hold = fire if timer.hold_timestamp is None else timer.hold_timestamp.micros
                     expiry = self._expiry(timer.windows[0])
-                    if fire > expiry:
+                    processing = family in self._processing  # fires at a processing time: no bound
+                    if fire > expiry and not processing:
                         raise TimerPastExpiration(
                             f"timer {family}{'/' + timer.dynamic_timer_tag if timer.dynamic_timer_tag else ''} "
                             f"of {transform} set for {timer.fire_timestamp}, after its window's expiration "
                             f"{Timestamp(micros=expiry)} (max timestamp + allowed lateness)")
-                    updates.append(TimerUpdate(tid, False, fire, hold, data[start:end]))
+                    updates.append(TimerUpdate(tid, False, fire, hold, data[start:end], processing))
                 start = end
         return updates
 

@@ -61,6 +61,10 @@ class StateService:
         """The transform's stage finished (batch: every window expired): drop its user state."""
         self.user.release(transform_id)
 
+    def release_window(self, transform_id: str, window: bytes) -> None:
+        """The window expired (streaming): drop the transform's user state in it."""
+        self.user.release_window(transform_id, window)
+
     def handle(self, request: beam_fn_api_pb2.StateRequest) -> beam_fn_api_pb2.StateResponse:
         try:
             kind = request.WhichOneof("request")
