@@ -174,13 +174,14 @@ class Job:
                 outputs[pcoll] = codecs.split_elements(impl, result.data.get(transform_id, b""))
             # What the bundle handed back: restrictions split off or deferred (splittable DoFns),
             # then the elements a channel split left unread.
-            residuals = _residual_inputs(stage, [*result.split_residuals, *result.response.residual_roots])
+            residuals = _residual_inputs(stage, result.split_residuals)
             residuals += bundle.inputs[result.first_residual:] if result.first_residual is not None else []
+            deferred = _deferred(stage, result.response.residual_roots)
             self.monitoring_infos.extend(self._with_step_names(result.response.monitoring_infos))
             trace.record(**record, outcome="committed", first_residual=result.first_residual,
                          restrictions_split_off=len(result.split_residuals))
             self.state.commit(result.instruction_id)
-            em.commit(bundle, outputs, residuals, timers=timers)
+            em.commit(bundle, outputs, residuals, timers=timers, deferred=deferred)
             if result.response.requires_finalization:  # only a committed bundle is finalized
                 try:
                     worker.finalize(result.instruction_id)
@@ -284,16 +285,28 @@ def _prepare(proto, fuse: bool, lift: bool, environments: bool) -> _Prepared:
     return prepared
 
 
+def _deferred(stage: fusion.Stage, residual_roots) -> list[tuple[bytes, int | None, int]]:
+    """Self-checkpoints (residual roots) as (element, watermark hold, resume delay) in micros.
+
+    The hold is the least output watermark the SDK reported for the residual (its watermark
+    estimator's); without one the stage's output watermark stays where it is until the work
+    is done, the batch behaviour."""
+    deferred = []
+    for element, residual in zip(_residual_inputs(stage, residual_roots), residual_roots):
+        marks = [w.seconds * 1_000_000 + w.nanos // 1000 for w in residual.application.output_watermarks.values()]
+        delay = residual.requested_time_delay
+        deferred.append((element, min(marks) if marks else None, delay.seconds * 1_000_000 + delay.nanos // 1000))
+    return deferred
+
+
 def _residual_inputs(stage: fusion.Stage, residual_roots) -> list[bytes]:
-    """Residual restrictions a bundle handed back (self-checkpoints), as new input of its stage.
+    """Residual restrictions a bundle handed back (split off or self-checkpointed), as new
+    input of its stage.
 
     The SDK encodes a residual's element with the windowed-value coder of the input PCollection
     of the transform that deferred it, which is exactly our DATA_INPUT wire coder for that
     PCollection (descriptors.py), so the bytes are stage input as they are. Only a stage's root
-    transform (process_sized_element_and_restrictions always is one) can defer work. In batch a
-    residual's output watermark needs no hold of its own: the stage stays busy while it is
-    pending, which holds the stage's watermark; requested resume delays are ignored because
-    nothing else can happen while we wait.
+    transform (process_sized_element_and_restrictions always is one) can defer work.
     """
     residuals = []
     root = stage.transforms[0]

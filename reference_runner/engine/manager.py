@@ -79,6 +79,16 @@ class Bundle:
     timers: list = field(default_factory=list)  # engine.timers.Timer due in this bundle
 
 
+@dataclass
+class Deferred:
+    """A residual a splittable DoFn handed back (self-checkpoint): its encoded element, the
+    output watermark its watermark estimator reported (None: no promise, the stage is held
+    back entirely) and the processing time from which it may resume."""
+    element: bytes
+    hold: int | None
+    ready_at: int
+
+
 class Stuck(RuntimeError):
     """No stage can make progress, yet work remains."""
 
@@ -89,6 +99,8 @@ class ElementManager:
         self.order = [s.id for s in stages]  # topological
         self.policy = bundle_policy
         self.pending: dict[str, list] = {s.id: [] for s in stages}
+        #: self-checkpointed work of splittable DoFns: Deferred, run when nothing else can
+        self.deferred: dict[str, list[Deferred]] = {s.id: [] for s in stages}
         self.in_flight: dict[str, int] = {s.id: 0 for s in stages}
         self.buffers = {s.id: TriggeredBuffer(s.grouping) if s.grouping.trigger is not None else GroupBuffer(s.grouping)
                         for s in stages if s.kind == GROUP}
@@ -181,6 +193,17 @@ class ElementManager:
             size = len(pending) if self.policy is None else self.policy.bundle_size(stage_id, len(pending))
             elements, self.pending[stage_id] = pending[:size], pending[size:]
             return self._start(stage_id, elements, [])
+        return self._next_deferred()
+
+    def _next_deferred(self) -> Bundle | None:
+        """Resume self-checkpointed work only when nothing else can run, so downstream stages
+        (and the watermark) keep up with an unbounded source."""
+        for stage_id in self.order:
+            deferred = self.deferred[stage_id]
+            ready = [d for d in deferred if d.ready_at <= self.now]
+            if ready and not (self.stages[stage_id].keyed and self.in_flight[stage_id]):
+                self.deferred[stage_id] = [d for d in deferred if d.ready_at > self.now]
+                return self._start(stage_id, [d.element for d in ready], [])
         return None
 
     def _start(self, stage_id: str, elements: list, timers: list) -> Bundle:
@@ -189,10 +212,11 @@ class ElementManager:
         return Bundle(f"b{self._bundles}", stage_id, elements, timers=timers)
 
     def commit(self, bundle: Bundle, outputs: dict[str, list], residuals: list = (),
-               timers: list = ()) -> None:
+               timers: list = (), deferred: list = ()) -> None:
         """A bundle succeeded: publish its outputs atomically and reschedule its residuals.
 
-        ``timers``: the TimerUpdates the bundle made, in order."""
+        ``timers``: the TimerUpdates the bundle made, in order. ``deferred``: (element,
+        watermark hold or None, resume delay) of the self-checkpoints it made."""
         keyed = self.stages[bundle.stage].keyed
         if keyed is not None:
             store = self.timers[bundle.stage]
@@ -203,6 +227,7 @@ class ElementManager:
             self.emit(pcollection, elements)
         if residuals:
             self.pending[bundle.stage][:0] = list(residuals)
+        self.deferred[bundle.stage] += [Deferred(e, hold, self.now + delay) for e, hold, delay in deferred]
         self.in_flight[bundle.stage] -= 1
         self._advance()
 
@@ -267,6 +292,7 @@ class ElementManager:
             return True
         deadlines = [b.next_deadline() for sid, b in self.buffers.items() if sid in self.triggered]
         deadlines += [store.next_processing_time() for store in self.timers.values()]
+        deadlines += [d.ready_at for deferred in self.deferred.values() for d in deferred]
         later = [d for d in deadlines if d is not None and d > self.now]
         if not later:
             return False
@@ -334,6 +360,8 @@ class ElementManager:
         if self.pending[stage_id] or self.in_flight[stage_id]:
             return MIN_TIMESTAMP
         hold = PLUS_INFINITY
+        for d in self.deferred[stage_id]:  # what a watermark estimator promised, or nothing
+            hold = min(hold, MIN_TIMESTAMP if d.hold is None else d.hold)
         if unsorted:
             hold = min(e[0] for e in unsorted)
         store = self.timers.get(stage_id)
@@ -367,7 +395,8 @@ class ElementManager:
             buffered += len(self.timers[stage_id]) if stage_id in self.timers else 0
             buffered += len(self.events.get(stage_id, ()))  # TestStream events not yet applied
             lines.append(f"  {stage_id} ({stage.kind}): output watermark {format_watermark(self.output_watermark[stage_id])}, "
-                         f"pending {len(self.pending[stage_id])}, in flight {self.in_flight[stage_id]}, "
+                         f"pending {len(self.pending[stage_id])}, deferred {len(self.deferred[stage_id])}, "
+                         f"in flight {self.in_flight[stage_id]}, "
                          f"buffered groups/timers/events {buffered}" + (f", waiting for side inputs {waiting}" if waiting else ""))
         return "\n".join(lines)
 
