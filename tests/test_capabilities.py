@@ -16,9 +16,21 @@ def _case_capabilities() -> dict[str, list[str]]:
             if not name.startswith("test_") or func.__module__ != module.__name__:
                 continue
             marks = [m.args[0] for m in getattr(func, "pytestmark", []) if m.name == "capability"]
+            if not marks:  # a parametrized case may tag each of its parameters instead
+                for param in _params(func):
+                    [cap] = [m.args[0] for m in param.marks if m.name == "capability"] or [None]
+                    assert cap, f"{module.__name__}.{name}[{param.id}] needs a capability mark"
+                    found.setdefault(cap, []).append(f"{module_info.name}.{name}[{param.id}]")
+                if _params(func):
+                    continue
             assert len(marks) == 1, f"{module.__name__}.{name} needs exactly one @capability, has {marks}"
             found.setdefault(marks[0], []).append(f"{module_info.name}.{name}")
     return found
+
+
+def _params(func) -> list:
+    return [p for m in getattr(func, "pytestmark", []) if m.name == "parametrize" for p in m.args[1]
+            if hasattr(p, "marks")]
 
 
 def test_every_case_names_a_known_capability():
