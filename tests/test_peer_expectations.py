@@ -14,6 +14,10 @@ JOB_SERVER = f"{sys.executable} -m apache_beam.runners.portability.local_job_ser
 # opt-in. `tox -e conformance-peers` regenerates their committed results.
 BEAM_PEERS = {"beam-direct", "beam-fnapi", "beam-local-job-service"}
 CHECK_BEAM_PEERS = os.environ.get("BEAM_CONFORMANCE_CHECK_PEERS") == "1"
+# Two schedules of the reference runner are checked on every run (random sizes with splits,
+# injected faults); the other two on request, to keep CI within its time budget.
+SLOW_SCHEDULES = {"reference:bundle_size=1", "reference:fuse=false"}
+CHECK_ALL_SCHEDULES = os.environ.get("BEAM_CONFORMANCE_ALL_SCHEDULES") == "1"
 
 PEERS = {
     "beam-direct": ["--target", "beam-direct"],
@@ -33,11 +37,17 @@ PEERS = {
 }
 
 
-@pytest.mark.parametrize("peer", [
-    pytest.param(peer, marks=pytest.mark.skipif(
-        peer in BEAM_PEERS and not CHECK_BEAM_PEERS,
-        reason="a Beam peer: set BEAM_CONFORMANCE_CHECK_PEERS=1 to check its committed expectations"))
-    for peer in sorted(PEERS)])
+def _marks(peer: str) -> list:
+    if peer in BEAM_PEERS:
+        return [pytest.mark.skipif(not CHECK_BEAM_PEERS, reason="a Beam peer: set BEAM_CONFORMANCE_CHECK_PEERS=1 "
+                                                                "to check its committed expectations")]
+    if peer in SLOW_SCHEDULES:
+        return [pytest.mark.skipif(not CHECK_ALL_SCHEDULES, reason="checked on request: set "
+                                                                   "BEAM_CONFORMANCE_ALL_SCHEDULES=1")]
+    return []
+
+
+@pytest.mark.parametrize("peer", [pytest.param(peer, marks=_marks(peer)) for peer in sorted(PEERS)])
 def test_suite_matches_committed_expectations(peer, tmp_path):
     command = [sys.executable, "-m", "pytest", "--pyargs", "conformance", *PEERS[peer], "-n", "2",
                "-p", "no:cacheprovider", "--show-capture=no", "--tb=line", "-q",

@@ -116,7 +116,7 @@ def test_a_stuck_job_is_described_stage_by_stage():
     assert em.next_bundle() is not None
     assert em.next_bundle() is None and not em.done()
     dump = em.describe_stuck()
-    assert "work (sdk): output watermark -inf, pending 0, in flight 1" in dump
+    assert "work (sdk): output watermark -inf, pending 0, deferred 0, in flight 1" in dump
     assert "impulse (impulse): output watermark +inf" in dump
 
 
