@@ -6,7 +6,10 @@ import apache_beam as beam
 from apache_beam.testing.util import assert_that, equal_to
 from apache_beam.transforms import window
 
-from benchmarks.streaming_memory import Ticks
+from apache_beam.io.restriction_trackers import OffsetRange, OffsetRestrictionTracker
+from apache_beam.io.watermark_estimators import ManualWatermarkEstimator
+from apache_beam.utils.timestamp import Timestamp
+
 from reference_runner import ReferenceRunner
 
 EVENTS: list = []
@@ -18,15 +21,38 @@ class _Record(beam.DoFn):
         yield kv[1]
 
 
-class _Source(Ticks):
-    def chunk_started(self):
+class _Offsets(beam.transforms.core.RestrictionProvider):
+    def initial_restriction(self, element):
+        return OffsetRange(0, element["count"])
+
+    def create_tracker(self, restriction):
+        return OffsetRestrictionTracker(restriction)
+
+    def restriction_size(self, element, restriction):
+        return restriction.size()
+
+
+@beam.DoFn.unbounded_per_element()
+class _Source(beam.DoFn):
+    """Element i at i ms, ``chunk`` elements per self-checkpoint, the watermark following."""
+
+    def process(self, element, tracker=beam.DoFn.RestrictionParam(_Offsets()),
+                estimator=beam.DoFn.WatermarkEstimatorParam(ManualWatermarkEstimator.default_provider())):
         EVENTS.append(("chunk", None))
+        position = tracker.current_restriction().start
+        stop = min(tracker.current_restriction().stop, position + element["chunk"])
+        while position < stop and tracker.try_claim(position):
+            yield window.TimestampedValue(("k", 1), Timestamp(micros=position * 1000))
+            position += 1
+        estimator.set_watermark(Timestamp(micros=position * 1000))
+        if position < tracker.current_restriction().stop:
+            tracker.defer_remainder()
 
 
 def test_windows_fire_while_the_source_is_still_producing():
     EVENTS.clear()
     with beam.Pipeline(runner=ReferenceRunner()) as p:
-        counts = (p | beam.Create([{"count": 5000, "chunk": 1000, "keys": 1}])
+        counts = (p | beam.Create([{"count": 5000, "chunk": 1000}])
                   | beam.ParDo(_Source())
                   | beam.WindowInto(window.FixedWindows(1))
                   | beam.CombinePerKey(sum)
