@@ -23,7 +23,7 @@ class _Record(beam.DoFn):
 
 class _Offsets(beam.transforms.core.RestrictionProvider):
     def initial_restriction(self, element):
-        return OffsetRange(0, element["count"])
+        return OffsetRange(0, element["count"] if isinstance(element, dict) else element)
 
     def create_tracker(self, restriction):
         return OffsetRestrictionTracker(restriction)
@@ -69,7 +69,7 @@ def test_a_residual_without_a_watermark_holds_the_stage_until_done():
     # No watermark estimator: the SDK reports no output watermark for the residual, so
     # downstream windows wait for the whole input (the batch behaviour) and results are the same.
     class Countdown(beam.DoFn):
-        def process(self, n, tracker=beam.DoFn.RestrictionParam(_CountdownRange())):
+        def process(self, n, tracker=beam.DoFn.RestrictionParam(_Offsets())):
             position = tracker.current_restriction().start
             if tracker.try_claim(position):
                 yield window.TimestampedValue(("k", 1), position)
@@ -80,15 +80,3 @@ def test_a_residual_without_a_watermark_holds_the_stage_until_done():
                | beam.WindowInto(window.FixedWindows(3)) | beam.CombinePerKey(sum))
         assert_that(out, equal_to([("k", 3), ("k", 3)]))
 
-
-class _CountdownRange(beam.transforms.core.RestrictionProvider):
-    def initial_restriction(self, n):
-        from apache_beam.io.restriction_trackers import OffsetRange
-        return OffsetRange(0, n)
-
-    def create_tracker(self, restriction):
-        from apache_beam.io.restriction_trackers import OffsetRestrictionTracker
-        return OffsetRestrictionTracker(restriction)
-
-    def restriction_size(self, n, restriction):
-        return restriction.size()
