@@ -7,6 +7,7 @@ import itertools
 import logging
 import threading
 
+from apache_beam.metrics import monitoring_infos
 from apache_beam.portability.api import beam_runner_api_pb2
 from apache_beam.transforms import window as beam_window
 from apache_beam.utils import windowed_value
@@ -50,6 +51,8 @@ class Job:
         self.trace_path = trace
         self.job_id = job_id        # prefixes descriptor ids: a reused worker may have run other jobs
         self.endpoint = endpoint    # the runner's Fn API address, for a worker out of process
+        # User metrics (all a result or the job server reports), consolidated as bundles commit
+        # so that a long-running job keeps one entry per metric, not one per bundle.
         self.monitoring_infos: list = []   # of committed attempts
         self.failed_attempt_infos: list = []  # what failed attempts reported before failing
         self._cancelled = threading.Event()
@@ -160,7 +163,7 @@ class Job:
                 timers = keyed.decode_timers(result.timers) if keyed else []
             except attempt.AttemptFailed as failure:
                 self.state.discard(failure.instruction_id)
-                self.failed_attempt_infos.extend(self._with_step_names(failure.metrics))
+                self._keep_user_metrics(self.failed_attempt_infos, failure.metrics)
                 trace.record(**record, outcome="failed", first_residual=None)
                 if not failure.injected:
                     raise JobFailed(f"bundle {bundle.id} of stage {bundle.stage} failed: {failure}") from None
@@ -177,7 +180,7 @@ class Job:
             residuals = _residual_inputs(stage, result.split_residuals)
             residuals += bundle.inputs[result.first_residual:] if result.first_residual is not None else []
             deferred = _deferred(stage, result.response.residual_roots)
-            self.monitoring_infos.extend(self._with_step_names(result.response.monitoring_infos))
+            self._keep_user_metrics(self.monitoring_infos, result.response.monitoring_infos)
             trace.record(**record, outcome="committed", first_residual=result.first_residual,
                          restrictions_split_off=len(result.split_residuals))
             self.state.commit(result.instruction_id)
@@ -189,8 +192,10 @@ class Job:
                     raise JobFailed(f"finalizing bundle {bundle.id} of stage {stage.id} failed: {e}") from None
             return
 
-    def _with_step_names(self, infos) -> list:
-        return self.graph.with_step_names(infos)
+    def _keep_user_metrics(self, kept: list, infos) -> None:
+        user = self.graph.with_step_names([i for i in infos if monitoring_infos.is_user_monitoring_info(i)])
+        if user:
+            kept[:] = monitoring_infos.consolidate(kept + user)
 
     def _materialize_side_inputs(self, stage: fusion.Stage, em: manager.ElementManager) -> None:
         for pcoll, transform_id, tag in stage.side_inputs:
