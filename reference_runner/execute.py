@@ -15,7 +15,7 @@ from apache_beam.utils.timestamp import Timestamp
 
 from reference_runner import bundling
 from reference_runner.engine import grouping, manager
-from reference_runner.graph import check, fusion, lifting, sdf, trigger_spec, urns
+from reference_runner.graph import check, fusion, lifting, sdf, trigger_spec, urns, windowing
 from reference_runner.graph.pipeline import PipelineGraph, is_stateful
 from reference_runner.worker import attempt, codecs, descriptors, merging, warm
 from reference_runner.worker.embedded import BundleFailed, EmbeddedWorker
@@ -23,10 +23,6 @@ from reference_runner.worker.keyed import KeyedStage, TimerPastExpiration
 from reference_runner.worker.state import SideInputIndex, StateService
 
 _LOG = logging.getLogger(__name__)
-
-_COMBINERS = {beam_runner_api_pb2.OutputTime.END_OF_WINDOW: grouping.END_OF_WINDOW,
-              beam_runner_api_pb2.OutputTime.EARLIEST_IN_PANE: grouping.EARLIEST,
-              beam_runner_api_pb2.OutputTime.LATEST_IN_PANE: grouping.LATEST}
 
 
 class JobFailed(RuntimeError):
@@ -45,7 +41,7 @@ class Job:
                  replay: str | None = None, job_id: str = "", endpoint: str = "embedded"):
         self.prepared = _prepare(proto, fuse, lift, environments=endpoint == "embedded")
         self.graph, self.stages, self.coders = self.prepared.graph, self.prepared.stages, self.prepared.coders
-        self.streaming = any(t.urn == urns.TEST_STREAM for t in self.graph.transforms)
+        self.streaming = self.prepared.streaming
         self.state = StateService()
         self.policy = bundling.Replay(replay) if replay else (schedule or bundling.Schedule()).policy()
         self.trace_path = trace
@@ -64,24 +60,21 @@ class Job:
         """Run on ``worker`` (EmbeddedWorker or RemoteWorker, serving this job's StateService;
         stopped at the end), or on a warm embedded worker (worker/warm.py)."""
         trace = bundling.Trace(self.trace_path)
-        if worker is not None:
-            try:
-                self._run(worker, trace)
-            finally:
-                trace.close()
-                worker.stop()
-            return
-        worker, succeeded = warm.acquire(self.state), False
+        warm_worker = worker is None
+        worker, succeeded = (warm.acquire(self.state) if warm_worker else worker), False
         try:
             self._run(worker, trace)
             succeeded = True
         finally:
             trace.close()
-            warm.release(worker, succeeded)
+            if warm_worker:
+                warm.release(worker, succeeded)
+            else:
+                worker.stop()
 
     def _run(self, worker: EmbeddedWorker, trace: bundling.Trace) -> None:
         specs, described = [], {}
-        keyed = {s.id: KeyedStage(s, self.graph, self.coders) for s in self.stages
+        keyed = {s.id: KeyedStage.heading(s, self.coders) for s in self.stages
                  if s.kind == "sdk" and any(is_stateful(t) for t in s.transforms)}
         for stage in self.stages:
             specs.append(manager.StageSpec(stage.id, _engine_kind(stage.kind), list(stage.inputs),
@@ -210,18 +203,16 @@ class Job:
         [main] = stage.inputs
         [out] = stage.outputs
         ws = self.graph.windowing_of(main)
-        custom_merging = ws.merge_status == beam_runner_api_pb2.MergeStatus.NEEDS_MERGE \
-            and ws.window_fn.urn != urns.SESSION_WINDOWS
         trigger = None  # batch: one pane per window when the watermark passes its end
         if self.streaming or ws.trigger.WhichOneof("trigger") not in ("default", "always"):
             trigger = trigger_spec.from_proto(ws.trigger)
         return grouping.Grouping(
             codecs.GroupCodec(self.coders.windowed(main), self.coders.windowed(out)),
-            merging=ws.window_fn.urn == urns.SESSION_WINDOWS or custom_merging,
+            merging=windowing.merging(ws),
             merge_fn=merging.WindowMerger(worker, f"{self.job_id}{stage.id}/merge_windows", ws,
                                           self.graph.components, self.coders.window_coder(main),
-                                          self.endpoint) if custom_merging else None,
-            timestamp_combiner=_COMBINERS.get(ws.output_time, grouping.END_OF_WINDOW),
+                                          self.endpoint) if windowing.merged_in_sdk(ws) else None,
+            timestamp_combiner=windowing.timestamp_combiner(ws),
             allowed_lateness=ws.allowed_lateness * 1000, trigger=trigger,
             accumulating=ws.accumulation_mode == beam_runner_api_pb2.AccumulationMode.ACCUMULATING)
 
@@ -255,6 +246,7 @@ class _Prepared:
         check.check(self.graph, environments=environments, streaming=True)
         self.stages = fusion.fuse(self.graph, enabled=fuse)
         self.coders = codecs.Coders(proto.components)
+        self.streaming = any(t.urn == urns.TEST_STREAM for t in self.graph.transforms)
         self._described: dict = {}
 
     def describe(self, stage: fusion.Stage, job_id: str, endpoint: str) -> descriptors.StageDescriptor:

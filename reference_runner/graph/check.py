@@ -11,15 +11,17 @@ from reference_runner.graph.pipeline import PipelineGraph, is_stateful
 class UnsupportedPipeline(ValueError):
     """The pipeline uses features this runner does not implement (all of them are listed)."""
 
-    def __init__(self, problems: list[str]):
+    def __init__(self, problems: list[str], backend: str = "the reference runner"):
         self.problems = problems
-        super().__init__("the reference runner cannot run this pipeline:\n" +
+        super().__init__(f"{backend} cannot run this pipeline:\n" +
                          "\n".join(f"  - {p}" for p in problems))
 
 
-def check(graph: PipelineGraph, environments: bool = True, streaming: bool = False) -> None:
+def check(graph: PipelineGraph, environments: bool = True, streaming: bool = False,
+          backend: str = "the reference runner") -> None:
     """``environments``: judge the environments too (the in-process runner embeds them all).
-    ``streaming``: the backend runs TestStream pipelines, triggers and processing time."""
+    ``streaming``: the backend runs TestStream pipelines, triggers and processing time.
+    ``backend``: how the error names the runner refusing the pipeline."""
     problems: list[str] = []
     has_stream = any(t.urn == urns.TEST_STREAM for t in graph.transforms)
     for requirement in graph.proto.requirements:
@@ -31,7 +33,7 @@ def check(graph: PipelineGraph, environments: bool = True, streaming: bool = Fal
         if env.urn not in urns.EMBEDDABLE_ENVIRONMENTS:
             problems.append(f"environment {env_id}: {env.urn}")
     if problems:
-        raise UnsupportedPipeline(list(dict.fromkeys(problems)))
+        raise UnsupportedPipeline(list(dict.fromkeys(problems)), backend)
 
 
 def _transform_problems(graph: PipelineGraph, t, streaming: bool, has_stream: bool) -> list[str]:

@@ -12,13 +12,9 @@ from dataclasses import dataclass, field
 from apache_beam.portability.api import beam_runner_api_pb2
 
 from reference_runner.engine import grouping
-from reference_runner.graph import fusion, urns
+from reference_runner.graph import fusion, urns, windowing
 from reference_runner.graph.pipeline import PipelineGraph, is_stateful
 from reference_runner.worker import codecs, descriptors
-
-_COMBINERS = {beam_runner_api_pb2.OutputTime.END_OF_WINDOW: grouping.END_OF_WINDOW,
-              beam_runner_api_pb2.OutputTime.EARLIEST_IN_PANE: grouping.EARLIEST,
-              beam_runner_api_pb2.OutputTime.LATEST_IN_PANE: grouping.LATEST}
 
 
 @dataclass
@@ -73,10 +69,9 @@ def plan(graph: PipelineGraph, stages: list[fusion.Stage], job_id: str) -> list[
                 stage.transforms[0].urn, "transcode")
         elif stage.kind == "group":
             ws = graph.windowing_of(stage.inputs[0])
-            p.merge_in_sdk = ws.merge_status == beam_runner_api_pb2.MergeStatus.NEEDS_MERGE \
-                and ws.window_fn.urn != urns.SESSION_WINDOWS
-            p.merging = ws.window_fn.urn == urns.SESSION_WINDOWS or p.merge_in_sdk
-            p.timestamp_combiner = _COMBINERS.get(ws.output_time, grouping.END_OF_WINDOW)
+            p.merge_in_sdk = windowing.merged_in_sdk(ws)
+            p.merging = windowing.merging(ws)
+            p.timestamp_combiner = windowing.timestamp_combiner(ws)
             p.allowed_lateness = ws.allowed_lateness * 1000
         plans.append(p)
     return plans

@@ -63,7 +63,8 @@ def run_proto(proto, settings: SparkSettings, job_group: str | None = None) -> l
     ``job_group``: Spark job group of the run, so that it can be cancelled (cancel_job_group)."""
     spark = session.get(settings.master, settings.conf)
     graph = PipelineGraph(sdf.expand(lifting.lift(proto)))
-    check.check(graph, environments=False)  # Spark's Python workers run the user code themselves
+    # Spark's Python workers run the user code themselves, whatever the environments say
+    check.check(graph, environments=False, backend="the Spark backend")
     plans = planning.plan(graph, fusion.fuse(graph), Translation.job_id())
     parallelism = settings.parallelism or spark.sparkContext.defaultParallelism
     translation = Translation(spark, plans, parallelism, settings.bundle_size, settings.max_side_input_bytes)

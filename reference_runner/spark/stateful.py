@@ -17,6 +17,7 @@ import zlib
 from reference_runner.engine.manager import PLUS_INFINITY, ElementManager
 from reference_runner.engine.timers import TimerStore
 from reference_runner.engine.userstate import UserStateStore
+from reference_runner.graph.pipeline import Transform
 from reference_runner.spark.plan import StagePlan, coders_of
 from reference_runner.spark.tasks import Outputs, StageFailed, sdk_worker
 from reference_runner.worker import attempt
@@ -107,5 +108,7 @@ def _keyed(plan: StagePlan) -> KeyedStage:
     """The stage's KeyedStage, rebuilt from the plan once per Python worker process."""
     keyed = _keyed_stages.get(plan.id)
     if keyed is None:
-        keyed = _keyed_stages[plan.id] = KeyedStage.of_transform(plan.stateful_transform, coders_of(plan.components))
+        components = coders_of(plan.components).components
+        head = Transform(plan.stateful_transform, components.transforms[plan.stateful_transform])
+        keyed = _keyed_stages[plan.id] = KeyedStage(head, coders_of(plan.components))
     return keyed

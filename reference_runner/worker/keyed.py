@@ -16,7 +16,7 @@ from reference_runner.engine import manager
 from reference_runner.engine.timers import TimerId, TimerUpdate
 from reference_runner.engine.windows import END_OF_GLOBAL_WINDOW
 from reference_runner.graph.fusion import Stage
-from reference_runner.graph.pipeline import PipelineGraph, Transform, is_stateful
+from reference_runner.graph.pipeline import Transform, is_stateful
 from reference_runner.worker.codecs import Coders, encode_nested
 
 
@@ -25,19 +25,14 @@ class TimerPastExpiration(ValueError):
 
 
 class KeyedStage:
-    def __init__(self, stage: Stage, graph: PipelineGraph, coders: Coders):
-        [head] = [t for t in stage.transforms if is_stateful(t)]  # fusion starts a stage at each one
-        self._setup(head, coders)
-
     @classmethod
-    def of_transform(cls, transform_id: str, coders: Coders) -> "KeyedStage":
-        """The stage headed by ``transform_id``, from the pipeline's components alone (what a
-        process that has no PipelineGraph, e.g. a Spark executor, can rebuild)."""
-        keyed = cls.__new__(cls)
-        keyed._setup(Transform(transform_id, coders.components.transforms[transform_id]), coders)
-        return keyed
+    def heading(cls, stage: Stage, coders: Coders) -> "KeyedStage":
+        [head] = [t for t in stage.transforms if is_stateful(t)]  # fusion starts a stage at each one
+        return cls(head, coders)
 
-    def _setup(self, head: Transform, coders: Coders) -> None:
+    def __init__(self, head: Transform, coders: Coders):
+        """``head``: the stateful ParDo at the head of the stage; ``coders``: of the pipeline's
+        components (all a process without a PipelineGraph, e.g. a Spark executor, has)."""
         payload = head.pardo_payload()
         [main] = head.main_inputs()
         wv_coder = coders.windowed(main)

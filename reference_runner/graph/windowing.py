@@ -1,0 +1,24 @@
+"""What a windowing strategy asks of a GroupByKey, as plain values both backends use."""
+from __future__ import annotations
+
+from apache_beam.portability.api import beam_runner_api_pb2
+
+from reference_runner.engine import grouping
+from reference_runner.graph import urns
+
+_COMBINERS = {beam_runner_api_pb2.OutputTime.END_OF_WINDOW: grouping.END_OF_WINDOW,
+              beam_runner_api_pb2.OutputTime.EARLIEST_IN_PANE: grouping.EARLIEST,
+              beam_runner_api_pb2.OutputTime.LATEST_IN_PANE: grouping.LATEST}
+
+
+def timestamp_combiner(ws: beam_runner_api_pb2.WindowingStrategy) -> str:
+    return _COMBINERS.get(ws.output_time, grouping.END_OF_WINDOW)
+
+
+def merged_in_sdk(ws: beam_runner_api_pb2.WindowingStrategy) -> bool:
+    """A merging WindowFn other than sessions: the SDK's merge_windows transform merges it."""
+    return ws.merge_status == beam_runner_api_pb2.MergeStatus.NEEDS_MERGE and ws.window_fn.urn != urns.SESSION_WINDOWS
+
+
+def merging(ws: beam_runner_api_pb2.WindowingStrategy) -> bool:
+    return ws.window_fn.urn == urns.SESSION_WINDOWS or merged_in_sdk(ws)
