@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import collections
+import dataclasses
 import hashlib
 import itertools
 import logging
@@ -17,7 +18,7 @@ from reference_runner import bundling
 from reference_runner.engine import grouping, manager
 from reference_runner.graph import check, fusion, lifting, sdf, trigger_spec, urns, windowing
 from reference_runner.graph.pipeline import PipelineGraph, is_stateful
-from reference_runner.worker import attempt, codecs, descriptors, merging, warm
+from reference_runner.worker import attempt, codecs, descriptors, merging, sidewindows, warm
 from reference_runner.worker.embedded import BundleFailed, EmbeddedWorker
 from reference_runner.worker.keyed import KeyedStage, TimerPastExpiration
 from reference_runner.worker.state import SideInputIndex, StateService
@@ -43,6 +44,9 @@ class Job:
         self.graph, self.stages, self.coders = self.prepared.graph, self.prepared.stages, self.prepared.coders
         self.streaming = self.prepared.streaming
         self.state = StateService()
+        self._side_versions: dict[tuple[str, str], int] = {}  # (transform, tag) -> version indexed
+        self._side_digests: dict[tuple[str, str], bytes] = {}  # (transform, tag) -> digest of its contents
+        self._variants: dict[str, descriptors.StageDescriptor] = {}  # registered, by descriptor id
         self.policy = bundling.Replay(replay) if replay else (schedule or bundling.Schedule()).policy()
         self.trace_path = trace
         self.job_id = job_id        # prefixes descriptor ids: a reused worker may have run other jobs
@@ -82,11 +86,14 @@ class Job:
                                            self._grouping(stage, worker) if stage.kind == "group" else None,
                                            self._conversions(stage) if stage.kind == "flatten" else {},
                                            keyed[stage.id].spec() if stage.id in keyed else None,
-                                           self._stream_events(stage) if stage.kind == "test_stream" else []))
+                                           self._stream_events(stage) if stage.kind == "test_stream" else [],
+                                           self._side_window_needs(stage)))
             if stage.kind == "sdk":
                 described[stage.id] = self.prepared.describe(stage, self.job_id, self.endpoint)
                 worker.register(described[stage.id].proto)
-        em = manager.ElementManager(specs, bundle_policy=self.policy)
+        side_decoders = {p: sidewindows.pane_decoder(self.coders, p)
+                         for s in self.stages for p, _, _ in s.side_inputs} if self.streaming else None
+        em = manager.ElementManager(specs, bundle_policy=self.policy, side_decoders=side_decoders)
         em.start({p: [self._impulse_element(p)] for s in self.stages if s.kind == "impulse" for p in s.outputs})
         by_id = {s.id: s for s in self.stages}
         while True:
@@ -102,8 +109,8 @@ class Job:
                     return
                 raise JobFailed(em.describe_stuck())
             stage = by_id[bundle.stage]
-            self._materialize_side_inputs(stage, em)
-            self._run_bundle(worker, trace, em, bundle, stage, described[stage.id], keyed.get(stage.id))
+            descriptor = self._materialize_side_inputs(stage, em, described[stage.id], worker)
+            self._run_bundle(worker, trace, em, bundle, stage, descriptor, keyed.get(stage.id))
             self._release_expired(em)
             if stage.id in keyed and em.output_watermark[stage.id] >= manager.PLUS_INFINITY:
                 self.state.release(keyed[stage.id].transform)  # state expiry: every window is done
@@ -190,14 +197,45 @@ class Job:
         if user:
             kept[:] = monitoring_infos.consolidate(kept + user)
 
-    def _materialize_side_inputs(self, stage: fusion.Stage, em: manager.ElementManager) -> None:
+    def _materialize_side_inputs(self, stage: fusion.Stage, em: manager.ElementManager,
+                                 described: descriptors.StageDescriptor, worker) -> descriptors.StageDescriptor:
+        """Index the stage's side inputs as the bundle about to run sees them: once per job in
+        batch; in streaming again whenever new panes or elements arrived since. Returns the
+        descriptor to run the bundle with.
+
+        The SDK's DoFn invoker keeps the values of globally windowed side inputs for the life of
+        its bundle processor (apache/beam PR #31013: unless the worker runs with the experiment
+        disable_global_windowed_args_caching), and workers reuse processors across bundles and,
+        warm, across jobs. So a stage reading side inputs runs under a descriptor id naming a
+        digest of their contents: new contents, a new processor that reads them."""
+        if not stage.side_inputs:
+            return described
         for pcoll, transform_id, tag in stage.side_inputs:
-            if (transform_id, tag) in self.state.side_inputs:
+            version, contents = em.side_input(pcoll)
+            if self._side_versions.get((transform_id, tag)) == version:
                 continue
             payload = self.graph.by_id[transform_id].pardo_payload()
             multimap = payload.side_inputs[tag].access_pattern.urn == urns.MULTIMAP_SIDE_INPUT
-            self.state.side_inputs[(transform_id, tag)] = SideInputIndex(
-                em.materialized.get(pcoll, []), self.coders, pcoll, multimap)
+            self.state.side_inputs[(transform_id, tag)] = SideInputIndex(contents, self.coders, pcoll, multimap)
+            self._side_versions[(transform_id, tag)] = version
+            self._side_digests[(transform_id, tag)] = _digest(contents)
+        digest = hashlib.sha1(b"".join(self._side_digests[(t, tag)] for _, t, tag in stage.side_inputs)).hexdigest()
+        variant_id = f"{described.proto.id}~{digest[:16]}"
+        variant = self._variants.get(variant_id)
+        if variant is None:
+            proto = type(described.proto)()
+            proto.CopyFrom(described.proto)
+            proto.id = variant_id
+            variant = self._variants[variant_id] = dataclasses.replace(described, proto=proto)
+            worker.register(proto)
+        return variant
+
+    def _side_window_needs(self, stage: fusion.Stage):
+        """Streaming: how the engine finds the side windows a main-input element waits for."""
+        if not (self.streaming and stage.kind == "sdk" and stage.side_inputs):
+            return None
+        return sidewindows.side_window_needs(self.graph.components, self.coders, stage.inputs[0],
+                                             sorted({p for p, _, _ in stage.side_inputs}))
 
     def _grouping(self, stage: fusion.Stage, worker: EmbeddedWorker) -> grouping.Grouping:
         [main] = stage.inputs
@@ -280,6 +318,18 @@ def _prepare(proto, fuse: bool, lift: bool, environments: bool) -> _Prepared:
         while len(_prepared) > 32:
             _prepared.popitem(last=False)
     return prepared
+
+
+def _digest(contents) -> bytes:
+    """Of a side input's contents as em.side_input gives them (a list, or window -> list)."""
+    h = hashlib.sha1()
+    groups = [(w, contents[w]) for w in sorted(contents)] if isinstance(contents, dict) else [(b"", contents)]
+    for window, elements in groups:
+        h.update(len(window).to_bytes(4, "big") + window + len(elements).to_bytes(4, "big"))
+        for e in elements:
+            h.update(len(e).to_bytes(4, "big"))
+            h.update(e)
+    return h.digest()
 
 
 def _deferred(stage: fusion.Stage, residual_roots) -> list[tuple[bytes, int | None, int]]:

@@ -19,6 +19,13 @@ virtual processing-time clock: TestStreams advance it, and once they are exhaust
 else can progress it jumps to the next processing-time timer. GroupByKeys fire panes by their
 triggers (engine/panes.py); keyed stages drop the state and processing-time timers of windows
 once the watermark passes their expiry. Watermarks never move backwards.
+
+Side inputs in streaming are read per window while they grow (engine/sideinputs.py): a main
+input element is held back (holding its stage's watermark) until every side window it maps
+to is ready - a pane fired for it, or the side watermark passed its end - and a bundle sees
+the latest fired pane of each. Bundles run one at a time and stages are scanned in
+topological order, so a side-input reader only runs once nothing upstream of its side inputs
+can: what it sees depends on the TestStream events applied so far, not on bundling.
 """
 from __future__ import annotations
 
@@ -29,6 +36,7 @@ from typing import Any, Callable
 
 from reference_runner.engine.grouping import GroupBuffer, Grouping
 from reference_runner.engine.panes import TriggeredBuffer
+from reference_runner.engine.sideinputs import SideInputBuffer
 from reference_runner.engine.timers import TimerId, TimerStore, TimerUpdate
 from reference_runner.engine.windows import MAX_TIMESTAMP, MIN_TIMESTAMP
 
@@ -52,6 +60,9 @@ class StageSpec:
     # TestStream: (ELEMENTS, pcollection, [encoded elements]) | (WATERMARK, pcollection, time)
     # | (PROCESSING_TIME, None, advance), in order
     events: list = field(default_factory=list)
+    # Streaming, a stage reading side inputs: element -> [(side PCollection, encoded side window,
+    # its max timestamp)] the element needs ready (for each of its windows, each side input)
+    side_windows: Callable[[bytes], list] | None = None
 
 
 @dataclass
@@ -94,7 +105,9 @@ class Stuck(RuntimeError):
 
 
 class ElementManager:
-    def __init__(self, stages: list[StageSpec], bundle_policy=None):
+    def __init__(self, stages: list[StageSpec], bundle_policy=None, side_decoders: dict | None = None):
+        """``side_decoders`` (streaming): side-input PCollection -> decode(element) ->
+        ([encoded window], pane index or None), see engine/sideinputs.py."""
         self.stages = {s.id: s for s in stages}
         self.order = [s.id for s in stages]  # topological
         self.policy = bundle_policy
@@ -128,8 +141,13 @@ class ElementManager:
                 self.side_consumers.setdefault(p, []).append(s.id)
             for p in s.outputs:
                 self.producer[p] = s.id
-        #: full contents of PCollections read as side inputs
-        self.materialized: dict[str, list] = {p: [] for p in self.side_consumers}
+        #: streaming: side-input PCollections per window, latest pane; main input waiting for them
+        self.side_buffers = {p: SideInputBuffer(side_decoders[p]) for p in self.side_consumers
+                             if self.streaming and side_decoders and p in side_decoders}
+        self.held: dict[str, list] = {s.id: [] for s in stages
+                                      if self.streaming and s.side_inputs and s.side_windows is not None}
+        #: batch: full contents of PCollections read as side inputs (read once their producer finished)
+        self.materialized: dict[str, list] = {p: [] for p in self.side_consumers if p not in self.side_buffers}
         self.output_watermark: dict[str, int] = {s.id: MIN_TIMESTAMP for s in stages}
         self._impulses_done = False
         self._bundles = 0
@@ -139,7 +157,9 @@ class ElementManager:
         """Elements produced into ``pcollection``: route them to every consumer."""
         if not elements:
             return
-        if pcollection in self.materialized:
+        if pcollection in self.side_buffers:
+            self.side_buffers[pcollection].add(elements)
+        elif pcollection in self.materialized:
             self.materialized[pcollection].extend(elements)
         for stage_id in self.consumers.get(pcollection, ()):
             stage = self.stages[stage_id]
@@ -163,7 +183,16 @@ class ElementManager:
                 buffer = self.unsorted[stage_id]
                 buffer.extend((key_of(e)[1], next(self._arrivals), e) for e in routed)
             else:
-                self.pending[stage_id].extend(routed)
+                self._enqueue(stage_id, routed)
+
+    def _enqueue(self, stage_id: str, elements: list) -> None:
+        """New main input of an SDK stage: pending, or held until its side windows are ready."""
+        held = self.held.get(stage_id)
+        if held is None:
+            self.pending[stage_id].extend(elements)
+        else:
+            side_windows = self.stages[stage_id].side_windows
+            held.extend((e, side_windows(e)) for e in elements)
 
     def start(self, impulse_outputs: dict[str, list]) -> None:
         """Feed the roots: the one element of every Impulse."""
@@ -177,7 +206,11 @@ class ElementManager:
         """The next bundle to run, or None when there is nothing runnable."""
         for stage_id in self.order:
             stage = self.stages[stage_id]
-            if stage.kind != SDK or not self._side_inputs_ready(stage):
+            if stage.kind != SDK:
+                continue
+            if stage_id in self.held:
+                self._release_held(stage_id)
+            elif not self._side_inputs_ready(stage):
                 continue
             if stage.keyed is not None:
                 if self.in_flight[stage_id]:
@@ -321,6 +354,36 @@ class ElementManager:
         # Batch readiness: a side input is read once its producer has finished.
         return all(self.output_watermark[self.producer[p]] >= PLUS_INFINITY for p in stage.side_inputs)
 
+    def _release_held(self, stage_id: str) -> None:
+        """Streaming: move the held elements whose side windows are all ready to pending, in
+        arrival order. Readiness only grows, so released elements never go back."""
+        held = self.held[stage_id]
+        if not held:
+            return
+        waiting = []
+        for element, needs in held:
+            if all(self._side_window_ready(p, w, max_ts) for p, w, max_ts in needs):
+                self.pending[stage_id].append(element)
+            else:
+                waiting.append((element, needs))
+        held[:] = waiting
+
+    def _side_window_ready(self, pcollection: str, window: bytes, max_timestamp: int) -> bool:
+        """The side watermark passed the window's end, or (triggered) a pane fired for it."""
+        if self.output_watermark[self.producer[pcollection]] > max_timestamp:
+            return True
+        buffer = self.side_buffers.get(pcollection)
+        return buffer is not None and buffer.fired(window)
+
+    def side_input(self, pcollection: str) -> tuple[int, Any]:
+        """(version, contents) of a side-input PCollection, as bundles starting now see it: the
+        version changes when the contents do. Batch: every element (read once, after its producer
+        finished). Streaming: encoded window -> the elements visible in it (latest pane)."""
+        buffer = self.side_buffers.get(pcollection)
+        if buffer is None:
+            return 0, self.materialized.get(pcollection, [])
+        return buffer.version, buffer.contents()
+
     # -- watermarks --------------------------------------------------------------------------
     def _advance(self) -> None:
         """Recompute watermarks in topological order, firing GroupByKeys as they advance."""
@@ -355,9 +418,9 @@ class ElementManager:
         unsorted = self.unsorted.get(stage_id)
         if unsorted:  # release, in timestamp order, what the watermark has passed
             ready = sorted(e for e in unsorted if e[0] < input_wm)
-            self.pending[stage_id].extend(e for _, _, e in ready)
+            self._enqueue(stage_id, [e for _, _, e in ready])
             unsorted[:] = [e for e in unsorted if e[0] >= input_wm]
-        if self.pending[stage_id] or self.in_flight[stage_id]:
+        if self.pending[stage_id] or self.in_flight[stage_id] or self.held.get(stage_id):
             return MIN_TIMESTAMP
         hold = PLUS_INFINITY
         for d in self.deferred[stage_id]:  # what a watermark estimator promised, or nothing
@@ -391,6 +454,9 @@ class ElementManager:
             stage = self.stages[stage_id]
             waiting = [p for p in stage.side_inputs
                        if self.output_watermark[self.producer[p]] < PLUS_INFINITY]
+            if stage_id in self.held:  # streaming: per window
+                held = self.held[stage_id]
+                waiting = f"{len(held)} elements held for windows of {waiting}" if held else ""
             buffered = len(self.buffers[stage_id]) if stage_id in self.buffers else 0
             buffered += len(self.timers[stage_id]) if stage_id in self.timers else 0
             buffered += len(self.events.get(stage_id, ()))  # TestStream events not yet applied

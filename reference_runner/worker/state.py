@@ -12,9 +12,13 @@ from reference_runner.worker.codecs import Coders
 
 
 class SideInputIndex:
-    """One side input PCollection: its values by encoded window, and by key within a window."""
+    """One side input PCollection: its values by encoded window, and by key within a window.
 
-    def __init__(self, elements: list[bytes], coders: Coders, pcoll_id: str, multimap: bool):
+    ``elements``: every element (each indexed under all its windows), or, in streaming, encoded
+    window -> the elements visible in that window (engine/sideinputs.py)."""
+
+    def __init__(self, elements: list[bytes] | dict[bytes, list[bytes]], coders: Coders, pcoll_id: str,
+                 multimap: bool):
         wv_impl = coders.windowed(pcoll_id).get_impl()
         window_impl = coders.window_coder(pcoll_id)
         element_coder = coders.windowed(pcoll_id).wrapped_value_coder
@@ -23,10 +27,14 @@ class SideInputIndex:
         if multimap:
             key_impl, value_impl = (c.get_impl() for c in element_coder.coders())
         value_impl_all = element_coder.get_impl()
-        for element in elements:
+        if isinstance(elements, dict):
+            placed = ((e, [w]) for w, in_window in elements.items() for e in in_window)
+        else:
+            placed = ((e, None) for e in elements)
+        for element, windows in placed:
             wv = wv_impl.decode_from_stream(create_InputStream(element), True)
-            for w in wv.windows:
-                wkey = window_impl.encode(w)  # the SDK keys side windows by their outer encoding
+            # the SDK keys side windows by their outer encoding
+            for wkey in windows if windows is not None else [window_impl.encode(w) for w in wv.windows]:
                 if multimap:
                     k, v = wv.value
                     keys = self.by_key.setdefault(wkey, {})
