@@ -103,6 +103,11 @@ CAPABILITIES = [
     _C("side_inputs.readiness", "A side input computed downstream of a GroupByKey is complete when read",
        "Side Inputs", "UsesSideInputs"),
     _C("side_inputs.missing_window", "A side window with no data resolves to the default", "Side Inputs", "UsesSideInputs"),
+    # Side inputs in streaming (TestStream): per-window readiness and triggered side inputs.
+    _C("side_inputs.streaming_readiness", "A main element waits until its side window is ready (streaming)",
+       "Side Inputs", "UsesTestStream", True),
+    _C("side_inputs.triggered", "Triggered side inputs: the DoFn sees the latest fired pane", "Side Inputs",
+       "UsesTriggeredSideInputs", True),
     # GroupByKey
     _C("gbk.global", "GroupByKey in the global window", "GroupByKey", "ValidatesRunner"),
     _C("gbk.fixed", "GroupByKey over fixed windows", "Fixed windows", "ValidatesRunner"),
