@@ -7,6 +7,10 @@ while it grows, so the runner keeps, per window, what the model lets a DoFn see:
   for the window) is visible, which is the latest accumulated value in accumulating mode and
   the latest pane alone in discarding mode;
 - elements with the unknown pane (not from a GroupByKey) simply accumulate.
+Panes are told apart by their index alone: Java materializes every view through a GroupByKey
+on a single key, where that is exactly the latest pane; a side input fed straight by a triggered
+GroupByKey over several keys (whose panes are numbered per key) shows, per window, only the
+elements with the highest index seen.
 A side window is *ready* once a pane has fired for it, or once the side watermark has passed
 its end (then a window that never got data resolves to the view's default). The manager asks
 ``fired``; the watermark it knows itself.
