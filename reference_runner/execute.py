@@ -206,8 +206,9 @@ class Job:
         The SDK's DoFn invoker keeps the values of globally windowed side inputs for the life of
         its bundle processor (apache/beam PR #31013: unless the worker runs with the experiment
         disable_global_windowed_args_caching), and workers reuse processors across bundles and,
-        warm, across jobs. So a stage reading side inputs runs under a descriptor id naming a
-        digest of their contents: new contents, a new processor that reads them."""
+        warm, across jobs. So a stage reading only globally windowed side inputs (the invoker
+        reads windowed ones again for every element) runs under a descriptor id naming a digest
+        of their contents: new contents, a new processor that reads them."""
         if not stage.side_inputs:
             return described
         for pcoll, transform_id, tag in stage.side_inputs:
@@ -219,6 +220,8 @@ class Job:
             self.state.side_inputs[(transform_id, tag)] = SideInputIndex(contents, self.coders, pcoll, multimap)
             self._side_versions[(transform_id, tag)] = version
             self._side_digests[(transform_id, tag)] = _digest(contents)
+        if not self._globally_windowed_sides(stage):
+            return described
         digest = hashlib.sha1(b"".join(self._side_digests[(t, tag)] for _, t, tag in stage.side_inputs)).hexdigest()
         variant_id = f"{described.proto.id}~{digest[:16]}"
         variant = self._variants.get(variant_id)
@@ -229,6 +232,11 @@ class Job:
             variant = self._variants[variant_id] = dataclasses.replace(described, proto=proto)
             worker.register(proto)
         return variant
+
+    def _globally_windowed_sides(self, stage: fusion.Stage) -> bool:
+        components = self.graph.components
+        return all(components.windowing_strategies[components.pcollections[p].windowing_strategy_id].window_fn.urn
+                   == urns.GLOBAL_WINDOWS for p, _, _ in stage.side_inputs)
 
     def _side_window_needs(self, stage: fusion.Stage):
         """Streaming: how the engine finds the side windows a main-input element waits for."""

@@ -144,3 +144,17 @@ def test_custom_merging_windowfn_merges_in_the_sdk_for_gbk_and_combine(fuse):
                                        ("j", [4, 5.5], 4, 6.5)]), label="grouped")
         assert_that(summed, equal_to([("k", 4, 1, 4), ("k", 12, 12, 13), ("k", 53, 25, 29),
                                       ("j", 9.5, 4, 6.5)]), label="summed")
+
+
+def test_a_warm_worker_does_not_reuse_the_previous_jobs_global_side_input():
+    # The SDK's DoFn invoker keeps globally windowed side-input values for the life of its bundle
+    # processor; two jobs with identical stages but different side contents run on one warm
+    # worker, so the second must get a processor of its own.
+    def run(value):
+        with beam.Pipeline(runner=ReferenceRunner()) as p:
+            side = p | "Side" >> beam.Create([value])
+            out = p | "Main" >> beam.Create([1]) | beam.Map(lambda x, s: (x, s), beam.pvalue.AsSingleton(side))
+            assert_that(out, equal_to([(1, value)]))
+
+    run(10)
+    run(20)
