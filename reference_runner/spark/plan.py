@@ -33,6 +33,9 @@ class StagePlan:
     outputs: list[str]
     components: bytes                    # the pipeline's Components, serialized
     descriptor: bytes = b""              # sdk: the ProcessBundleDescriptor, serialized
+    # sdk: its id; a digest of its content for a stateless stage, so that the same stage of a
+    # later job finds the bundle processors a warm executor worker already built (tasks.py)
+    descriptor_id: str = ""
     input_transform: str = ""
     output_transforms: dict = field(default_factory=dict)   # transform id -> PCollection
     side_inputs: list[SideInput] = field(default_factory=list)
@@ -55,12 +58,15 @@ def plan(graph: PipelineGraph, stages: list[fusion.Stage], job_id: str) -> list[
     for stage in stages:
         p = StagePlan(f"{job_id}/{stage.id}", stage.kind, list(stage.inputs), list(stage.outputs), components)
         if stage.kind == "sdk":
-            described = descriptors.build(stage, graph.components, p.id)
+            p.stateful_transform = next((t.id for t in stage.transforms if is_stateful(t)), "")
+            stateless = not p.stateful_transform
+            described = descriptors.build(stage, graph.components, stage.id if stateless else p.id,
+                                          by_content=stateless)
             p.descriptor = described.proto.SerializeToString()
+            p.descriptor_id = described.proto.id
             p.input_transform = described.input_transform
             p.output_transforms = dict(described.output_transforms)
             p.splittable = stage.transforms[0].urn in urns.STAGE_ROOTS
-            p.stateful_transform = next((t.id for t in stage.transforms if is_stateful(t)), "")
             for pcoll, transform_id, tag in stage.side_inputs:
                 access = graph.by_id[transform_id].pardo_payload().side_inputs[tag].access_pattern.urn
                 p.side_inputs.append(SideInput(pcoll, transform_id, tag, access == urns.MULTIMAP_SIDE_INPUT))
