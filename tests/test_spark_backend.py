@@ -191,3 +191,13 @@ def test_a_stateless_stage_runs_on_warm_executor_workers_across_jobs(tmp_path):
 def test_a_dofn_with_teardown_gets_a_new_instance_per_partition(tmp_path):
     runs_per_instance = _runs_seen_per_instance(_MarksItsInstanceAndTearsDown, tmp_path)
     assert runs_per_instance and max(runs_per_instance) == 1
+
+
+def test_a_warm_executor_never_shows_a_stage_the_side_input_of_an_earlier_job():
+    # The SDK keeps a global window's side input in the bundle processor: a stage reused from an
+    # earlier job must not see that job's values.
+    for value in (10, 20, 30):
+        with beam.Pipeline(runner=SparkRunner()) as p:
+            side = p | "Side" >> beam.Create([value])
+            out = p | "Main" >> beam.Create([1, 2]) | beam.Map(lambda x, s: (x, s), beam.pvalue.AsSingleton(side))
+            assert_that(out, equal_to([(1, value), (2, value)]))

@@ -36,7 +36,10 @@ def sdk_worker(plan: StagePlan, side_values: dict, state: StateService | None = 
 def run_sdk_stage(plan: StagePlan, side_values, bundle_size: int, metrics, elements):
     """A partition through the stage, ``bundle_size`` elements per bundle; outputs stream out
     bundle by bundle, tagged with their PCollection's index when the stage has several."""
-    worker = sdk_worker(plan, side_values.value if side_values is not None else {}, warm_worker=True)
+    # Not with side inputs: the SDK keeps a global window's side input values in the bundle
+    # processor, and the same stage of another job may read other values
+    worker = sdk_worker(plan, side_values.value if side_values is not None else {},
+                        warm_worker=not plan.side_inputs)
     outputs = Outputs(plan)
     succeeded = False
     try:
