@@ -201,3 +201,20 @@ def test_a_warm_executor_never_shows_a_stage_the_side_input_of_an_earlier_job():
             side = p | "Side" >> beam.Create([value])
             out = p | "Main" >> beam.Create([1, 2]) | beam.Map(lambda x, s: (x, s), beam.pvalue.AsSingleton(side))
             assert_that(out, equal_to([(1, value), (2, value)]))
+
+
+def test_reshuffle_is_a_repartition_not_a_group_by_key():
+    from reference_runner.graph import fusion, lifting, reshuffle, sdf
+    from reference_runner.graph.pipeline import PipelineGraph
+    from reference_runner.spark import plan as planning
+    p = beam.Pipeline()
+    _ = p | beam.Create(range(10)) | beam.Reshuffle() | beam.Map(lambda x: x)
+    graph = PipelineGraph(sdf.expand(lifting.lift(reshuffle.replace(p.to_runner_api()))))
+    plans = planning.plan(graph, fusion.fuse(graph), "j")
+    assert [pl.kind for pl in plans].count("group") == 0  # Create's and the user's Reshuffle
+    assert sum(pl.redistribute for pl in plans) == 2
+    with beam.Pipeline(runner=SparkRunner()) as p:
+        out = (p | beam.Create([("a", 1), ("b", 2)]) | beam.Map(lambda kv: window.TimestampedValue(kv, kv[1]))
+               | beam.WindowInto(window.FixedWindows(10)) | beam.Reshuffle()
+               | beam.Map(lambda kv, t=beam.DoFn.TimestampParam, w=beam.DoFn.WindowParam: (kv, t, w.end)))
+        assert_that(out, equal_to([(("a", 1), Timestamp(1), Timestamp(10)), (("b", 2), Timestamp(2), Timestamp(10))]))

@@ -31,7 +31,9 @@ SDK_TRANSFORMS = {PAR_DO, WINDOW_INTO, ASSIGN_WINDOWS, *SDF_PARTS,
 # executed by the runner like a one-input Flatten that re-encodes its elements.
 KEYS_TO_BYTES = "reference:transform:keys_to_bytes:v1"
 KEYS_FROM_BYTES = "reference:transform:keys_from_bytes:v1"
-RUNNER_TRANSFORMS = {IMPULSE, GROUP_BY_KEY, FLATTEN, KEYS_TO_BYTES, KEYS_FROM_BYTES}
+# A composite the runner may run itself (graph/reshuffle.py): elements pass unchanged
+RESHUFFLE = "beam:transform:reshuffle:v1"
+RUNNER_TRANSFORMS = {IMPULSE, GROUP_BY_KEY, FLATTEN, KEYS_TO_BYTES, KEYS_FROM_BYTES, RESHUFFLE}
 
 DATA_INPUT = "beam:runner:source:v1"
 DATA_OUTPUT = "beam:runner:sink:v1"

@@ -44,6 +44,7 @@ class StagePlan:
     stateful_transform: str = ""
     # flatten: how inputs with another coder are re-encoded (transcode, keys_to_bytes, keys_from_bytes)
     conversion: str = "transcode"
+    redistribute: bool = False           # flatten: a Reshuffle, spread evenly over the partitions
     # group: how the GroupByKey groups
     merging: bool = False
     merge_in_sdk: bool = False           # a custom merging WindowFn: the SDK merges the windows
@@ -73,6 +74,7 @@ def plan(graph: PipelineGraph, stages: list[fusion.Stage], job_id: str) -> list[
         elif stage.kind == "flatten":
             p.conversion = {urns.KEYS_TO_BYTES: "keys_to_bytes", urns.KEYS_FROM_BYTES: "keys_from_bytes"}.get(
                 stage.transforms[0].urn, "transcode")
+            p.redistribute = stage.transforms[0].urn == urns.RESHUFFLE
         elif stage.kind == "group":
             ws = graph.windowing_of(stage.inputs[0])
             p.merge_in_sdk = windowing.merged_in_sdk(ws)
