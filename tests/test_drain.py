@@ -106,10 +106,12 @@ def check_drained(found: dict, windows: list) -> None:
     assert [count for _, count in sorted(windows)] == expected  # the last window's final pane too
 
 
-@pytest.mark.parametrize("clock", ["virtual", "wall"])
-def test_drain_truncates_the_source_and_fires_every_window(clock):
+@pytest.mark.parametrize("knobs", [dict(clock="virtual"), dict(clock="wall"),
+                                   dict(bundle_size="random", splits="random", faults=0.2, seed=3)])
+def test_drain_truncates_the_source_and_fires_every_window(knobs):
+    # (with faults: retried attempts, truncation ones included, change nothing committed)
     WINDOWS.clear()
-    p = beam.Pipeline(runner=ReferenceRunner(clock=clock), options=PipelineOptions(["--streaming"]))
+    p = beam.Pipeline(runner=ReferenceRunner(**knobs), options=PipelineOptions(["--streaming"]))
     unbounded_counts(p)
     result = p.run()
     assert result.state == PipelineState.RUNNING
