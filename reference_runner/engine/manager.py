@@ -448,8 +448,8 @@ class ElementManager:
             buffered += len(self.events.get(stage_id, ()))  # TestStream events not yet applied
             lines.append(f"  {stage_id} ({stage.kind}): output watermark {format_watermark(self.output_watermark[stage_id])}, "
                          f"pending {len(self.pending[stage_id])}, deferred {len(self.deferred[stage_id])}, "
-                         f"to truncate {len(self.to_truncate[stage_id])}, "
                          f"in flight {self.in_flight[stage_id]}, "
+                         + (f"to truncate {len(self.to_truncate[stage_id])}, " if self.to_truncate[stage_id] else "") +
                          f"buffered groups/timers/events {buffered}" + (f", waiting for side inputs {waiting}" if waiting else ""))
         return "\n".join(lines)
 
