@@ -240,3 +240,13 @@ def test_draining_a_finished_job_over_the_job_api_keeps_its_state(server):
     assert result.wait_until_finish() == "DONE"
     answer = _job_api(server).Drain(beam_job_api_pb2.DrainJobRequest(job_id=result._job_id), timeout=10)
     assert answer.state == beam_job_api_pb2.JobState.DONE
+
+
+def test_the_clock_knob_reaches_the_job_server(server):
+    # On the wall clock a TestStream's processing-time advance of 1 s takes at least 1 s.
+    stream = (test_stream.TestStream().add_elements([1]).advance_processing_time(1).add_elements([2]))
+    p = beam.Pipeline(options=_portable(server, "--reference_clock=wall"))
+    _ = p | stream | beam.Map(lambda x: x)
+    started = time.monotonic()
+    assert p.run().wait_until_finish() == "DONE"
+    assert time.monotonic() - started >= 1
