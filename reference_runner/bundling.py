@@ -45,6 +45,7 @@ class Schedule:
     bundle_size: str | int = WHOLE     # "whole", "random" or a positive number of elements
     splits: str = NONE                 # "none" or "random"
     faults: float = 0.0                # probability that an attempt fails part-way
+    clock: str = "virtual"             # processing time: "virtual" (jumps, deterministic) or "wall"
 
     def __post_init__(self):
         self.bundle_size = parse_bundle_size(self.bundle_size)
@@ -58,6 +59,8 @@ class Schedule:
                                 f"not {self.faults!r} / {self.seed!r}") from None
         if not 0 <= self.faults < 1:
             raise ScheduleError(f"faults must be in [0, 1), not {self.faults}")
+        if self.clock not in ("virtual", "wall"):
+            raise ScheduleError(f"clock must be 'virtual' or 'wall', not {self.clock!r}")
 
     def policy(self) -> "SeededPolicy":
         return SeededPolicy(self)

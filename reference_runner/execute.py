@@ -15,7 +15,7 @@ from apache_beam.utils import windowed_value
 from apache_beam.utils.timestamp import Timestamp
 
 from reference_runner import bundling
-from reference_runner.engine import grouping, manager
+from reference_runner.engine import clock, grouping, manager
 from reference_runner.graph import check, fusion, lifting, sdf, trigger_spec, urns, windowing
 from reference_runner.graph.pipeline import PipelineGraph, is_stateful
 from reference_runner.worker import attempt, codecs, descriptors, merging, sidewindows, warm
@@ -35,7 +35,11 @@ class JobCancelled(RuntimeError):
 
 
 class Job:
-    """One pipeline run on the embedded SDK worker."""
+    """One pipeline run on the embedded SDK worker.
+
+    ``cancel()`` stops it between two bundles (JobCancelled). ``drain()`` makes it stop reading
+    new input and finish what it has (manager.ElementManager.drain): ``run`` then returns
+    normally and ``drained`` is True."""
 
     def __init__(self, proto: beam_runner_api_pb2.Pipeline, fuse: bool = True, lift: bool = True,
                  schedule: bundling.Schedule | None = None, trace: str | None = None,
@@ -43,11 +47,13 @@ class Job:
         self.prepared = _prepare(proto, fuse, lift, environments=endpoint == "embedded")
         self.graph, self.stages, self.coders = self.prepared.graph, self.prepared.stages, self.prepared.coders
         self.streaming = self.prepared.streaming
+        self.unbounded = self.prepared.unbounded  # may run until drained or cancelled
         self.state = StateService()
         self._side_versions: dict[tuple[str, str], int] = {}  # (transform, tag) -> version indexed
         self._side_digests: dict[tuple[str, str], bytes] = {}  # (transform, tag) -> digest of its contents
         self._variants: dict[str, descriptors.StageDescriptor] = {}  # registered, by descriptor id
         self.policy = bundling.Replay(replay) if replay else (schedule or bundling.Schedule()).policy()
+        self.clock = clock.make((schedule or bundling.Schedule()).clock)
         self.trace_path = trace
         self.job_id = job_id        # prefixes descriptor ids: a reused worker may have run other jobs
         self.endpoint = endpoint    # the runner's Fn API address, for a worker out of process
@@ -56,9 +62,17 @@ class Job:
         self.monitoring_infos: list = []   # of committed attempts
         self.failed_attempt_infos: list = []  # what failed attempts reported before failing
         self._cancelled = threading.Event()
+        self._drain = threading.Event()
+        self.drained = False          # the drain was applied (the job did not end on its own)
+        self._truncators: dict = {}   # SDF stage id -> descriptor of its truncation (drain)
 
     def cancel(self) -> None:
         self._cancelled.set()
+        self.clock.interrupt()  # a wall clock waiting for a timer stops waiting
+
+    def drain(self) -> None:
+        self._drain.set()
+        self.clock.interrupt()
 
     def run(self, worker=None) -> None:
         """Run on ``worker`` (EmbeddedWorker or RemoteWorker, serving this job's StateService;
@@ -93,12 +107,15 @@ class Job:
                 worker.register(described[stage.id].proto)
         side_decoders = {p: sidewindows.pane_decoder(self.coders, p)
                          for s in self.stages for p, _, _ in s.side_inputs} if self.streaming else None
-        em = manager.ElementManager(specs, bundle_policy=self.policy, side_decoders=side_decoders)
+        em = manager.ElementManager(specs, bundle_policy=self.policy, clock=self.clock, side_decoders=side_decoders)
         em.start({p: [self._impulse_element(p)] for s in self.stages if s.kind == "impulse" for p in s.outputs})
         by_id = {s.id: s for s in self.stages}
         while True:
             if self._cancelled.is_set():
                 raise JobCancelled("the job was cancelled")
+            if self._drain.is_set() and not em.draining:
+                em.drain()
+                self.drained = True
             bundle = em.next_bundle()
             if bundle is None and em.advance_time():  # a TestStream event, or the clock moved
                 self._release_expired(em)
@@ -110,10 +127,23 @@ class Job:
                 raise JobFailed(em.describe_stuck())
             stage = by_id[bundle.stage]
             descriptor = self._materialize_side_inputs(stage, em, described[stage.id], worker)
-            self._run_bundle(worker, trace, em, bundle, stage, descriptor, keyed.get(stage.id))
+            if bundle.truncate:
+                self._run_bundle(worker, trace, em, bundle, stage, self._truncator(stage, worker), None)
+            else:
+                self._run_bundle(worker, trace, em, bundle, stage, descriptor, keyed.get(stage.id))
             self._release_expired(em)
             if stage.id in keyed and em.output_watermark[stage.id] >= manager.PLUS_INFINITY:
                 self.state.release(keyed[stage.id].transform)  # state expiry: every window is done
+
+    def _truncator(self, stage: fusion.Stage, worker) -> descriptors.StageDescriptor:
+        """The descriptor that truncates the residuals of SDF stage ``stage`` (drain)."""
+        if stage.id not in self._truncators:
+            truncation, components = sdf.truncation_stage(stage, self.graph.components)
+            described = descriptors.build(truncation, components, f"{self.job_id}{truncation.id}",
+                                          self.endpoint, by_content=True)
+            worker.register(described.proto)
+            self._truncators[stage.id] = described
+        return self._truncators[stage.id]
 
     def _release_expired(self, em: manager.ElementManager) -> None:
         for transform, window in em.take_expired():
@@ -146,17 +176,19 @@ class Job:
 
     def _run_bundle(self, worker, trace, em, bundle, stage, described_stage, keyed) -> None:
         """Attempt the bundle until one attempt succeeds; only that attempt's effects (outputs,
-        state writes, timers set, residuals, metrics, finalization) are kept."""
+        state writes, timers set, residuals, metrics, finalization) are kept. A truncation
+        bundle (drain) runs ``described_stage``, the stage's truncation, and is not split."""
         splittable = stage.transforms[0].urn in urns.STAGE_ROOTS
+        kind = {"truncate": True} if bundle.truncate else {}
         watermarks = {"input_watermark": manager.format_watermark(em.input_watermark[bundle.stage]),
                       "output_watermark": manager.format_watermark(em.output_watermark[bundle.stage])}
         size = len(bundle.inputs)
         for attempt_number in itertools.count():
-            split = self.policy.split(bundle.stage, size, splittable)
+            split = None if bundle.truncate else self.policy.split(bundle.stage, size, splittable)
             fault_at = self.policy.fault(bundle.stage, size, attempt_number)
             record = dict(bundle=bundle.id, stage=bundle.stage, attempt=attempt_number, elements=size,
                           timers=len(bundle.timers or ()), split=split.to_json() if split else None,
-                          fault_at=fault_at, **watermarks)
+                          fault_at=fault_at, **watermarks, **kind)
             try:
                 result = attempt.run(worker, described_stage.proto.id, described_stage.input_transform,
                                      bundle.inputs, split, fault_at, KeyedStage.timer_streams(bundle.timers or ()))
@@ -173,13 +205,16 @@ class Job:
                 raise JobFailed(f"bundle {bundle.id} of stage {bundle.stage} failed: {e}") from None
             outputs = {}
             for transform_id, pcoll in described_stage.output_transforms.items():
-                impl = self.coders.windowed(pcoll).get_impl()
+                # (truncation gives back restrictions encoded as its input, the stage's)
+                impl = self.coders.windowed(stage.inputs[0] if bundle.truncate else pcoll).get_impl()
                 outputs[pcoll] = codecs.split_elements(impl, result.data.get(transform_id, b""))
             # What the bundle handed back: restrictions split off or deferred (splittable DoFns),
             # then the elements a channel split left unread.
             residuals = _residual_inputs(stage, result.split_residuals)
             residuals += bundle.inputs[result.first_residual:] if result.first_residual is not None else []
             deferred = _deferred(stage, result.response.residual_roots)
+            if bundle.truncate:  # the restrictions truncation left are the stage's input again
+                residuals, outputs = [e for elements in outputs.values() for e in elements], {}
             self._keep_user_metrics(self.monitoring_infos, result.response.monitoring_infos)
             trace.record(**record, outcome="committed", first_residual=result.first_residual,
                          restrictions_split_off=len(result.split_residuals))
@@ -293,6 +328,8 @@ class _Prepared:
         self.stages = fusion.fuse(self.graph, enabled=fuse)
         self.coders = codecs.Coders(proto.components)
         self.streaming = any(t.urn == urns.TEST_STREAM for t in self.graph.transforms)
+        self.unbounded = self.streaming or any(
+            p.is_bounded == beam_runner_api_pb2.IsBounded.UNBOUNDED for p in proto.components.pcollections.values())
         self._described: dict = {}
 
     def describe(self, stage: fusion.Stage, job_id: str, endpoint: str) -> descriptors.StageDescriptor:

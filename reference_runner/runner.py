@@ -1,14 +1,22 @@
-"""ReferenceRunner: run a Beam Python pipeline on the reference engine, in this process."""
+"""ReferenceRunner: run a Beam Python pipeline on the reference engine, in this process.
+
+A bounded pipeline runs to completion inside ``run()`` (its errors raised from there). An
+unbounded one (TestStream, unbounded PCollections, or ``--streaming``) may never end by itself:
+``run()`` starts it on a thread of its own and returns a running result to wait for, cancel
+or drain.
+"""
 from __future__ import annotations
 
+import threading
+
 from apache_beam.metrics import monitoring_infos
-from apache_beam.options.pipeline_options import PipelineOptions
+from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
 from apache_beam.portability.api import beam_job_api_pb2
 from apache_beam.runners.portability.portable_runner import PortableMetrics
 from apache_beam.runners.runner import PipelineResult, PipelineRunner, PipelineState
 
 from reference_runner.bundling import Schedule
-from reference_runner.execute import Job
+from reference_runner.execute import Job, JobCancelled
 
 
 class ReferenceOptions(PipelineOptions):
@@ -35,6 +43,11 @@ class ReferenceOptions(PipelineOptions):
         parser.add_argument("--reference_lift", default="true", choices=["true", "false"],
                             help="lift CombinePerKey into precombine, GroupByKey, merge and extract "
                                  "(false: run the composite's own subtransforms)")
+        parser.add_argument("--reference_clock", default="virtual", choices=["virtual", "wall"],
+                            help="processing time: 'virtual' (deterministic; when nothing else can "
+                                 "progress it jumps to the next processing-time timer, trigger "
+                                 "deadline or TestStream step) or 'wall' (real time: the runner waits "
+                                 "for timers, and a TestStream's processing-time advance waits that long)")
         parser.add_argument("--reference_trace", default=None, metavar="PATH",
                             help="write one JSON line per bundle attempt (stage, elements, split, "
                                  "fault, attempt, watermarks, outcome) to PATH")
@@ -50,9 +63,10 @@ class ReferenceRunner(PipelineRunner):
 
     def __init__(self, seed: int | None = None, bundle_size: str | int | None = None,
                  splits: str | None = None, faults: float | None = None, fuse: bool | None = None,
-                 lift: bool | None = None, trace: str | None = None, replay: str | None = None):
+                 lift: bool | None = None, trace: str | None = None, replay: str | None = None,
+                 clock: str | None = None):
         self.knobs = dict(seed=seed, bundle_size=bundle_size, splits=splits, faults=faults,
-                          fuse=fuse, lift=lift, trace=trace, replay=replay)
+                          fuse=fuse, lift=lift, trace=trace, replay=replay, clock=clock)
 
     def run_pipeline(self, pipeline, options):
         opts = options.view_as(ReferenceOptions)
@@ -60,20 +74,21 @@ class ReferenceRunner(PipelineRunner):
                 for name, value in self.knobs.items()}
         fuse, lift = (knob[k] if isinstance(knob[k], bool) else knob[k] == "true" for k in ("fuse", "lift"))
         schedule = Schedule(seed=knob["seed"], bundle_size=knob["bundle_size"], splits=knob["splits"],
-                            faults=knob["faults"])
+                            faults=knob["faults"], clock=knob["clock"])
         job = Job(pipeline.to_runner_api(), fuse=fuse, lift=lift, schedule=schedule, trace=knob["trace"],
                   replay=knob["replay"])
+        if job.unbounded or options.view_as(StandardOptions).streaming:
+            return RunningResult(job)
         job.run()
         return ReferenceResult(job.monitoring_infos, job.failed_attempt_infos)
 
 
 class ReferenceResult(PipelineResult):
+    """A finished job: its state is final."""
+
     def __init__(self, committed_infos, failed_attempt_infos=()):
         super().__init__(PipelineState.DONE)
-        committed = _user_metrics(committed_infos)
-        attempted = _user_metrics(list(committed_infos) + list(failed_attempt_infos))
-        self._metrics = PortableMetrics(beam_job_api_pb2.GetJobMetricsResponse(
-            metrics=beam_job_api_pb2.MetricResults(attempted=attempted, committed=committed)))
+        self._metrics = _metrics(committed_infos, failed_attempt_infos)
 
     def wait_until_finish(self, duration=None):
         return self._state
@@ -81,8 +96,73 @@ class ReferenceResult(PipelineResult):
     def cancel(self):
         return self._state
 
+    def drain(self):
+        return self._state
+
     def metrics(self):
         return self._metrics
+
+
+class RunningResult(PipelineResult):
+    """A job running on a thread of its own: RUNNING (DRAINING once asked to drain), then DONE,
+    FAILED, CANCELLED or, after ``drain()``, DRAINED. ``wait_until_finish`` re-raises the job's
+    failure."""
+
+    def __init__(self, job: Job):
+        super().__init__(PipelineState.RUNNING)
+        self._job = job
+        self._final = None  # the terminal state, set by the job's thread only
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, name="reference-job", daemon=True)
+        self._thread.start()
+
+    @property
+    def state(self):
+        return self._final or self._state
+
+    def _run(self) -> None:
+        try:
+            self._job.run()
+            self._final = PipelineState.DRAINED if self._job.drained else PipelineState.DONE
+        except JobCancelled:
+            self._final = PipelineState.CANCELLED
+        except BaseException as e:  # noqa: BLE001 - handed to whoever waits for the job
+            self._error = e
+            self._final = PipelineState.FAILED
+
+    def wait_until_finish(self, duration=None):
+        """Wait ``duration`` milliseconds (None: until the end). The final state, or None if
+        the job is still running."""
+        self._thread.join(None if duration is None else duration / 1000)
+        if self._thread.is_alive():
+            return None
+        if self._error is not None:
+            raise self._error
+        return self._final
+
+    def cancel(self):
+        self._job.cancel()
+        self._thread.join()
+        return self._final
+
+    def drain(self):
+        """Stop reading new input, truncate splittable DoFns' remaining work, finish the rest
+        (windows, triggers' final panes, event-time timers) and end DRAINED; wait for that.
+        A job that ended already keeps its state."""
+        self._state = PipelineState.DRAINING
+        self._job.drain()
+        self._thread.join()
+        return self._final
+
+    def metrics(self):
+        return _metrics(list(self._job.monitoring_infos), list(self._job.failed_attempt_infos))
+
+
+def _metrics(committed_infos, failed_attempt_infos) -> PortableMetrics:
+    committed = _user_metrics(committed_infos)
+    attempted = _user_metrics(list(committed_infos) + list(failed_attempt_infos))
+    return PortableMetrics(beam_job_api_pb2.GetJobMetricsResponse(
+        metrics=beam_job_api_pb2.MetricResults(attempted=attempted, committed=committed)))
 
 
 def _user_metrics(infos) -> list:

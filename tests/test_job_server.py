@@ -112,6 +112,7 @@ def _stub(server):
     ("GetState", beam_job_api_pb2.GetJobStateRequest(job_id="nope")),
     ("GetPipeline", beam_job_api_pb2.GetJobPipelineRequest(job_id="nope")),
     ("Cancel", beam_job_api_pb2.CancelJobRequest(job_id="nope")),
+    ("Drain", beam_job_api_pb2.DrainJobRequest(job_id="nope")),
     ("GetJobMetrics", beam_job_api_pb2.GetJobMetricsRequest(job_id="nope")),
     ("Run", beam_job_api_pb2.RunJobRequest(preparation_id="nope")),
 ])
@@ -125,7 +126,7 @@ def test_describe_pipeline_options_lists_every_reference_knob(server):
     names = {o.name for o in _stub(server).DescribePipelineOptions(
         beam_job_api_pb2.DescribePipelineOptionsRequest(), timeout=10).options}
     assert {"reference_seed", "reference_bundle_size", "reference_splits", "reference_faults",
-            "reference_fuse"} <= names
+            "reference_fuse", "reference_clock"} <= names
 
 
 def _prepare_with_artifact(server, staged_name: str) -> str:
@@ -185,7 +186,7 @@ def test_hostile_artifact_names_are_refused(server, name):
     assert not os.path.exists(os.path.join(os.path.dirname(server.staging_dir), "escape.txt"))
 
 
-_METHODS = ["Prepare", "Run", "GetJobs", "GetState", "GetPipeline", "Cancel", "GetJobMetrics",
+_METHODS = ["Prepare", "Run", "GetJobs", "GetState", "GetPipeline", "Cancel", "Drain", "GetJobMetrics",
             "DescribePipelineOptions"]
 
 

@@ -68,6 +68,30 @@ def test_keys_equal_in_python_but_not_encoded_stay_distinct(lift, fuse):
     p.run()
 
 
+@pytest.mark.parametrize("fuse", [True, False])
+def test_pickled_str_keys_pass_as_they_are_and_never_meet_other_keys_encodings(fuse):
+    # Re-keying lets strs through and turns every other key into its encoding; a bytes key equal
+    # to another key's encoding, or a str that spells one, must still be a key of its own.
+    from apache_beam.coders import coders
+    one = coders.FastPrimitivesCoder().get_impl().encode_nested(1)
+    data = [("a", 1), ("a", 2), (1, 10), (True, 20), (one, 100), (one.decode("latin-1"), 1000), (b"a", 5)]
+    p = beam.Pipeline(runner=ReferenceRunner(fuse=fuse))
+    out = p | beam.Create(data) | beam.CombinePerKey(sum) | beam.MapTuple(lambda k, s: (repr(k), s))
+    assert_that(out, equal_to([("'a'", 3), ("1", 10), ("True", 20), (repr(one), 100),
+                               (repr(one.decode("latin-1")), 1000), ("b'a'", 5)]))
+    from reference_runner.worker import rekey
+    rekeying = [t for t in Job(p.to_runner_api()).graph.transforms if t.name.endswith("/KeysToBytes")]
+    assert rekeying and all(b"KeysToBytesUnlessStr" in t.proto.spec.payload or _pickled_class(t) is
+                            rekey.KeysToBytesUnlessStr for t in rekeying)
+    p.run()
+
+
+def _pickled_class(transform):
+    from apache_beam.internal import pickler
+    payload = beam_runner_api_pb2.ParDoPayload.FromString(transform.proto.spec.payload)
+    return type(pickler.loads(payload.do_fn.payload)[0])
+
+
 def test_a_combine_fn_of_another_sdk_is_rekeyed_by_the_runner():
     from reference_runner.graph import lifting
     p = beam.Pipeline()

@@ -150,3 +150,71 @@ def test_a_streaming_pipeline_is_refused_up_front_naming_the_backend_and_teststr
     with pytest.raises(UnsupportedPipeline, match=r"(?s)the Spark backend cannot run.*TestStream"):
         with beam.Pipeline(runner=SparkRunner(), options=PipelineOptions(["--streaming"])) as p:
             p | stream | beam.Map(lambda x: x)
+
+
+class _MarksItsInstance(beam.DoFn):
+    """Appends each element to a file named after the DoFn instance that processed it."""
+
+    def __init__(self, folder):
+        self.folder = folder
+
+    def process(self, element):
+        import os
+        import uuid
+        if not hasattr(self, "token"):  # a new instance (an address may be reused, a uuid is not)
+            self.token = uuid.uuid4().hex
+        with open(os.path.join(self.folder, self.token), "a") as marks:
+            marks.write(f"{element[0]}\n")
+        yield element
+
+
+class _MarksItsInstanceAndTearsDown(_MarksItsInstance):
+    def teardown(self):
+        pass
+
+
+def _runs_seen_per_instance(dofn, folder, runs=3) -> list:
+    import os
+    for run in range(runs):
+        with beam.Pipeline(runner=SparkRunner()) as p:
+            _ = p | beam.Create([(run, i) for i in range(4)]) | beam.ParDo(dofn(str(folder)))
+    return [len(set(open(os.path.join(folder, name)).read().split())) for name in os.listdir(folder)]
+
+
+def test_a_stateless_stage_runs_on_warm_executor_workers_across_jobs(tmp_path):
+    # Executors keep an SDK worker whose DoFns have no setup or teardown: a later job's identical
+    # stage runs on the same DoFn instances instead of unpickling and building them again.
+    runs_per_instance = _runs_seen_per_instance(_MarksItsInstance, tmp_path)
+    assert max(runs_per_instance) > 1
+
+
+def test_a_dofn_with_teardown_gets_a_new_instance_per_partition(tmp_path):
+    runs_per_instance = _runs_seen_per_instance(_MarksItsInstanceAndTearsDown, tmp_path)
+    assert runs_per_instance and max(runs_per_instance) == 1
+
+
+def test_a_warm_executor_never_shows_a_stage_the_side_input_of_an_earlier_job():
+    # The SDK keeps a global window's side input in the bundle processor: a stage reused from an
+    # earlier job must not see that job's values.
+    for value in (10, 20, 30):
+        with beam.Pipeline(runner=SparkRunner()) as p:
+            side = p | "Side" >> beam.Create([value])
+            out = p | "Main" >> beam.Create([1, 2]) | beam.Map(lambda x, s: (x, s), beam.pvalue.AsSingleton(side))
+            assert_that(out, equal_to([(1, value), (2, value)]))
+
+
+def test_reshuffle_is_a_repartition_not_a_group_by_key():
+    from reference_runner.graph import fusion, lifting, reshuffle, sdf
+    from reference_runner.graph.pipeline import PipelineGraph
+    from reference_runner.spark import plan as planning
+    p = beam.Pipeline()
+    _ = p | beam.Create(range(10)) | beam.Reshuffle() | beam.Map(lambda x: x)
+    graph = PipelineGraph(sdf.expand(lifting.lift(reshuffle.replace(p.to_runner_api()))))
+    plans = planning.plan(graph, fusion.fuse(graph), "j")
+    assert [pl.kind for pl in plans].count("group") == 0  # Create's and the user's Reshuffle
+    assert sum(pl.redistribute for pl in plans) == 2
+    with beam.Pipeline(runner=SparkRunner()) as p:
+        out = (p | beam.Create([("a", 1), ("b", 2)]) | beam.Map(lambda kv: window.TimestampedValue(kv, kv[1]))
+               | beam.WindowInto(window.FixedWindows(10)) | beam.Reshuffle()
+               | beam.Map(lambda kv, t=beam.DoFn.TimestampParam, w=beam.DoFn.WindowParam: (kv, t, w.end)))
+        assert_that(out, equal_to([(("a", 1), Timestamp(1), Timestamp(10)), (("b", 2), Timestamp(2), Timestamp(10))]))

@@ -43,7 +43,8 @@ def _register_builtin() -> None:
     register("beam-fnapi", BeamFnApiTarget, "Beam's FnApiRunner, in process (a peer)")
     register("reference", ReferenceTarget,
              "our reference runner, in process (batch only so far); schedule knobs after a colon: "
-             "reference:bundle_size=whole|N|random,splits=none|random,seed=N,faults=P,fuse=true|false")
+             "reference:bundle_size=whole|N|random,splits=none|random,seed=N,faults=P,fuse=true|false,"
+             "clock=virtual|wall")
     register("spark", SparkTarget,
              "our Spark backend through PySpark: spark (local[2]) or spark:master=spark://HOST:PORT")
     register("grpc", GrpcTarget,

@@ -1,6 +1,7 @@
 """Our reference runner, in process. The schedule follows the target name, e.g. ``reference``,
 ``reference:bundle_size=1``, ``reference:bundle_size=random,splits=random,seed=7``,
-``reference:faults=0.2,seed=3``, ``reference:fuse=false`` or ``reference:lift=false``."""
+``reference:faults=0.2,seed=3``, ``reference:fuse=false``, ``reference:lift=false`` or
+``reference:clock=wall`` (processing time is real time: slow for cases that advance it by minutes)."""
 from __future__ import annotations
 
 from conformance.targets.base import Target, TargetUnavailable
@@ -13,6 +14,7 @@ _KNOBS = {
     "faults": lambda v: _fraction(v),
     "fuse": lambda v: _one_of(v, "true", "false") == "true",
     "lift": lambda v: _one_of(v, "true", "false") == "true",
+    "clock": lambda v: _one_of(v, "virtual", "wall"),
 }
 
 

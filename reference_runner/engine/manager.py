@@ -15,10 +15,16 @@ the stage's output watermark at its output timestamp; a due one keeps the stage 
 Streaming (a pipeline with TestStreams): a TestStream is a runner-side source whose events
 (element batches, watermark advances, processing-time advances) are applied one at a time,
 each only when nothing else can run, so results do not depend on bundling. The runner owns a
-virtual processing-time clock: TestStreams advance it, and once they are exhausted and nothing
-else can progress it jumps to the next processing-time timer. GroupByKeys fire panes by their
+processing-time clock (engine/clock.py): TestStreams advance it, and once they are exhausted and
+nothing else can progress it moves to the next processing-time timer (the virtual clock jumps
+there, the wall clock waits for it). GroupByKeys fire panes by their
 triggers (engine/panes.py); keyed stages drop the state and processing-time timers of windows
 once the watermark passes their expiry. Watermarks never move backwards.
+
+Drain: TestStreams stop (their remaining events are dropped, their watermark goes to
++infinity); the self-checkpointed residuals of splittable DoFns, and those they make from then
+on, become truncation bundles (the SDF's truncate, run by the executor) whose finite
+restrictions return as ordinary input. Everything else finishes as with bounded input.
 
 Side inputs in streaming are read per window while they grow (engine/sideinputs.py): a main
 input element is held back (holding its stage's watermark) until every side window it maps
@@ -34,6 +40,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from reference_runner.engine.clock import VirtualClock
 from reference_runner.engine.grouping import GroupBuffer, Grouping
 from reference_runner.engine.panes import TriggeredBuffer
 from reference_runner.engine.sideinputs import SideInputBuffer
@@ -88,6 +95,7 @@ class Bundle:
     inputs: list                    # encoded elements of the main input
     attempt: int = 0
     timers: list = field(default_factory=list)  # engine.timers.Timer due in this bundle
+    truncate: bool = False          # drain: run the inputs (SDF residuals) through truncation
 
 
 @dataclass
@@ -105,7 +113,7 @@ class Stuck(RuntimeError):
 
 
 class ElementManager:
-    def __init__(self, stages: list[StageSpec], bundle_policy=None, side_decoders: dict | None = None):
+    def __init__(self, stages: list[StageSpec], bundle_policy=None, clock=None, side_decoders: dict | None = None):
         """``side_decoders`` (streaming): side-input PCollection -> decode(element) ->
         ([encoded window], pane index or None), see engine/sideinputs.py."""
         self.stages = {s.id: s for s in stages}
@@ -115,13 +123,17 @@ class ElementManager:
         #: self-checkpointed work of splittable DoFns: Deferred, run when nothing else can
         self.deferred: dict[str, list[Deferred]] = {s.id: [] for s in stages}
         self.in_flight: dict[str, int] = {s.id: 0 for s in stages}
+        #: draining: residuals of splittable DoFns waiting for truncation
+        self.to_truncate: dict[str, list] = {s.id: [] for s in stages}
+        self.draining = False
         self.buffers = {s.id: TriggeredBuffer(s.grouping) if s.grouping.trigger is not None else GroupBuffer(s.grouping)
                         for s in stages if s.kind == GROUP}
         self.triggered = {sid for sid, b in self.buffers.items() if isinstance(b, TriggeredBuffer)}
         self.events = {s.id: deque(s.events) for s in stages if s.kind == TEST_STREAM}
         self.stream_watermark = {s.id: {p: MIN_TIMESTAMP for p in s.outputs} for s in stages if s.kind == TEST_STREAM}
         self.streaming = bool(self.events)
-        self.now = 0  # the processing-time clock (micros)
+        self.clock = clock or VirtualClock()
+        self.now = self.clock.now()  # processing time (micros), as last read from the clock
         #: keyed stages (streaming): encoded window -> expiry, for the windows their input reached
         self.windows_seen: dict[str, dict[bytes, int]] = {s.id: {} for s in stages if s.keyed and self.streaming}
         self.expired: list[tuple[str, bytes]] = []  # (transform, encoded window) whose state to drop
@@ -204,6 +216,12 @@ class ElementManager:
     # -- scheduling --------------------------------------------------------------------------
     def next_bundle(self) -> Bundle | None:
         """The next bundle to run, or None when there is nothing runnable."""
+        if self.clock.ticks and self.clock.now() > self.now:  # a wall clock: time passed
+            self._observe(self.clock.now())
+        if self.draining:
+            truncation = self._next_truncation()
+            if truncation is not None:
+                return truncation
         for stage_id in self.order:
             stage = self.stages[stage_id]
             if stage.kind != SDK:
@@ -239,17 +257,28 @@ class ElementManager:
                 return self._start(stage_id, [d.element for d in ready], [])
         return None
 
-    def _start(self, stage_id: str, elements: list, timers: list) -> Bundle:
+    def _next_truncation(self) -> Bundle | None:
+        for stage_id in self.order:
+            work = self.to_truncate[stage_id]
+            if work and not (self.stages[stage_id].keyed and self.in_flight[stage_id]):
+                self.to_truncate[stage_id] = []
+                return self._start(stage_id, work, [], truncate=True)
+        return None
+
+    def _start(self, stage_id: str, elements: list, timers: list, truncate: bool = False) -> Bundle:
         self.in_flight[stage_id] += 1
         self._bundles += 1
-        return Bundle(f"b{self._bundles}", stage_id, elements, timers=timers)
+        return Bundle(f"b{self._bundles}", stage_id, elements, timers=timers, truncate=truncate)
 
     def commit(self, bundle: Bundle, outputs: dict[str, list], residuals: list = (),
                timers: list = (), deferred: list = ()) -> None:
         """A bundle succeeded: publish its outputs atomically and reschedule its residuals.
 
         ``timers``: the TimerUpdates the bundle made, in order. ``deferred``: (element,
-        watermark hold or None, resume delay) of the self-checkpoints it made."""
+        watermark hold or None, resume delay) of the self-checkpoints it made. A truncation
+        bundle's outputs (the truncated restrictions) come back as ``residuals``."""
+        if self.clock.ticks:  # a wall clock: outputs arrive, and resume delays start, now
+            self._observe(self.clock.now())
         keyed = self.stages[bundle.stage].keyed
         if keyed is not None:
             store = self.timers[bundle.stage]
@@ -260,13 +289,16 @@ class ElementManager:
             self.emit(pcollection, elements)
         if residuals:
             self.pending[bundle.stage][:0] = list(residuals)
-        self.deferred[bundle.stage] += [Deferred(e, hold, self.now + delay) for e, hold, delay in deferred]
+        if self.draining:
+            self.to_truncate[bundle.stage] += [e for e, _, _ in deferred]
+        else:
+            self.deferred[bundle.stage] += [Deferred(e, hold, self.now + delay) for e, hold, delay in deferred]
         self.in_flight[bundle.stage] -= 1
         self._advance()
 
     def fail(self, bundle: Bundle) -> None:
         """A bundle failed: nothing it produced is kept; its input goes back to the front."""
-        self.pending[bundle.stage][:0] = bundle.inputs
+        (self.to_truncate if bundle.truncate else self.pending)[bundle.stage][:0] = bundle.inputs
         if bundle.timers:
             self.timers[bundle.stage].restore(bundle.timers)
         self.in_flight[bundle.stage] -= 1
@@ -333,7 +365,27 @@ class ElementManager:
         self._advance()
         return True
 
+    def drain(self) -> None:
+        """Stop ingesting and finish: TestStreams drop their remaining events and are done;
+        deferred residuals (and later ones, see commit) go to truncation, however far in the
+        future they were to resume."""
+        self.draining = True
+        for stage_id, events in self.events.items():
+            events.clear()
+            marks = self.stream_watermark[stage_id]
+            marks.update(dict.fromkeys(marks, PLUS_INFINITY))
+        for stage_id, deferred in self.deferred.items():
+            self.to_truncate[stage_id] += [d.element for d in deferred]
+            deferred.clear()
+        self._advance()
+
     def _set_clock(self, now: int) -> None:
+        """Move processing time to ``now`` (a wall clock waits for it)."""
+        self.clock.advance_to(now)
+        self._observe(self.clock.now())
+
+    def _observe(self, now: int) -> None:
+        """Processing time is ``now``: fire the trigger deadlines it reached."""
         self.now = max(self.now, now)
         for stage_id in self.order:
             if stage_id in self.triggered:
@@ -420,7 +472,8 @@ class ElementManager:
             ready = sorted(e for e in unsorted if e[0] < input_wm)
             self._enqueue(stage_id, [e for _, _, e in ready])
             unsorted[:] = [e for e in unsorted if e[0] >= input_wm]
-        if self.pending[stage_id] or self.in_flight[stage_id] or self.held.get(stage_id):
+        if self.pending[stage_id] or self.in_flight[stage_id] or self.to_truncate[stage_id] \
+                or self.held.get(stage_id):
             return MIN_TIMESTAMP
         hold = PLUS_INFINITY
         for d in self.deferred[stage_id]:  # what a watermark estimator promised, or nothing
@@ -463,6 +516,7 @@ class ElementManager:
             lines.append(f"  {stage_id} ({stage.kind}): output watermark {format_watermark(self.output_watermark[stage_id])}, "
                          f"pending {len(self.pending[stage_id])}, deferred {len(self.deferred[stage_id])}, "
                          f"in flight {self.in_flight[stage_id]}, "
+                         + (f"to truncate {len(self.to_truncate[stage_id])}, " if self.to_truncate[stage_id] else "") +
                          f"buffered groups/timers/events {buffered}" + (f", waiting for side inputs {waiting}" if waiting else ""))
         return "\n".join(lines)
 

@@ -16,7 +16,7 @@ from reference_runner.graph import urns
 from reference_runner.graph.pipeline import PipelineGraph, Transform, is_stateful
 
 KIND_OF = {urns.IMPULSE: "impulse", urns.TEST_STREAM: "test_stream", urns.FLATTEN: "flatten", urns.GROUP_BY_KEY: "group",
-           urns.KEYS_TO_BYTES: "flatten", urns.KEYS_FROM_BYTES: "flatten"}
+           urns.KEYS_TO_BYTES: "flatten", urns.KEYS_FROM_BYTES: "flatten", urns.RESHUFFLE: "flatten"}
 
 
 @dataclass

@@ -22,6 +22,7 @@ otherwise the runner does it between stages.
 """
 from __future__ import annotations
 
+from apache_beam.coders import coders
 from apache_beam.internal import pickler
 from apache_beam.portability import python_urns
 from apache_beam.portability.api import beam_runner_api_pb2
@@ -80,15 +81,17 @@ def _lift_one(components: beam_runner_api_pb2.Components, tid: str) -> None:
     parts = []
     as_bytes = not _equality_is_encoding(components, key_coder)
     in_sdk = payload.combine_fn.urn == python_urns.PICKLED_COMBINE_FN
+    # pickled keys: strs pass as they are, the rest become bytes, under the same coder
+    unless_str = as_bytes and in_sdk and _pickles_primitives(components, key_coder)
     if as_bytes:
         original_key = key_coder
-        key_coder = _coder(components, f"{tid}/key_bytes", urns.BYTES_CODER, [])
+        key_coder = original_key if unless_str else _coder(components, f"{tid}/key_bytes", urns.BYTES_CODER, [])
         output_coder = components.coders[components.pcollections[result].coder_id].component_coder_ids[1]
         keyed_in = _coder(components, f"{tid}/bytes_keyed_input", urns.KV_CODER, [key_coder, value_coder])
         keyed_out = _coder(components, f"{tid}/bytes_keyed_output", urns.KV_CODER, [key_coder, output_coder])
         bytes_in = _pcollection(components, f"{tid}/bytes_keyed_input", keyed_in, in_windowing, bounded)
         bytes_out = _pcollection(components, f"{tid}/bytes_keyed_output", keyed_out, out_windowing, bounded)
-        parts.append(("KeysToBytes", _rekey(components, original_key, "KeysToBytes") if in_sdk else urns.KEYS_TO_BYTES,
+        parts.append(("KeysToBytes", _rekey(components, original_key, "KeysToBytesUnlessStr" if unless_str else "KeysToBytes") if in_sdk else urns.KEYS_TO_BYTES,
                       main, bytes_in))
         main, final_result = bytes_in, result
         result = bytes_out
@@ -105,7 +108,7 @@ def _lift_one(components: beam_runner_api_pb2.Components, tid: str) -> None:
               ("MergeAccumulators", urns.COMBINE_MERGE_ACCUMULATORS, grouped, merged),
               ("ExtractOutputs", urns.COMBINE_EXTRACT_OUTPUTS, merged, result)]
     if as_bytes:
-        parts.append(("KeysFromBytes", _rekey(components, original_key, "KeysFromBytes") if in_sdk
+        parts.append(("KeysFromBytes", _rekey(components, original_key, "KeysFromBytesUnlessStr" if unless_str else "KeysFromBytes") if in_sdk
                       else urns.KEYS_FROM_BYTES, result, final_result))
     del combine.subtransforms[:]
     for name, urn, source, target in parts:
@@ -123,6 +126,18 @@ def _lift_one(components: beam_runner_api_pb2.Components, tid: str) -> None:
         part.inputs[in_tag] = source
         part.outputs[out_tag] = target
         combine.subtransforms.append(part_id)
+
+
+def _pickles_primitives(components, key_coder_id: str) -> bool:
+    key_coder = pipeline_context.PipelineContext(components).coders[key_coder_id]
+    return type(key_coder) in _PRIMITIVES_CODERS
+
+
+# Beam's coders for pickled Python keys (which one depends on the Beam version and update
+# compatibility): each encodes a str and a bytes with different type tags.
+_PRIMITIVES_CODERS = tuple(getattr(coders, name) for name in (
+    "FastPrimitivesCoder", "DeterministicFastPrimitivesCoder", "DeterministicFastPrimitivesCoderV2")
+    if hasattr(coders, name))
 
 
 def _rekey(components, key_coder_id: str, which: str) -> beam_runner_api_pb2.ParDoPayload:

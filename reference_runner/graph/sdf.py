@@ -87,3 +87,29 @@ def _add_pcollection(components, pcoll_id: str, like: beam_runner_api_pb2.PColle
     pcoll.windowing_strategy_id = like.windowing_strategy_id
     pcoll.is_bounded = like.is_bounded
     return pcoll_id
+
+
+def truncation_stage(stage, components: beam_runner_api_pb2.Components):
+    """Drain: a stage of its own that runs an SDF's residuals (sized restrictions, the input of
+    its process_sized_element_and_restrictions stage ``stage``) through the SDK's truncate
+    (sdf_truncate_sized_restrictions), which hands back finite restrictions of the same shape,
+    or nothing. Built on demand, outside the pipeline's graph: only a draining job needs it.
+    Returns (the fusion.Stage, the components it refers to)."""
+    from reference_runner.graph.fusion import Stage
+    from reference_runner.graph.pipeline import Transform
+
+    root = stage.transforms[0]
+    [main] = stage.inputs
+    extended = beam_runner_api_pb2.Components()
+    extended.CopyFrom(components)
+    truncated = _add_pcollection(extended, f"{root.id}/truncated", components.pcollections[main],
+                                 components.pcollections[main].coder_id)
+    proto = beam_runner_api_pb2.PTransform()
+    proto.CopyFrom(root.proto)
+    proto.spec.urn = urns.SDF_TRUNCATE_SIZED
+    proto.unique_name = f"{root.proto.unique_name}/Truncate"
+    proto.outputs.clear()
+    proto.outputs["out"] = truncated
+    # Same transform id as the process part: its side inputs are found under the same names.
+    side_inputs = [s for s in stage.side_inputs if s[1] == root.id]
+    return Stage(f"{stage.id}/truncate", "sdk", [Transform(root.id, proto)], [main], side_inputs, [truncated]), extended

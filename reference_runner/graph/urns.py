@@ -13,6 +13,8 @@ SDF_PAIR_WITH_RESTRICTION = "beam:transform:sdf_pair_with_restriction:v1"
 SDF_SPLIT_AND_SIZE = "beam:transform:sdf_split_and_size_restrictions:v1"
 SDF_PROCESS_SIZED = "beam:transform:sdf_process_sized_element_and_restrictions:v1"
 SDF_PARTS = {SDF_PAIR_WITH_RESTRICTION, SDF_SPLIT_AND_SIZE, SDF_PROCESS_SIZED}
+# Drain: residual restrictions -> finite ones (run outside the graph, see sdf.truncation_stage)
+SDF_TRUNCATE_SIZED = "beam:transform:sdf_truncate_sized_restrictions:v1"
 # Transforms whose payload is a ParDoPayload
 PARDO_LIKE = {PAR_DO} | SDF_PARTS
 # Transforms that always start a stage, so the runner feeds (and can reschedule) their input
@@ -31,7 +33,9 @@ SDK_TRANSFORMS = {PAR_DO, WINDOW_INTO, ASSIGN_WINDOWS, *SDF_PARTS,
 # executed by the runner like a one-input Flatten that re-encodes its elements.
 KEYS_TO_BYTES = "reference:transform:keys_to_bytes:v1"
 KEYS_FROM_BYTES = "reference:transform:keys_from_bytes:v1"
-RUNNER_TRANSFORMS = {IMPULSE, GROUP_BY_KEY, FLATTEN, KEYS_TO_BYTES, KEYS_FROM_BYTES}
+# A composite the runner may run itself (graph/reshuffle.py): elements pass unchanged
+RESHUFFLE = "beam:transform:reshuffle:v1"
+RUNNER_TRANSFORMS = {IMPULSE, GROUP_BY_KEY, FLATTEN, KEYS_TO_BYTES, KEYS_FROM_BYTES, RESHUFFLE}
 
 DATA_INPUT = "beam:runner:source:v1"
 DATA_OUTPUT = "beam:runner:sink:v1"

@@ -18,7 +18,7 @@ _LOG = logging.getLogger(__name__)
 State = beam_job_api_pb2.JobState
 TERMINAL = {State.DONE, State.FAILED, State.CANCELLED, State.DRAINED, State.UPDATED, State.STOPPED}
 _MESSAGE_IDS = itertools.count(1)
-_KNOBS = ("seed", "bundle_size", "splits", "faults", "fuse")
+_KNOBS = ("seed", "bundle_size", "splits", "faults", "fuse", "clock")
 _ERROR_SEVERITY = beam_fn_api_pb2.LogEntry.Severity.ERROR
 
 
@@ -43,6 +43,7 @@ class JobRecord:
         self._worker = None
         self._spark = False
         self._cancel = threading.Event()
+        self._drain = threading.Event()
         self._set_state(State.STARTING)  # clients read STOPPED as an end, so a new job is STARTING
 
     # -- what clients read --------------------------------------------------------------------
@@ -70,6 +71,10 @@ class JobRecord:
                 return
 
     def metrics(self) -> beam_job_api_pb2.MetricResults:
+        job = self._job
+        if job is not None and self.state not in TERMINAL:  # running: as far as bundles committed
+            committed, failed = list(job.monitoring_infos), list(job.failed_attempt_infos)
+            return beam_job_api_pb2.MetricResults(attempted=_user(committed + failed), committed=_user(committed))
         return beam_job_api_pb2.MetricResults(attempted=self.attempted, committed=self.committed)
 
     # -- lifecycle ----------------------------------------------------------------------------
@@ -106,6 +111,17 @@ class JobRecord:
             from reference_runner.spark.runner import cancel_job_group
             cancel_job_group(self.job_id)
 
+    def drain(self) -> None:
+        """Stop reading new input and finish (execute.Job.drain): DRAINING, then DRAINED. A
+        job that has ended keeps its state; a Spark job (always bounded) just finishes."""
+        with self._changed:
+            if self.state in TERMINAL or self.state == State.CANCELLING or self._spark:
+                return
+            self._drain.set()
+            self._set_state(State.DRAINING)
+        if self._job is not None:
+            self._job.drain()
+
     def message(self, text: str, importance=beam_job_api_pb2.JobMessage.JOB_MESSAGE_BASIC) -> None:
         event = beam_job_api_pb2.JobMessagesResponse(message_response=beam_job_api_pb2.JobMessage(
             message_id=str(next(_MESSAGE_IDS)), time=str(time.time()), importance=importance,
@@ -138,7 +154,11 @@ class JobRecord:
             if self._cancel.is_set():
                 raise JobCancelled("cancelled before it started")
             self.message(f"running on {_describe(env)}; {len(self._job.stages)} stages")
-            self._set_state(State.RUNNING)
+            with self._changed:  # (a drain asked for already keeps the job DRAINING)
+                if not self._drain.is_set():
+                    self._set_state(State.RUNNING)
+            if self._drain.is_set():
+                self._job.drain()
             try:
                 self._job.run(worker)
                 healthy = True
@@ -148,7 +168,7 @@ class JobRecord:
             # Stop the worker (its DoFns' teardown) before the client hears DONE.
             pool.release(token, env, healthy)
             token = None
-            self._set_state(State.DONE)
+            self._set_state(State.DRAINED if self._job.drained else State.DONE)
         except Exception as e:  # noqa: BLE001 - every failure becomes the job's error message
             healthy = self._cancel.is_set() and isinstance(e, JobCancelled)
             self._failed(e)

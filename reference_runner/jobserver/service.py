@@ -94,6 +94,11 @@ class JobService(beam_job_api_pb2_grpc.JobServiceServicer):
         job.cancel()
         return beam_job_api_pb2.CancelJobResponse(state=job.state)
 
+    def Drain(self, request, context):
+        job = self._job(request.job_id, context)
+        job.drain()
+        return beam_job_api_pb2.DrainJobResponse(state=job.state)
+
     def GetStateStream(self, request, context):
         job = self._job(request.job_id, context)
         for event in job.follow({"state"}, lambda: not context.is_active()):

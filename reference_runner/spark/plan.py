@@ -33,6 +33,9 @@ class StagePlan:
     outputs: list[str]
     components: bytes                    # the pipeline's Components, serialized
     descriptor: bytes = b""              # sdk: the ProcessBundleDescriptor, serialized
+    # sdk: its id; a digest of its content for a stateless stage, so that the same stage of a
+    # later job finds the bundle processors a warm executor worker already built (tasks.py)
+    descriptor_id: str = ""
     input_transform: str = ""
     output_transforms: dict = field(default_factory=dict)   # transform id -> PCollection
     side_inputs: list[SideInput] = field(default_factory=list)
@@ -41,6 +44,7 @@ class StagePlan:
     stateful_transform: str = ""
     # flatten: how inputs with another coder are re-encoded (transcode, keys_to_bytes, keys_from_bytes)
     conversion: str = "transcode"
+    redistribute: bool = False           # flatten: a Reshuffle, spread evenly over the partitions
     # group: how the GroupByKey groups
     merging: bool = False
     merge_in_sdk: bool = False           # a custom merging WindowFn: the SDK merges the windows
@@ -55,18 +59,22 @@ def plan(graph: PipelineGraph, stages: list[fusion.Stage], job_id: str) -> list[
     for stage in stages:
         p = StagePlan(f"{job_id}/{stage.id}", stage.kind, list(stage.inputs), list(stage.outputs), components)
         if stage.kind == "sdk":
-            described = descriptors.build(stage, graph.components, p.id)
+            p.stateful_transform = next((t.id for t in stage.transforms if is_stateful(t)), "")
+            stateless = not p.stateful_transform
+            described = descriptors.build(stage, graph.components, stage.id if stateless else p.id,
+                                          by_content=stateless)
             p.descriptor = described.proto.SerializeToString()
+            p.descriptor_id = described.proto.id
             p.input_transform = described.input_transform
             p.output_transforms = dict(described.output_transforms)
             p.splittable = stage.transforms[0].urn in urns.STAGE_ROOTS
-            p.stateful_transform = next((t.id for t in stage.transforms if is_stateful(t)), "")
             for pcoll, transform_id, tag in stage.side_inputs:
                 access = graph.by_id[transform_id].pardo_payload().side_inputs[tag].access_pattern.urn
                 p.side_inputs.append(SideInput(pcoll, transform_id, tag, access == urns.MULTIMAP_SIDE_INPUT))
         elif stage.kind == "flatten":
             p.conversion = {urns.KEYS_TO_BYTES: "keys_to_bytes", urns.KEYS_FROM_BYTES: "keys_from_bytes"}.get(
                 stage.transforms[0].urn, "transcode")
+            p.redistribute = stage.transforms[0].urn == urns.RESHUFFLE
         elif stage.kind == "group":
             ws = graph.windowing_of(stage.inputs[0])
             p.merge_in_sdk = windowing.merged_in_sdk(ws)

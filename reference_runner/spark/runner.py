@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from apache_beam.options.pipeline_options import PipelineOptions
 from apache_beam.runners.runner import PipelineRunner
 
-from reference_runner.graph import check, fusion, lifting, sdf
+from reference_runner.graph import check, fusion, lifting, reshuffle, sdf
 from reference_runner.graph.pipeline import PipelineGraph
 from reference_runner.runner import ReferenceResult
 from reference_runner.spark import plan as planning
@@ -62,7 +62,7 @@ def run_proto(proto, settings: SparkSettings, job_group: str | None = None) -> l
     """Run a pipeline proto on Spark; returns the monitoring infos its bundles reported.
     ``job_group``: Spark job group of the run, so that it can be cancelled (cancel_job_group)."""
     spark = session.get(settings.master, settings.conf)
-    graph = PipelineGraph(sdf.expand(lifting.lift(proto)))
+    graph = PipelineGraph(sdf.expand(lifting.lift(reshuffle.replace(proto))))
     # Spark's Python workers run the user code themselves, whatever the environments say
     check.check(graph, environments=False, backend="the Spark backend")
     plans = planning.plan(graph, fusion.fuse(graph), Translation.job_id())

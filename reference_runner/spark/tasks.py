@@ -9,7 +9,7 @@ import zlib
 from reference_runner.engine import grouping
 from reference_runner.engine.manager import PLUS_INFINITY
 from reference_runner.spark.plan import StagePlan, coders_of
-from reference_runner.worker import attempt, codecs, merging
+from reference_runner.worker import attempt, codecs, merging, warm
 from reference_runner.worker.embedded import EmbeddedWorker
 from reference_runner.worker.state import SideInputIndex, StateService
 
@@ -17,16 +17,18 @@ class StageFailed(RuntimeError):
     """A bundle failed in the SDK worker (the user's error text included)."""
 
 
-def sdk_worker(plan: StagePlan, side_values: dict, state: StateService | None = None) -> EmbeddedWorker:
+def sdk_worker(plan: StagePlan, side_values: dict, state: StateService | None = None,
+               warm_worker: bool = False) -> EmbeddedWorker:
     """An SDK worker for one partition of the stage, its side inputs loaded from the broadcast;
-    ``state``: the service answering its state requests (user state too, for a stateful stage)."""
+    ``state``: the service answering its state requests (user state too, for a stateful stage);
+    ``warm_worker``: take one this Python worker process kept from an earlier task (warm.py)."""
     from apache_beam.portability.api import beam_fn_api_pb2
     coders = coders_of(plan.components)
     state = state if state is not None else StateService()
     for side in plan.side_inputs:
         state.side_inputs[(side.transform_id, side.tag)] = SideInputIndex(
             side_values[side.pcoll], coders, side.pcoll, side.multimap)
-    worker = EmbeddedWorker(state)
+    worker = warm.acquire(state) if warm_worker else EmbeddedWorker(state)
     worker.register(beam_fn_api_pb2.ProcessBundleDescriptor.FromString(plan.descriptor))
     return worker
 
@@ -34,16 +36,23 @@ def sdk_worker(plan: StagePlan, side_values: dict, state: StateService | None = 
 def run_sdk_stage(plan: StagePlan, side_values, bundle_size: int, metrics, elements):
     """A partition through the stage, ``bundle_size`` elements per bundle; outputs stream out
     bundle by bundle, tagged with their PCollection's index when the stage has several."""
-    worker = sdk_worker(plan, side_values.value if side_values is not None else {})
+    # Not with side inputs: the SDK keeps a global window's side input values in the bundle
+    # processor, and the same stage of another job may read other values
+    worker = sdk_worker(plan, side_values.value if side_values is not None else {},
+                        warm_worker=not plan.side_inputs)
     outputs = Outputs(plan)
-    try:  # the worker lives for one partition: DoFns are torn down when the partition is done
+    succeeded = False
+    try:
         yield from _bundles(worker, plan, bundle_size, metrics, elements, outputs)
+        succeeded = True
     finally:
-        worker.stop()
+        # Kept for the next task only if no DoFn in it has a setup or teardown: those are torn
+        # down when their partition is done
+        warm.release(worker, succeeded)
 
 
 def _bundles(worker, plan, bundle_size, metrics, elements, outputs):
-    descriptor_id = plan.id
+    descriptor_id = plan.descriptor_id or plan.id
     for chunk in _chunks(elements, bundle_size):
         while chunk:  # a splittable DoFn's deferred restrictions run again, here, until done
             try:

@@ -4,8 +4,9 @@ Every PCollection is an RDD of encoded windowed elements. Impulse is a one-eleme
 SDK stage is mapPartitions over its input running the stage's descriptor in an in-process SDK
 worker; GroupByKey is a shuffle on encoded key bytes, sorted within partitions, grouped key by
 key; a stage headed by a stateful ParDo is such a shuffle too, sorted by key and timestamp
-(spark/stateful.py); Flatten is a union. Side inputs are collected once and broadcast. An RDD read by more than
-one stage is persisted, so user code runs once per element.
+(spark/stateful.py); Flatten is a union; Reshuffle a repartition (graph/reshuffle.py). Side
+inputs are collected once and broadcast. An RDD read by more than one stage is persisted, so user
+code runs once per element.
 """
 from __future__ import annotations
 
@@ -92,6 +93,8 @@ class Translation:
                 rdd = rdd.mapPartitions(functools.partial(tasks.transcode, p.components, p.conversion, pcoll, out))
             parts.append(rdd)
         rdd = self.sc.union(parts) if parts else self.sc.emptyRDD()
+        if p.redistribute:
+            rdd = rdd.repartition(self.parallelism)
         self._publish(out, rdd)
         return rdd
 

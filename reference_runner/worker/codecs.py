@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from apache_beam.coders import coders
-from apache_beam.coders.coder_impl import create_InputStream, create_OutputStream
+from apache_beam.coders.coder_impl import create_InputStream
 from apache_beam.runners import pipeline_context
 from apache_beam.transforms import window as beam_window
 from apache_beam.utils import windowed_value
@@ -46,6 +46,11 @@ def split_elements(impl, data: bytes) -> list[bytes]:
     return out
 
 
+# GlobalWindow() recomputes its end from a proto constant on every call: keep one
+_BEAM_GLOBAL = beam_window.GlobalWindow()
+_ONLY_GLOBAL = (engine_windows.GLOBAL,)
+
+
 def to_engine_window(w, window_impl):
     if isinstance(w, beam_window.GlobalWindow):
         return engine_windows.GLOBAL
@@ -56,16 +61,14 @@ def to_engine_window(w, window_impl):
 
 def from_engine_window(w, window_impl):
     if w is engine_windows.GLOBAL:
-        return beam_window.GlobalWindow()
+        return _BEAM_GLOBAL
     if isinstance(w, engine_windows.Interval):
         return beam_window.IntervalWindow(Timestamp(micros=w.start), Timestamp(micros=w.end))
     return window_impl.decode_from_stream(create_InputStream(w.encoded), True)
 
 
 def encode_nested(impl, value) -> bytes:
-    out = create_OutputStream()
-    impl.encode_to_stream(value, out, True)
-    return out.get()
+    return impl.encode_nested(value)
 
 
 class GroupCodec:
@@ -76,19 +79,29 @@ class GroupCodec:
         self._key = input_coder.key_coder().get_impl()
         self._out = output_coder.get_impl()
         self._window = input_coder.window_coder.get_impl()
+        self._panes: dict = {}            # engine Pane -> the SDK's PaneInfo
+        self._last_timestamp = (None, None)
 
     def split(self, element: bytes):
-        wv = self._in.decode_from_stream(create_InputStream(element), True)
+        wv = self._in.decode_nested(element)
         key, value = wv.value
-        windows = [to_engine_window(w, self._window) for w in wv.windows]
-        return encode_nested(self._key, key), key, value, wv.timestamp.micros, windows
+        ws = wv.windows
+        if len(ws) == 1 and ws[0] is _BEAM_GLOBAL:  # the common case, without a conversion
+            windows = _ONLY_GLOBAL
+        else:
+            windows = [to_engine_window(w, self._window) for w in ws]
+        return self._key.encode_nested(key), key, value, wv.timestamp.micros, windows
 
     def build(self, key, values, timestamp: int, window, pane) -> bytes:
-        info = windowed_value.PaneInfo(pane.is_first, pane.is_last, _TIMING[pane.timing], pane.index,
-                                       pane.nonspeculative_index)
-        wv = windowed_value.WindowedValue((key, values), Timestamp(micros=timestamp),
+        info = self._panes.get(pane)
+        if info is None:
+            info = self._panes[pane] = windowed_value.PaneInfo(
+                pane.is_first, pane.is_last, _TIMING[pane.timing], pane.index, pane.nonspeculative_index)
+        if timestamp != self._last_timestamp[0]:  # groups of one window share their timestamp
+            self._last_timestamp = (timestamp, Timestamp(micros=timestamp))
+        wv = windowed_value.WindowedValue((key, values), self._last_timestamp[1],
                                           (from_engine_window(window, self._window),), info)
-        return encode_nested(self._out, wv)
+        return self._out.encode_nested(wv)
 
 
 class Transcoder:

@@ -1,0 +1,29 @@
+"""Reshuffle as a runner-side step instead of its expansion.
+
+Beam's Reshuffle composite expands to random keys, a GroupByKey and four ParDos that put every
+element back as it was; since Beam 2.65 it keeps value, timestamp, window and pane. A runner
+may run it itself: here it becomes a one-input pass-through that ends the fused stage before
+it (kind "flatten" in graph/fusion.py). The Spark backend redistributes its elements evenly
+over the partitions (``repartition``), which the expansion's random keys only approximate.
+"""
+from __future__ import annotations
+
+from apache_beam.portability.api import beam_runner_api_pb2
+
+from reference_runner.graph import urns
+
+
+def replace(proto: beam_runner_api_pb2.Pipeline) -> beam_runner_api_pb2.Pipeline:
+    """A copy of ``proto`` whose Reshuffle composites are leaves (the input is not changed)."""
+    found = [tid for tid, t in proto.components.transforms.items()
+             if t.spec.urn == urns.RESHUFFLE and t.subtransforms and len(t.inputs) == 1 and len(t.outputs) == 1]
+    if not found:
+        return proto
+    out = beam_runner_api_pb2.Pipeline()
+    out.CopyFrom(proto)
+    for tid in found:  # one nested in another is left unreachable, as its parts are
+        transform = out.components.transforms[tid]
+        del transform.subtransforms[:]
+        transform.spec.payload = b""
+    return out
+
