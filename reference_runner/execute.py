@@ -52,6 +52,7 @@ class Job:
         self._side_versions: dict[tuple[str, str], int] = {}  # (transform, tag) -> version indexed
         self._side_digests: dict[tuple[str, str], bytes] = {}  # (transform, tag) -> digest of its contents
         self._variants: dict[str, descriptors.StageDescriptor] = {}  # registered, by descriptor id
+        self._global_sides: dict[str, bool] = {}  # stage id -> all its side inputs globally windowed
         self.policy = bundling.Replay(replay) if replay else (schedule or bundling.Schedule()).policy()
         self.clock = clock.make((schedule or bundling.Schedule()).clock)
         self.trace_path = trace
@@ -246,16 +247,18 @@ class Job:
         of their contents: new contents, a new processor that reads them."""
         if not stage.side_inputs:
             return described
+        global_sides = self._globally_windowed_sides(stage)
         for pcoll, transform_id, tag in stage.side_inputs:
+            if self._side_versions.get((transform_id, tag)) == em.side_input_version(pcoll):
+                continue  # indexed already, contents unchanged: no snapshot taken
             version, contents = em.side_input(pcoll)
-            if self._side_versions.get((transform_id, tag)) == version:
-                continue
             payload = self.graph.by_id[transform_id].pardo_payload()
             multimap = payload.side_inputs[tag].access_pattern.urn == urns.MULTIMAP_SIDE_INPUT
             self.state.side_inputs[(transform_id, tag)] = SideInputIndex(contents, self.coders, pcoll, multimap)
             self._side_versions[(transform_id, tag)] = version
-            self._side_digests[(transform_id, tag)] = _digest(contents)
-        if not self._globally_windowed_sides(stage):
+            if global_sides:
+                self._side_digests[(transform_id, tag)] = _digest(contents)
+        if not global_sides:
             return described
         digest = hashlib.sha1(b"".join(self._side_digests[(t, tag)] for _, t, tag in stage.side_inputs)).hexdigest()
         variant_id = f"{described.proto.id}~{digest[:16]}"
@@ -269,9 +272,14 @@ class Job:
         return variant
 
     def _globally_windowed_sides(self, stage: fusion.Stage) -> bool:
-        components = self.graph.components
-        return all(components.windowing_strategies[components.pcollections[p].windowing_strategy_id].window_fn.urn
-                   == urns.GLOBAL_WINDOWS for p, _, _ in stage.side_inputs)
+        """Asked before every bundle of a side-input reader; answered once per stage."""
+        known = self._global_sides.get(stage.id)
+        if known is None:
+            components = self.graph.components
+            known = self._global_sides[stage.id] = all(
+                components.windowing_strategies[components.pcollections[p].windowing_strategy_id].window_fn.urn
+                == urns.GLOBAL_WINDOWS for p, _, _ in stage.side_inputs)
+        return known
 
     def _side_window_needs(self, stage: fusion.Stage):
         """Streaming: how the engine finds the side windows a main-input element waits for."""

@@ -4,32 +4,21 @@ import os
 
 import apache_beam as beam
 import pytest
-from apache_beam.io.restriction_trackers import OffsetRange, OffsetRestrictionTracker
 from apache_beam.metrics import Metrics
 from apache_beam.metrics.metric import MetricsFilter
 from apache_beam.testing.util import assert_that, equal_to
-from apache_beam.transforms.core import RestrictionProvider
 
+from conformance.cases.test_sdf import CountProvider  # [0, n), unsplit
 from reference_runner import ReferenceRunner
 from reference_runner.execute import Job, JobFailed
 from reference_runner.graph import urns
 
 
-class _Offsets(RestrictionProvider):
-    def initial_restriction(self, n):
-        return OffsetRange(0, n)
-
-    def create_tracker(self, restriction):
-        return OffsetRestrictionTracker(restriction)
-
-    def restriction_size(self, n, restriction):
-        return restriction.size()
-
 
 class _OneOffsetPerCall(beam.DoFn):
     """Claims one offset per call, then self-checkpoints the rest; counts its calls."""
 
-    def process(self, n, tracker=beam.DoFn.RestrictionParam(_Offsets())):
+    def process(self, n, tracker=beam.DoFn.RestrictionParam(CountProvider())):
         Metrics.counter("sdf", "calls").inc()
         pos = tracker.current_restriction().start
         if tracker.try_claim(pos):
@@ -66,7 +55,7 @@ def test_splittable_pardo_is_expanded_and_processing_starts_a_stage():
 
 
 class _OffsetsWithSide(beam.DoFn):
-    def process(self, n, extra, tracker=beam.DoFn.RestrictionParam(_Offsets())):
+    def process(self, n, extra, tracker=beam.DoFn.RestrictionParam(CountProvider())):
         pos = tracker.current_restriction().start
         while tracker.try_claim(pos):
             yield n, pos + extra
@@ -111,7 +100,7 @@ def test_a_failed_bundle_is_never_finalized(tmp_path):
 class _StatefulSplittable(beam.DoFn):
     COUNT = beam.transforms.userstate.ReadModifyWriteStateSpec("count", beam.coders.VarIntCoder())
 
-    def process(self, kv, count=beam.DoFn.StateParam(COUNT), tracker=beam.DoFn.RestrictionParam(_Offsets())):
+    def process(self, kv, count=beam.DoFn.StateParam(COUNT), tracker=beam.DoFn.RestrictionParam(CountProvider())):
         yield kv
 
 
@@ -128,7 +117,7 @@ def test_unsupported_features_of_a_splittable_dofn_are_named_once():
 class _ManyOffsets(beam.DoFn):
     """Claims offsets one by one, emitting each: a restriction the runner can split mid-element."""
 
-    def process(self, n, tracker=beam.DoFn.RestrictionParam(_Offsets())):
+    def process(self, n, tracker=beam.DoFn.RestrictionParam(CountProvider())):
         pos = tracker.current_restriction().start
         while tracker.try_claim(pos):
             yield n, pos

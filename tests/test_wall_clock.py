@@ -7,12 +7,12 @@ import time
 
 import apache_beam as beam
 import pytest
-from apache_beam.io.restriction_trackers import OffsetRange, OffsetRestrictionTracker
 from apache_beam.options.pipeline_options import PipelineOptions
 from apache_beam.testing import test_stream
 from apache_beam.transforms import trigger, window
 from apache_beam.utils.timestamp import Duration
 
+from conformance.cases.test_sdf import CountProvider  # [0, n), unsplit
 from reference_runner import ReferenceRunner
 from reference_runner.bundling import Schedule, ScheduleError
 
@@ -65,21 +65,11 @@ def test_after_processing_time_fires_on_either_clock(clock):
         assert RESULTS["wall"] == RESULTS.get("virtual", RESULTS["wall"])
 
 
-class _Offsets(beam.transforms.core.RestrictionProvider):
-    def initial_restriction(self, n):
-        return OffsetRange(0, n)
-
-    def create_tracker(self, restriction):
-        return OffsetRestrictionTracker(restriction)
-
-    def restriction_size(self, n, restriction):
-        return restriction.size()
-
 
 class _Slowly(beam.DoFn):
     """One element per call, then a self-checkpoint asking to resume 0.1 s later."""
 
-    def process(self, n, tracker=beam.DoFn.RestrictionParam(_Offsets())):
+    def process(self, n, tracker=beam.DoFn.RestrictionParam(CountProvider())):
         RESUMED.append(("resumed", time.time()))
         position = tracker.current_restriction().start
         if tracker.try_claim(position):

@@ -427,6 +427,11 @@ class ElementManager:
         buffer = self.side_buffers.get(pcollection)
         return buffer is not None and buffer.fired(window)
 
+    def side_input_version(self, pcollection: str) -> int:
+        """Changes whenever what side_input gives changes (cheap: no snapshot)."""
+        buffer = self.side_buffers.get(pcollection)
+        return 0 if buffer is None else buffer.version
+
     def side_input(self, pcollection: str) -> tuple[int, Any]:
         """(version, contents) of a side-input PCollection, as bundles starting now see it: the
         version changes when the contents do. Batch: every element (read once, after its producer
