@@ -159,10 +159,16 @@ class RunningResult(PipelineResult):
 
 
 def _metrics(committed_infos, failed_attempt_infos) -> PortableMetrics:
-    committed = _user_metrics(committed_infos)
-    attempted = _user_metrics(list(committed_infos) + list(failed_attempt_infos))
     return PortableMetrics(beam_job_api_pb2.GetJobMetricsResponse(
-        metrics=beam_job_api_pb2.MetricResults(attempted=attempted, committed=committed)))
+        metrics=metric_results(committed_infos, failed_attempt_infos)))
+
+
+def metric_results(committed_infos, failed_attempt_infos=()) -> beam_job_api_pb2.MetricResults:
+    """User metrics as the Job API reports them: committed (successful bundles, once each) and
+    attempted (every attempt, failed ones too). Used by results here and by the job server."""
+    committed = list(committed_infos)
+    return beam_job_api_pb2.MetricResults(attempted=_user_metrics(committed + list(failed_attempt_infos)),
+                                          committed=_user_metrics(committed))
 
 
 def _user_metrics(infos) -> list:

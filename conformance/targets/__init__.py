@@ -42,7 +42,7 @@ def _register_builtin() -> None:
     register("beam-direct", BeamDirectTarget, "Beam's DirectRunner as shipped (a peer)")
     register("beam-fnapi", BeamFnApiTarget, "Beam's FnApiRunner, in process (a peer)")
     register("reference", ReferenceTarget,
-             "our reference runner, in process (batch only so far); schedule knobs after a colon: "
+             "our reference runner, in process (batch and streaming); schedule knobs after a colon: "
              "reference:bundle_size=whole|N|random,splits=none|random,seed=N,faults=P,fuse=true|false,"
              "clock=virtual|wall")
     register("spark", SparkTarget,

@@ -7,12 +7,12 @@ import threading
 import time
 import traceback
 
-from apache_beam.metrics import monitoring_infos
 from apache_beam.portability.api import beam_fn_api_pb2, beam_job_api_pb2
 from google.protobuf import timestamp_pb2
 
 from reference_runner.bundling import Schedule
 from reference_runner.execute import Job, JobCancelled
+from reference_runner.runner import metric_results
 
 _LOG = logging.getLogger(__name__)
 State = beam_job_api_pb2.JobState
@@ -36,8 +36,7 @@ class JobRecord:
         self.options = options            # google.protobuf.Struct, as the client sent it
         self.events: list = []            # JobMessagesResponse, in order (messages and states)
         self.state = State.UNSPECIFIED
-        self.committed: list = []
-        self.attempted: list = []
+        self.results = beam_job_api_pb2.MetricResults()  # user metrics, once the job has ended
         self._changed = threading.Condition()
         self._job: Job | None = None
         self._worker = None
@@ -73,9 +72,8 @@ class JobRecord:
     def metrics(self) -> beam_job_api_pb2.MetricResults:
         job = self._job
         if job is not None and self.state not in TERMINAL:  # running: as far as bundles committed
-            committed, failed = list(job.monitoring_infos), list(job.failed_attempt_infos)
-            return beam_job_api_pb2.MetricResults(attempted=_user(committed + failed), committed=_user(committed))
-        return beam_job_api_pb2.MetricResults(attempted=self.attempted, committed=self.committed)
+            return metric_results(job.monitoring_infos, job.failed_attempt_infos)
+        return self.results
 
     # -- lifecycle ----------------------------------------------------------------------------
     def start(self, pool, endpoint: str, spark=None) -> None:
@@ -93,7 +91,8 @@ class JobRecord:
             self._spark = True
             self.message(f"running on Spark ({settings.master})")
             self._set_state(State.RUNNING)
-            self.committed = self.attempted = _user(run_proto(self.pipeline, settings, job_group=self.job_id))
+            infos = run_proto(self.pipeline, settings, job_group=self.job_id)
+            self.results = metric_results(infos)  # Spark may re-run tasks: attempted, reported as both
             self._set_state(State.DONE)
         except Exception as e:  # noqa: BLE001 - every failure becomes the job's error message
             self._failed(e)
@@ -163,8 +162,7 @@ class JobRecord:
                 self._job.run(worker)
                 healthy = True
             finally:
-                self.committed = _user(self._job.monitoring_infos)
-                self.attempted = _user(self._job.monitoring_infos + self._job.failed_attempt_infos)
+                self.results = metric_results(self._job.monitoring_infos, self._job.failed_attempt_infos)
             # Stop the worker (its DoFns' teardown) before the client hears DONE.
             pool.release(token, env, healthy)
             token = None
@@ -208,6 +206,3 @@ def _knobs(options) -> dict:
         knobs["seed"] = int(knobs["seed"])
     return knobs
 
-
-def _user(infos) -> list:
-    return list(monitoring_infos.consolidate([i for i in infos if monitoring_infos.is_user_monitoring_info(i)]))
