@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from apache_beam.options.pipeline_options import PipelineOptions
 from apache_beam.runners.runner import PipelineRunner
 
-from reference_runner.graph import check, fusion, lifting, reshuffle, sdf
+from reference_runner.graph import check, fusion, lifting, reshuffle, sdf, urns
 from reference_runner.graph.pipeline import PipelineGraph
 from reference_runner.runner import ReferenceResult
 from reference_runner.spark import plan as planning
@@ -63,8 +63,10 @@ def run_proto(proto, settings: SparkSettings, job_group: str | None = None) -> l
     ``job_group``: Spark job group of the run, so that it can be cancelled (cancel_job_group)."""
     spark = session.get(settings.master, settings.conf)
     graph = PipelineGraph(sdf.expand(lifting.lift(reshuffle.replace(proto))))
-    # Spark's Python workers run the user code themselves, whatever the environments say
-    check.check(graph, environments=False, backend="the Spark backend")
+    # Spark's Python workers run the user code themselves, whatever the environments say. The
+    # check's streaming flag admits TestStream and triggers together: Spark runs triggers in batch
+    # (spark/tasks.py) but not TestStream, so it is set only for pipelines without one.
+    check.check(graph, environments=False, streaming=not _has_test_stream(graph), backend="the Spark backend")
     plans = planning.plan(graph, fusion.fuse(graph), Translation.job_id())
     parallelism = settings.parallelism or spark.sparkContext.defaultParallelism
     translation = Translation(spark, plans, parallelism, settings.bundle_size, settings.max_side_input_bytes)
@@ -76,6 +78,10 @@ def run_proto(proto, settings: SparkSettings, job_group: str | None = None) -> l
         raise SparkJobFailed(_python_error(e)) from None
     from apache_beam.portability.api import metrics_pb2
     return graph.with_step_names([metrics_pb2.MonitoringInfo.FromString(b) for b in infos])
+
+
+def _has_test_stream(graph: PipelineGraph) -> bool:
+    return any(t.urn == urns.TEST_STREAM for t in graph.transforms)
 
 
 def cancel_job_group(job_group: str) -> None:
