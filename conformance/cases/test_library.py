@@ -42,6 +42,13 @@ def _stamped(p, items, label="Input"):
     return p | label >> beam.Create(items) | value_at_time(f"{label}/Stamp")
 
 
+def _labelled(**outputs):
+    """Several outputs (same windowing) as one PCollection of (name, element), each element
+    keeping its timestamp, window and pane: one check instead of one per output."""
+    tagged = [pcoll | f"Label/{name}" >> beam.Map(lambda v, name=name: (name, v)) for name, pcoll in outputs.items()]
+    return tagged | "Labelled" >> beam.Flatten()
+
+
 # --------------------------------------------------------------------------- CombineGlobally's default
 
 def _triggered_global(pcoll, mode, label="Trigger"):
@@ -286,13 +293,16 @@ def test_top_of_largest_and_smallest_globally(runner):
     # GroupByKey, so its list comes at the end of the global window, ON_TIME.
     p = runner.pipeline()
     nums = p | "Nums" >> beam.Create([5, 1, 9, 3, 7, 9, 2])
-    check(nums | "Of" >> combiners.Top.Of(3), [el([9, 9, 7], END_OF_GLOBAL_WINDOW, GLOBAL, ON_TIME_ONLY)], label="of")
-    check(nums | "Largest" >> combiners.Top.Largest(2), [[9, 9]], label="largest")
-    check(nums | "Smallest" >> combiners.Top.Smallest(3), [[1, 2, 3]], label="smallest")
-    check(nums | "Reverse" >> combiners.Top.Of(2, reverse=True), [[1, 2]], label="reverse")
     words = p | "Words" >> beam.Create(["bb", "a", "dddd", "ccc"])
-    check(words | "ByLength" >> combiners.Top.Of(2, key=len), [["dddd", "ccc"]], label="key")
-    check(p | "Few" >> beam.Create([4]) | "OfFew" >> combiners.Top.Of(3), [[4]], label="fewer_than_n")
+    out = _labelled(of=nums | "Of" >> combiners.Top.Of(3),
+                    largest=nums | "Largest" >> combiners.Top.Largest(2),
+                    smallest=nums | "Smallest" >> combiners.Top.Smallest(3),
+                    reverse=nums | "Reverse" >> combiners.Top.Of(2, reverse=True),
+                    key=words | "ByLength" >> combiners.Top.Of(2, key=len),
+                    fewer_than_n=p | "Few" >> beam.Create([4]) | "OfFew" >> combiners.Top.Of(3))
+    check(out, [el((name, top), END_OF_GLOBAL_WINDOW, GLOBAL, ON_TIME_ONLY)
+                for name, top in [("of", [9, 9, 7]), ("largest", [9, 9]), ("smallest", [1, 2, 3]), ("reverse", [1, 2]),
+                                  ("key", ["dddd", "ccc"]), ("fewer_than_n", [4])]])
     runner.run(p)
 
 
@@ -301,8 +311,8 @@ def test_top_of_empty_input_is_empty_list(runner):
     # An empty input still gives one (empty) list in the global window.
     p = runner.pipeline()
     empty = p | beam.Create([]).with_output_types(int)
-    check(empty | "Of" >> combiners.Top.Of(3), [el([], END_OF_GLOBAL_WINDOW, GLOBAL)], label="of")
-    check(empty | "Smallest" >> combiners.Top.Smallest(2), [[]], label="smallest")
+    out = _labelled(of=empty | "Of" >> combiners.Top.Of(3), smallest=empty | "Smallest" >> combiners.Top.Smallest(2))
+    check(out, [el(("of", []), END_OF_GLOBAL_WINDOW, GLOBAL), el(("smallest", []), END_OF_GLOBAL_WINDOW, GLOBAL)])
     runner.run(p)
 
 
@@ -311,12 +321,12 @@ def test_top_per_key_and_per_window(runner):
     # Top.PerKey / LargestPerKey / SmallestPerKey per key; Top.Of(...).without_defaults() per window.
     p = runner.pipeline()
     kvs = p | "Pairs" >> beam.Create([("a", 3), ("b", 10), ("a", 1), ("a", 4), ("b", 20), ("c", 0)])
-    check(kvs | "PerKey" >> combiners.Top.PerKey(2),
-          [el(("a", [4, 3]), END_OF_GLOBAL_WINDOW, GLOBAL, ON_TIME_ONLY),
-           el(("b", [20, 10]), END_OF_GLOBAL_WINDOW, GLOBAL, ON_TIME_ONLY),
-           el(("c", [0]), END_OF_GLOBAL_WINDOW, GLOBAL, ON_TIME_ONLY)], label="per_key")
-    check(kvs | "Smallest" >> combiners.Top.SmallestPerKey(2), [("a", [1, 3]), ("b", [10, 20]), ("c", [0])],
-          label="smallest_per_key")
+    per_key = _labelled(largest=kvs | "PerKey" >> combiners.Top.PerKey(2),
+                        smallest=kvs | "Smallest" >> combiners.Top.SmallestPerKey(2))
+    check(per_key, [el((name, kv), END_OF_GLOBAL_WINDOW, GLOBAL, ON_TIME_ONLY)
+                    for name, kv in [("largest", ("a", [4, 3])), ("largest", ("b", [20, 10])), ("largest", ("c", [0])),
+                                     ("smallest", ("a", [1, 3])), ("smallest", ("b", [10, 20])),
+                                     ("smallest", ("c", [0]))]], label="per_key")
     windowed = _stamped(p, [(5, 1), (8, 2), (2, 3), (6, 11)], "Timed") | beam.WindowInto(window.FixedWindows(10))
     check(windowed | "InWindows" >> combiners.Top.Of(2).without_defaults(),
           [el([8, 5], 9.999, W(0, 10), ON_TIME_ONLY), el([6], 19.999, W(10, 20), ON_TIME_ONLY)], label="per_window")
@@ -324,15 +334,6 @@ def test_top_per_key_and_per_window(runner):
 
 
 # --------------------------------------------------------------------------- Sample
-
-def _sample_of(population, n):
-    """One list of min(n, len) elements drawn from ``population`` without replacement."""
-    def ok(records):
-        assert len(records) == 1, f"{len(records)} samples, expected one list"
-        _assert_drawn(records[0].value, population, n)
-        return True
-    return satisfies(ok, f"one list of {min(n, len(population))} drawn without replacement from {population}")
-
 
 def _assert_drawn(sample, population, n):
     assert isinstance(sample, list), f"{sample!r} is not a list"
@@ -348,13 +349,19 @@ def test_sample_fixed_size_globally(runner):
     # Sample.FixedSizeGlobally(n): one list of n elements drawn without replacement (all of them if
     # fewer); which ones is random. Empty input: the default, an empty list.
     p = runner.pipeline()
-    population = [1, 2, 3, 4, 5, 6, 7, 7]
-    check(p | "Many" >> beam.Create(population) | "Sample3" >> combiners.Sample.FixedSizeGlobally(3),
-          _sample_of(population, 3), label="three_of_eight")
-    check(p | "Few" >> beam.Create(["x", "y"]) | "Sample5" >> combiners.Sample.FixedSizeGlobally(5),
-          _sample_of(["x", "y"], 5), label="all_of_two")
-    check(p | "None" >> beam.Create([]).with_output_types(int) | "SampleEmpty" >> combiners.Sample.FixedSizeGlobally(2),
-          [el([], MIN_TIMESTAMP, GLOBAL)], label="empty")
+    drawn = {"three_of_eight": ([1, 2, 3, 4, 5, 6, 7, 7], 3), "all_of_two": (["x", "y"], 5), "empty": ([], 2)}
+    out = _labelled(**{name: p | f"Create/{name}" >> beam.Create(population) | f"Sample/{name}" >> (
+        combiners.Sample.FixedSizeGlobally(n)) for name, (population, n) in drawn.items()})
+
+    def samples(records):
+        assert sorted(r.value[0] for r in records) == sorted(drawn), f"one sample per input expected: {records}"
+        for r in records:
+            name, sample = r.value
+            assert r.timestamp_ms == MIN_TIMESTAMP.micros // 1000 and r.window == GLOBAL, f"{r!r}"
+            _assert_drawn(sample, *drawn[name])
+        return True
+    check(out, satisfies(samples, "per input one list of min(n, size) elements drawn without replacement, "
+                                  "at MIN_TIMESTAMP in the global window (the empty input: the default [])"))
     runner.run(p)
 
 
@@ -392,17 +399,14 @@ def test_latest_globally_and_per_key(runner):
     # input) and per key; among equal greatest timestamps either may win.
     p = runner.pipeline()
     timed = _stamped(p, [("first", 1), ("last", 30), ("middle", 7)], "Timed")
-    check(timed | "Globally" >> combiners.Latest.Globally(), [el("last", MIN_TIMESTAMP, GLOBAL)], label="globally")
-    empty = p | "Empty" >> beam.Create([])
-    check(empty | "GloballyEmpty" >> combiners.Latest.Globally(), [None], label="empty")
     kvs = keyed_input(p, [("a", 1, 5), ("a", 2, 9), ("a", 3, 2), ("b", 4, 1), ("c", 5, 3), ("c", 6, 3)], "Keyed")
-    check(kvs | "PerKey" >> combiners.Latest.PerKey(),
-          one_of([el(("a", 2), END_OF_GLOBAL_WINDOW, GLOBAL, ON_TIME_ONLY),
-                  el(("b", 4), END_OF_GLOBAL_WINDOW, GLOBAL, ON_TIME_ONLY),
-                  el(("c", 5), END_OF_GLOBAL_WINDOW, GLOBAL, ON_TIME_ONLY)],
-                 [el(("a", 2), END_OF_GLOBAL_WINDOW, GLOBAL, ON_TIME_ONLY),
-                  el(("b", 4), END_OF_GLOBAL_WINDOW, GLOBAL, ON_TIME_ONLY),
-                  el(("c", 6), END_OF_GLOBAL_WINDOW, GLOBAL, ON_TIME_ONLY)]), label="per_key")
+    out = _labelled(globally=timed | "Globally" >> combiners.Latest.Globally(),
+                    empty=p | "Empty" >> beam.Create([]) | "GloballyEmpty" >> combiners.Latest.Globally(),
+                    per_key=kvs | "PerKey" >> combiners.Latest.PerKey())
+    injected = [el(("globally", "last"), MIN_TIMESTAMP, GLOBAL, NO_FIRING), el(("empty", None), MIN_TIMESTAMP, GLOBAL, NO_FIRING)]
+    grouped = [el(("per_key", kv), END_OF_GLOBAL_WINDOW, GLOBAL, ON_TIME_ONLY) for kv in [("a", 2), ("b", 4)]]
+    check(out, one_of(injected + grouped + [el(("per_key", ("c", 5)), END_OF_GLOBAL_WINDOW, GLOBAL, ON_TIME_ONLY)],
+                      injected + grouped + [el(("per_key", ("c", 6)), END_OF_GLOBAL_WINDOW, GLOBAL, ON_TIME_ONLY)]))
     runner.run(p)
 
 
@@ -477,10 +481,9 @@ def test_partition_splits_keeping_timestamps_and_windows(runner):
     p = runner.pipeline()
     timed = _stamped(p, [(1, 1), (2, 2), (3, 13), (4, 14), (6, 16)]) | beam.WindowInto(window.FixedWindows(10))
     parts = timed | beam.Partition(lambda v, n, modulus: v % modulus, 4, 3)
-    check(parts[0], [el(3, 13, W(10, 20)), el(6, 16, W(10, 20))], label="part0")
-    check(parts[1], [el(1, 1, W(0, 10)), el(4, 14, W(10, 20))], label="part1")
-    check(parts[2], [el(2, 2, W(0, 10))], label="part2")
-    check(parts[3], [], label="part3")
+    out = _labelled(**{f"part{i}": parts[i] for i in range(4)})
+    check(out, [el(("part0", 3), 13, W(10, 20)), el(("part0", 6), 16, W(10, 20)), el(("part1", 1), 1, W(0, 10)),
+                el(("part1", 4), 14, W(10, 20)), el(("part2", 2), 2, W(0, 10))])
     runner.run(p)
 
 
@@ -502,18 +505,17 @@ def test_reify_timestamp_window_and_in_value(runner):
     p = runner.pipeline()
     timed = (keyed_input(p, [("a", 1, 1.5), ("b", 2, 12)]) | beam.WindowInto(window.FixedWindows(10)))
     w0, w1 = window.IntervalWindow(0, 10), window.IntervalWindow(10, 20)
-    check(timed | "Window" >> Reify.Window(),
-          [el((("a", 1), Timestamp(1.5), w0), 1.5, W(0, 10)), el((("b", 2), Timestamp(12), w1), 12, W(10, 20))],
-          label="window")
-    check(timed | "WindowInValue" >> Reify.WindowInValue(),
-          [el(("a", (1, Timestamp(1.5), w0)), 1.5, W(0, 10)), el(("b", (2, Timestamp(12), w1)), 12, W(10, 20))],
-          label="window_in_value")
     in_value = timed | "TimestampInValue" >> Reify.TimestampInValue() | "Unwrap" >> beam.MapTuple(
         lambda k, tv: (k, tv.value, tv.timestamp))
-    check(in_value, [el(("a", 1, Timestamp(1.5)), 1.5, W(0, 10)), el(("b", 2, Timestamp(12)), 12, W(10, 20))],
-          label="timestamp_in_value")
-    check(timed | "Timestamp" >> Reify.Timestamp(), [el(("a", 1), 1.5, W(0, 10)), el(("b", 2), 12, W(10, 20))],
-          label="timestamp")
+    out = _labelled(window=timed | "Window" >> Reify.Window(), window_in_value=timed | "WindowInValue" >> Reify.WindowInValue(),
+                    timestamp_in_value=in_value, timestamp=timed | "Timestamp" >> Reify.Timestamp())
+    check(out, [el(("window", (("a", 1), Timestamp(1.5), w0)), 1.5, W(0, 10)),
+                el(("window", (("b", 2), Timestamp(12), w1)), 12, W(10, 20)),
+                el(("window_in_value", ("a", (1, Timestamp(1.5), w0))), 1.5, W(0, 10)),
+                el(("window_in_value", ("b", (2, Timestamp(12), w1))), 12, W(10, 20)),
+                el(("timestamp_in_value", ("a", 1, Timestamp(1.5))), 1.5, W(0, 10)),
+                el(("timestamp_in_value", ("b", 2, Timestamp(12))), 12, W(10, 20)),
+                el(("timestamp", ("a", 1)), 1.5, W(0, 10)), el(("timestamp", ("b", 2)), 12, W(10, 20))])
     runner.run(p)
 
 
@@ -525,10 +527,9 @@ def test_with_keys_constant_callable_and_side_input(runner):
     # inputs. Timestamps and windows are kept.
     p = runner.pipeline()
     timed = _stamped(p, [("x", 1), ("yy", 12)]) | beam.WindowInto(window.FixedWindows(10))
-    check(timed | "Constant" >> WithKeys("k"), [el(("k", "x"), 1, W(0, 10)), el(("k", "yy"), 12, W(10, 20))],
-          label="constant")
-    check(timed | "Callable" >> WithKeys(len), [el((1, "x"), 1, W(0, 10)), el((2, "yy"), 12, W(10, 20))],
-          label="callable")
+    keyed = _labelled(constant=timed | "Constant" >> WithKeys("k"), callable=timed | "Callable" >> WithKeys(len))
+    check(keyed, [el(("constant", ("k", "x")), 1, W(0, 10)), el(("constant", ("k", "yy")), 12, W(10, 20)),
+                  el(("callable", (1, "x")), 1, W(0, 10)), el(("callable", (2, "yy")), 12, W(10, 20))], label="keyed")
     prefix = p | "Prefix" >> beam.Create(["p-"])
     words = p | "Words" >> beam.Create(["a", "b"])
     check(words | "WithSide" >> WithKeys(lambda v, pre: pre + v, AsSingleton(prefix)),
