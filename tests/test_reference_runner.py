@@ -73,7 +73,6 @@ def test_teststream_pipeline_runs_with_triggers_lateness_and_processing_time():
                                    accumulation_mode=beam.trigger.AccumulationMode.DISCARDING)
                  | beam.GroupByKey()
                  | beam.Map(lambda kv, pane=beam.DoFn.PaneInfoParam: (sorted(kv[1]), pane.timing, pane.is_last)))
-        _ = keyed | beam.ParDo(_ProcessingTimeTimer())  # runs: TestStream drives the clock
         early, on_time, late = (beam.utils.windowed_value.PaneInfoTiming.EARLY,
                                 beam.utils.windowed_value.PaneInfoTiming.ON_TIME,
                                 beam.utils.windowed_value.PaneInfoTiming.LATE)

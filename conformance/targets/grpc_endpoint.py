@@ -14,6 +14,7 @@ import subprocess
 import tempfile
 import time
 
+from conformance import shapes
 from conformance.targets.base import Target, TargetUnavailable
 
 
@@ -127,6 +128,11 @@ class GrpcTarget(Target):
     def runner(self):
         from apache_beam.runners.portability.portable_runner import PortableRunner
         return PortableRunner()
+
+    def run_shaped(self, pipeline, shape):
+        # PortableRunner pre-optimizes before submitting, as its users' clients do
+        shapes.ask_for(pipeline.options, shape)
+        return pipeline.run()
 
     def option_args(self, streaming: bool) -> list[str]:
         args = [f"--job_endpoint={self.endpoint}", f"--environment_type={self.settings.environment_type}"]
