@@ -15,7 +15,7 @@ import threading
 
 import apache_beam as beam
 import pytest
-from apache_beam.pvalue import AsList, AsSingleton
+from apache_beam.pvalue import AsSingleton
 from apache_beam.transforms import combiners, trigger, window
 from apache_beam.transforms.deduplicate import Deduplicate, DeduplicatePerKey
 from apache_beam.transforms.util import GroupByEncryptedKey, LogElements, Reify, WithKeys

@@ -148,19 +148,20 @@ class Translation:
                         f"side input {side.tag} of {side.transform_id} holds {size} bytes, over the limit of "
                         f"{self.max_side_input_bytes} (--spark_max_side_input_mib); side inputs are "
                         "broadcast to every executor")
-                values[side.pcoll] = self._visible(side.pcoll, elements)
+                values[side.pcoll] = _visible(p, side.pcoll, elements)
         return self.sc.broadcast(values)
 
-    def _visible(self, pcoll: str, elements: list):
-        """What readers see of a side input: every element, or, for a triggered one (its producer
-        may fire several panes per window), window -> the latest pane (engine/sideinputs.py)."""
-        coders = coders_of(self.plans[0].components)
-        components = coders.components
-        if not sidewindows.triggered(components.windowing_strategies[components.pcollections[pcoll].windowing_strategy_id]):
-            return elements
-        buffer = SideInputBuffer(sidewindows.pane_decoder(coders, pcoll))
-        buffer.add(elements)
-        return buffer.contents()
+
+def _visible(p: StagePlan, pcoll: str, elements: list):
+    """What readers see of a side input: every element, or, for a triggered one (its producer
+    may fire several panes per window), window -> the latest pane (engine/sideinputs.py)."""
+    coders = coders_of(p.components)
+    ws_id = coders.components.pcollections[pcoll].windowing_strategy_id
+    if not sidewindows.triggered(coders.components.windowing_strategies[ws_id]):
+        return elements
+    buffer = SideInputBuffer(sidewindows.pane_decoder(coders, pcoll))
+    buffer.add(elements)
+    return buffer.contents()
 
 
 def _discard(_):
