@@ -270,6 +270,24 @@ class _Recorder:
         self.results_path: str | None = None
         # The started target's description; xdist workers send theirs to the controller.
         self.target_info: dict | None = None
+        # How the run was narrowed: cases left out by -k/-m, packaged case modules not collected
+        # (xdist workers collect, and tell the controller).
+        self.deselected = 0
+        self.case_modules: set[str] = set()
+
+    def pytest_itemcollected(self, item):
+        module = getattr(item, "module", None)
+        if module is not None and module.__name__.startswith(CASES_PACKAGE):
+            self.case_modules.add(module.__name__[len(CASES_PACKAGE):])
+
+    def pytest_deselected(self, items):
+        self.deselected += sum(1 for item in items if _is_case(item))
+
+    def selection(self) -> dict:
+        import pkgutil
+        import conformance.cases
+        packaged = {m.name for m in pkgutil.iter_modules(conformance.cases.__path__) if m.name.startswith("test_")}
+        return {"deselected": self.deselected, "case_modules_not_collected": sorted(packaged - self.case_modules)}
 
     def pytest_runtest_logreport(self, report):
         props = dict(report.user_properties)
@@ -284,9 +302,13 @@ class _Recorder:
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node, error):
-        info = getattr(node, "workeroutput", {}).get("beam_conformance_target")
+        output = getattr(node, "workeroutput", {})
+        info = output.get("beam_conformance_target")
         if info and self.target_info is None:
             self.target_info = info
+        # every worker collects the whole suite, so each saw the same deselection
+        self.deselected = max(self.deselected, output.get("beam_conformance_deselected", 0))
+        self.case_modules |= set(output.get("beam_conformance_case_modules", []))
 
     def _target_description(self) -> dict:
         target = targets.create(self.config.getoption("target"), settings_of(self.config))
@@ -298,6 +320,8 @@ class _Recorder:
         if hasattr(self.config, "workerinput"):  # xdist worker: the controller writes the results
             if self.target_info is not None:
                 self.config.workeroutput["beam_conformance_target"] = self.target_info
+            self.config.workeroutput["beam_conformance_deselected"] = self.deselected
+            self.config.workeroutput["beam_conformance_case_modules"] = sorted(self.case_modules)
             return
         if not self.records or self.config.getoption("no_results"):
             return
@@ -308,6 +332,7 @@ class _Recorder:
             expectations_path=expectations.path,
             records=list(self.records.values()),
             started=self.config.stash[_STARTED],
+            selection=self.selection(),
         )
 
 
