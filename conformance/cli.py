@@ -163,8 +163,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="beam-conformance",
         description="Beam runner conformance kit. Run the suite with pytest "
-                    "(pytest --pyargs conformance --target NAME); use this command to merge results "
-                    "into the capability matrix.")
+                    "(pytest --pyargs conformance --target NAME) or with 'run'; 'baseline' turns a run's "
+                    "failures into the runner's expectations file, 'diff' compares two runs, 'report' "
+                    "merges results into the capability matrix.")
     sub = parser.add_subparsers(dest="command", required=True)
     rep = sub.add_parser("report", help="merge results-<target>.json files into the capability matrix "
                                         "(Markdown, HTML, JSON and the Beam website's YAML)")

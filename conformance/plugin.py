@@ -39,10 +39,21 @@ def pytest_addoption(parser):
                          "Pass 'none' to expect every case to pass.")
     group.addoption("--environment-type", default="LOOPBACK",
                     choices=["LOOPBACK", "EXTERNAL", "PROCESS", "DOCKER"], type=str.upper,
-                    help="grpc targets: SDK worker environment requested from the runner (default LOOPBACK)")
+                    help="grpc targets: SDK worker environment requested from the runner (default LOOPBACK: "
+                         "a worker in this process that the runner reaches on localhost). EXTERNAL without "
+                         "--environment-config: the session starts Beam's Python worker pool for the runner "
+                         "to reach at --worker-pool-host (a runner in a container or on another host). "
+                         "PROCESS without a config: the runner starts the kit's boot command on its machine.")
     group.addoption("--environment-config", default=None,
-                    help="grpc targets: environment config (EXTERNAL address, PROCESS command JSON, "
-                         "DOCKER image)")
+                    help="grpc targets: environment config as Beam takes it (EXTERNAL: HOST:PORT of a worker "
+                         "pool you run; PROCESS: '{\"command\": \"/path/to/boot\"}'; DOCKER: an image)")
+    group.addoption("--worker-pool-host", default="127.0.0.1", metavar="HOST",
+                    help="EXTERNAL without a config: the address of this machine as the runner sees it, "
+                         "e.g. the docker bridge gateway (172.17.0.1) for a job server in a container; "
+                         "default 127.0.0.1, right for a job server on this machine. The pool listens on "
+                         "every interface.")
+    group.addoption("--worker-pool-port", type=int, default=0, metavar="PORT",
+                    help="EXTERNAL without a config: the worker pool's port (default: a free one)")
     group.addoption("--job-server-cmd", default=None, metavar="'CMD ... {port}'",
                     help="grpc targets: start this job server for the session on a free loopback port "
                          "({port} is replaced), wait until it answers, stop it at the end")
@@ -96,6 +107,8 @@ def settings_of(config) -> targets.TargetSettings:
         environment_config=config.getoption("environment_config"),
         job_server_cmd=config.getoption("job_server_cmd"),
         job_server_timeout=config.getoption("job_server_timeout"),
+        worker_pool_host=config.getoption("worker_pool_host"),
+        worker_pool_port=config.getoption("worker_pool_port"),
         trust_unconfirmed_checks=config.getoption("trust_unconfirmed_checks"),
     )
 
