@@ -17,11 +17,11 @@ from apache_beam.options.pipeline_options import PipelineOptions
 from apache_beam.portability.api import (beam_artifact_api_pb2, beam_artifact_api_pb2_grpc, beam_job_api_pb2,
                                          beam_job_api_pb2_grpc, beam_runner_api_pb2)
 from apache_beam.testing.util import assert_that, equal_to
-from apache_beam.transforms import userstate
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from reference_runner.jobserver.server import JobServer
+from unsupported import UNKNOWN_URN, UnknownPrimitive
 
 
 @pytest.fixture(scope="module")
@@ -85,22 +85,10 @@ def test_the_users_error_reaches_the_client(server):
         p.run().wait_until_finish()
 
 
-class _ProcessingTimeTimer(beam.DoFn):
-    LATER = userstate.TimerSpec("later", beam.TimeDomain.REAL_TIME)
-
-    def process(self, kv, later=beam.DoFn.TimerParam(LATER)):
-        yield kv
-
-    @userstate.on_timer(LATER)
-    def on_later(self):
-        yield None
-
-
 def test_unsupported_pipeline_is_refused_at_prepare_naming_the_feature(server):
-    # Processing-time timers in a bounded pipeline: nothing drives the processing-time clock.
     p = beam.Pipeline(options=_options(server))
-    _ = p | beam.Create([("k", 1)]) | beam.ParDo(_ProcessingTimeTimer())
-    with pytest.raises(Exception, match="processing-time timers"):
+    _ = p | beam.Create([("k", 1)]) | UnknownPrimitive()
+    with pytest.raises(Exception, match=f"unknown transform {UNKNOWN_URN}"):
         p.run().wait_until_finish()
 
 
