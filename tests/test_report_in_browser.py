@@ -162,6 +162,8 @@ def test_filters_by_text_verdict_and_target(sample_page):
     assert not page.locator('#matrix thead th[data-target="t1"]').is_visible()
     assert [t.split("\n")[0] for t in rows.all_inner_texts()] == ["Stateful Processing", "Session windows"]
     page.check('#filters input[data-target="t1"]')
+    page.select_option("#f-verdict", "outcome:unexpected-pass")    # a case outcome, not a verdict
+    assert [t.split("\n")[0] for t in rows.all_inner_texts()] == ["ParDo"]
     page.select_option("#f-verdict", "")
     assert rows.count() == all_rows
 

@@ -60,8 +60,9 @@ def _grid_cell(row: str, index: int, col: Column, cell: Cell) -> str:
     changes = col.changed_cases(c["id"] for c in cell.cases)
     verdict = cell.verdict
     label = f"{row} on {col.name}: {VERDICT_WORD[verdict]}, {cell.qualifier}{_change_words(changes)}"
+    outcomes = " ".join(sorted({c["outcome"] for c in cell.cases}))
     attrs = (f'class="{CSS_CLASS[verdict]}" data-target="t{index}" data-verdict="{(verdict or "untested").lower()}"'
-             f' data-changed="{"yes" if changes else "no"}"')
+             f' data-outcomes="{outcomes}" data-changed="{"yes" if changes else "no"}"')
     inner = (f'<span class="sym" aria-hidden="true">{SYMBOL[verdict]}</span>'
              f'<span class="count" aria-hidden="true">{_e(_count(cell))}</span>{_change_badge(changes)}')
     if not cell.cases:
@@ -156,12 +157,17 @@ def render(matrix: Matrix) -> str:
     out.append('<form id="filters" class="filters" hidden aria-label="Filter the matrix">'
                '<label for="f-text">Capability<input id="f-text" type="search" '
                'placeholder="e.g. sessions, state.bag" autocomplete="off"></label>'
-               '<label for="f-verdict">Rows with a cell that is<select id="f-verdict">'
-               '<option value="">any verdict</option><option value="failing">failing (No or Partially)</option>'
+               '<label for="f-verdict">Rows with a cell that<select id="f-verdict">'
+               '<option value="">(any)</option><optgroup label="is">'
+               '<option value="failing">failing (No or Partially)</option>'
                '<option value="no">No</option><option value="partially">Partially</option>'
                '<option value="yes">Yes</option><option value="untested">not tested</option>'
                + ('<option value="changed">changed since the previous run</option>' if has_changes else "")
-               + "</select></label><fieldset><legend>Targets</legend>"
+               + '</optgroup><optgroup label="has a case that">'
+               + "".join(f'<option value="outcome:{o}">{text}</option>' for o, text in (
+                   ("failed", "failed (not a known failure)"), ("expected-failure", "failed as known"),
+                   ("unexpected-pass", "passed unexpectedly"), ("error", "errored"), ("skipped", "was skipped")))
+               + "</optgroup></select></label><fieldset><legend>Targets</legend>"
                + "".join(f'<label><input type="checkbox" checked data-target="t{i}">{_e(c.name)}</label>'
                          for i, c in enumerate(cols))
                + '</fieldset><output id="f-count" for="f-text f-verdict"></output></form>')

@@ -17,6 +17,7 @@
     if (!wanted) return true;
     if (wanted === "failing") return td.dataset.verdict === "no" || td.dataset.verdict === "partially";
     if (wanted === "changed") return td.dataset.changed === "yes";
+    if (wanted.indexOf("outcome:") === 0) return td.dataset.outcomes.split(" ").indexOf(wanted.slice(8)) >= 0;
     return td.dataset.verdict === wanted;
   }
 
