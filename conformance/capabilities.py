@@ -81,6 +81,8 @@ ROWS = [
     Row("Reshuffle", "misc", "Redistribution that keeps windows and timestamps."),
     Row("Coders", "misc", "Standard coders round-trip through a shuffle."),
     Row("Library transforms", "misc", "Beam's own composite transforms give the results Beam documents."),
+    Row("Submitted pipelines", "misc", "Pipelines as SDKs submit them: pre-optimized, with user types the "
+        "runner cannot import."),
 ]
 
 _C = Capability
@@ -182,6 +184,13 @@ CAPABILITIES = [
     # Misc
     _C("reshuffle", "Reshuffle keeps elements, timestamps and windows", "Reshuffle", "ValidatesRunner"),
     _C("coders.standard", "Standard coders round-trip through GroupByKey", "Coders", "ValidatesRunner"),
+    # Pipelines as SDKs really submit them
+    _C("shapes.pre_optimized", "Pipelines the SDK pre-optimized (packed/lifted combiners, expanded SDFs, "
+       "transcoded Flattens, fused executable stages)", "Submitted pipelines", "ValidatesRunner"),
+    _C("coders.opaque_user_types", "Keys, values and windows of user types the runner cannot import "
+       "(carried as bytes, grouped by encoding)", "Submitted pipelines", "ValidatesRunner"),
+    _C("coders.opaque_user_types.streaming", "User types from a TestStream", "Submitted pipelines",
+       "UsesTestStream", True),
     # Beam's library composites, as users apply them (expansions with state, timers, side inputs)
     _C("library.group_into_batches", "GroupIntoBatches (plain, with_sharded_key, max_buffering_duration_secs)",
        "Library transforms", "UsesStatefulParDo"),

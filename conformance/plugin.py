@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from conformance import capabilities, results, targets
+from conformance import capabilities, results, shapes, targets
 from conformance.expectations import Expectations, ExpectationsError, KnownFailure
 
 DEFAULT_TARGET = "beam-direct"
@@ -66,6 +66,11 @@ def pytest_addoption(parser):
                     help="where results-<target>.json is written (default ./reports)")
     group.addoption("--no-results", action="store_true",
                     help="do not write results-<target>.json")
+    group.addoption("--pipeline-shape", default=None, choices=list(shapes.SHAPES), metavar="SHAPE",
+                    help="submit every pipeline as Beam's Python SDK does after pre-optimizing it "
+                         "(--experiments=pre_optimize=SHAPE): "
+                         + "; ".join(f"{k}: {v}" for k, v in shapes.SHAPES.items())
+                         + ". Default: as built (grpc targets: the client's default rewrite)")
     group.addoption("--trust-unconfirmed-checks", action="store_true",
                     help="accept output checks that cannot be confirmed because the runner reports no "
                          "metrics and its workers run out of process")
@@ -110,6 +115,7 @@ def settings_of(config) -> targets.TargetSettings:
         worker_pool_host=config.getoption("worker_pool_host"),
         worker_pool_port=config.getoption("worker_pool_port"),
         trust_unconfirmed_checks=config.getoption("trust_unconfirmed_checks"),
+        pipeline_shape=config.getoption("pipeline_shape"),
     )
 
 

@@ -13,6 +13,7 @@ import shlex
 import shutil
 import tempfile
 
+from conformance import shapes
 from conformance.targets.base import Target, TargetUnavailable
 from conformance.targets.processes import free_port, start_group, stop_group, wait_until_serving
 from conformance.targets.workers import WorkerPoolProcess, write_boot_command
@@ -98,6 +99,11 @@ class GrpcTarget(Target):
     def runner(self):
         from apache_beam.runners.portability.portable_runner import PortableRunner
         return PortableRunner()
+
+    def run_shaped(self, pipeline, shape):
+        # PortableRunner pre-optimizes before submitting, as its users' clients do
+        shapes.ask_for(pipeline.options, shape)
+        return pipeline.run()
 
     def option_args(self, streaming: bool) -> list[str]:
         args = [f"--job_endpoint={self.endpoint}", f"--environment_type={self.environment_type}"]

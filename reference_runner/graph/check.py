@@ -2,9 +2,8 @@
 from __future__ import annotations
 
 from apache_beam.portability.api import beam_runner_api_pb2
-from apache_beam.runners import pipeline_context
 
-from reference_runner.graph import trigger_spec, urns
+from reference_runner.graph import sdk_coders, trigger_spec, urns
 from reference_runner.graph.pipeline import PipelineGraph, is_stateful
 
 
@@ -98,8 +97,8 @@ def _key_problems(graph: PipelineGraph, t, where: str) -> list[str]:
     coder_proto = graph.components.coders[coder_id]
     if coder_proto.spec.urn != urns.KV_CODER:
         return [f"{where}: stateful ParDo whose input is not key-value (coder {coder_proto.spec.urn})"]
-    key_coder = pipeline_context.PipelineContext(graph.components).coders[coder_proto.component_coder_ids[0]]
-    if not key_coder.is_deterministic():
+    key_coder = sdk_coders.build(graph.components, coder_proto.component_coder_ids[0])
+    if key_coder is not None and not key_coder.is_deterministic():  # (None: the SDK checked it)
         return [f"{where}: stateful ParDo whose key coder {key_coder} is not deterministic"]
     return []
 
