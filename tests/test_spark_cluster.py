@@ -9,7 +9,7 @@ import sys
 import time
 
 import pytest
-from conftest import free_port
+from conformance.targets.processes import free_port
 
 pyspark = pytest.importorskip("pyspark")
 SPARK_HOME = os.path.dirname(pyspark.__file__)

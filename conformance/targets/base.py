@@ -28,6 +28,9 @@ class TargetSettings:
     environment_config: str | None = None
     job_server_cmd: str | None = None
     job_server_timeout: float = 60.0
+    # EXTERNAL without a config: where the runner reaches the worker pool the session starts
+    worker_pool_host: str = "127.0.0.1"
+    worker_pool_port: int = 0
     trust_unconfirmed_checks: bool = False
     extra_options: list[str] = field(default_factory=list)
     # Submit every pipeline as the SDK pre-optimized it (conformance/shapes.py); None: as built
