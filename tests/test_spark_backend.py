@@ -247,3 +247,11 @@ def test_a_triggered_side_input_shows_readers_its_latest_pane_per_window():
                                    accumulation_mode=trigger.AccumulationMode.ACCUMULATING)
                  | beam.CombineGlobally(sum))
         assert_that(total, equal_to([55]))
+
+
+def test_a_group_keeps_the_arrival_order_of_values_from_one_bundle():
+    # (see tests/test_reference_runner.py: what users rely on and Beam's runners keep)
+    with beam.Pipeline(runner=SparkRunner()) as p:
+        out = (p | beam.Create([None]) | beam.FlatMap(lambda _: [("k", i) for i in range(50)])
+               | beam.GroupByKey() | beam.MapTuple(lambda k, vs: list(vs)))
+        assert_that(out, equal_to([list(range(50))]))
