@@ -220,6 +220,35 @@ def test_reshuffle_is_a_repartition_not_a_group_by_key():
         assert_that(out, equal_to([(("a", 1), Timestamp(1), Timestamp(10)), (("b", 2), Timestamp(2), Timestamp(10))]))
 
 
+def test_a_triggered_group_by_key_fires_its_panes_in_batch():
+    # Repeatedly(AfterCount(2)), accumulating, five values of one key: the key's elements arrive
+    # one by one, so early panes of 2 and 4, then the on-time pane of all 5 when the input ends.
+    from apache_beam.transforms import trigger
+
+    def pane_of(kv, pane=beam.DoFn.PaneInfoParam):
+        return kv[0], len(list(kv[1])), pane.timing, pane.index, pane.is_last
+
+    with beam.Pipeline(runner=SparkRunner()) as p:
+        panes = (p | beam.Create([("k", v) for v in range(5)])
+                 | beam.WindowInto(window.GlobalWindows(), trigger=trigger.Repeatedly(trigger.AfterCount(2)),
+                                   accumulation_mode=trigger.AccumulationMode.ACCUMULATING)
+                 | beam.GroupByKey() | beam.Map(pane_of))
+        early, on_time = beam.utils.windowed_value.PaneInfoTiming.EARLY, beam.utils.windowed_value.PaneInfoTiming.ON_TIME
+        assert_that(panes, equal_to([("k", 2, early, 0, False), ("k", 4, early, 1, False), ("k", 5, on_time, 2, True)]))
+
+
+def test_a_triggered_side_input_shows_readers_its_latest_pane_per_window():
+    # Python's CombineGlobally with its default reads its combined output as a side input and
+    # insists on one value: over a repeating trigger only the latest pane may be visible.
+    from apache_beam.transforms import trigger
+    with beam.Pipeline(runner=SparkRunner()) as p:
+        total = (p | beam.Create(list(range(1, 11)))
+                 | beam.WindowInto(window.GlobalWindows(), trigger=trigger.Repeatedly(trigger.AfterCount(3)),
+                                   accumulation_mode=trigger.AccumulationMode.ACCUMULATING)
+                 | beam.CombineGlobally(sum))
+        assert_that(total, equal_to([55]))
+
+
 def test_a_group_keeps_the_arrival_order_of_values_from_one_bundle():
     # (see tests/test_reference_runner.py: what users rely on and Beam's runners keep)
     with beam.Pipeline(runner=SparkRunner()) as p:

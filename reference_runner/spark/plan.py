@@ -50,6 +50,10 @@ class StagePlan:
     merge_in_sdk: bool = False           # a custom merging WindowFn: the SDK merges the windows
     timestamp_combiner: str = grouping.END_OF_WINDOW
     allowed_lateness: int = 0
+    # group: the Trigger proto (serialized) of a GroupByKey that fires panes by its trigger; empty
+    # for the default trigger and Always, one pane per key and window (as the reference runner)
+    trigger: bytes = b""
+    accumulating: bool = False
 
 
 def plan(graph: PipelineGraph, stages: list[fusion.Stage], job_id: str) -> list[StagePlan]:
@@ -81,6 +85,9 @@ def plan(graph: PipelineGraph, stages: list[fusion.Stage], job_id: str) -> list[
             p.merging = windowing.merging(ws)
             p.timestamp_combiner = windowing.timestamp_combiner(ws)
             p.allowed_lateness = ws.allowed_lateness * 1000
+            if ws.trigger.WhichOneof("trigger") not in ("default", "always"):
+                p.trigger = ws.trigger.SerializeToString()
+                p.accumulating = ws.accumulation_mode == beam_runner_api_pb2.AccumulationMode.ACCUMULATING
         plans.append(p)
     return plans
 

@@ -8,6 +8,9 @@ import zlib
 
 from reference_runner.engine import grouping
 from reference_runner.engine.manager import PLUS_INFINITY
+from reference_runner.engine.panes import TriggeredBuffer
+from reference_runner.engine.windows import MIN_TIMESTAMP
+from reference_runner.graph import trigger_spec
 from reference_runner.spark.plan import StagePlan, coders_of
 from reference_runner.worker import attempt, codecs, merging, warm
 from reference_runner.worker.embedded import EmbeddedWorker
@@ -106,23 +109,38 @@ def partition_of(key: bytes) -> int:
 
 def group_partition(plan: StagePlan, pairs):
     """A shuffled, key-sorted partition -> GroupByKey output, one key in memory at a time.
-    Sessions are merged per key here; a custom merging WindowFn's windows by the SDK, per key."""
+    Sessions are merged per key here; a custom merging WindowFn's windows by the SDK, per key.
+    A triggered GroupByKey fires its panes as the reference runner's does in batch: the key's
+    elements arrive one by one in shuffle order while the watermark is at -inf, each evaluated
+    by the trigger, then the watermark jumps to +inf (on-time and final panes). Processing time
+    does not move, so a processing-time trigger fires only in those last panes."""
     worker = EmbeddedWorker(StateService()) if plan.merge_in_sdk else None
     try:
+        trigger = None
+        if plan.trigger:
+            from apache_beam.portability.api import beam_runner_api_pb2
+            trigger = trigger_spec.from_proto(beam_runner_api_pb2.Trigger.FromString(plan.trigger))
         spec = grouping.Grouping(_codec(plan), merging=plan.merging, timestamp_combiner=plan.timestamp_combiner,
                                  allowed_lateness=plan.allowed_lateness,
-                                 merge_fn=_window_merger(plan, worker) if worker else None)
+                                 merge_fn=_window_merger(plan, worker) if worker else None,
+                                 trigger=trigger, accumulating=plan.accumulating)
         for _, group in itertools.groupby(pairs, key=lambda kv: kv[0]):
-            buffer = grouping.GroupBuffer(spec)
-            buffer.add(element for _, element in group)
             try:
-                fired = buffer.fire(PLUS_INFINITY)  # bounded input: every window is complete
+                yield from _group_one_key(spec, [element for _, element in group])
             except merging.MergeFailed as e:
                 raise StageFailed(f"GroupByKey {plan.id}: {e}") from None
-            yield from fired
     finally:
         if worker is not None:
             worker.stop()
+
+
+def _group_one_key(spec: grouping.Grouping, elements: list) -> list:
+    if spec.trigger is None:
+        buffer = grouping.GroupBuffer(spec)
+        buffer.add(elements)
+        return buffer.fire(PLUS_INFINITY)  # bounded input: every window is complete
+    triggered = TriggeredBuffer(spec)
+    return triggered.add(elements, MIN_TIMESTAMP, 0) + triggered.on_watermark(PLUS_INFINITY, 0)
 
 
 def _window_merger(plan: StagePlan, worker: EmbeddedWorker) -> merging.WindowMerger:
