@@ -22,7 +22,8 @@ are in SKIPPED (`--list` prints both lists).
 
 Prints a table (example, mode, verdict, seconds) on stdout, progress on stderr; exits 1 if any
 mode failed or gave an output different from DirectRunner's. A run that fails inside the SDK's own
-pre-optimization, before the job is submitted, is "SDK FAILED" (no runner involved; not counted).
+pre-optimization, before the job is submitted, is "SDK FAILED" (no runner involved), one a backend
+refuses up front for a documented reason (Spark: streaming) "REFUSED"; neither is counted.
 """
 from __future__ import annotations
 
@@ -147,6 +148,12 @@ class Example:
     normalise: Callable[[Outputs], list[str]] = all_lines
     needs: tuple[str, ...] = ()  # modules that must be importable ("a|b": one of them)
     note: str = ""
+    # directories the example writes relative to the working directory of the process running
+    # its DoFns: the submitting process on DirectRunner and LOOPBACK, else the job server's, the
+    # worker pool's or Spark's workers' (collected from there too)
+    relative_outputs: tuple[str, ...] = ()
+    # backend -> what it refuses this example for, up front, by name (verdict REFUSED)
+    refused_by: dict = field(default_factory=dict)
 
     def command(self) -> list[str]:
         if self.module.startswith("snippet:"):
@@ -181,7 +188,8 @@ EXAMPLES = [
     Example("wordcount_debugging", EX + "wordcount_debugging", ("--input", "{inputs}/text.txt", "--output", "{out}/counts"),
             note="asserts its own result in the pipeline"),
     Example("dataframe/wordcount", EX + "dataframe.wordcount",
-            ("--input", "{inputs}/text.txt", "--output", "{out}/counts"), needs=("pandas",)),
+            ("--input", "{inputs}/text.txt", "--output", "{out}/counts"), normalise=csv_headers_once,
+            needs=("pandas",)),
     Example("complete/autocomplete", EX + "complete.autocomplete",
             ("--input", "{inputs}/text.txt", "--output", "{out}/prefixes")),
     Example("complete/tfidf", EX + "complete.tfidf", ("--uris", "{inputs}/docs/*", "--output", "{out}/tfidf")),
@@ -218,9 +226,11 @@ EXAMPLES = [
             ("--input", "{inputs}/rides.csv", "--zone_lookup", "{inputs}/zones.csv", "--pipeline", "borough_enrich",
              "--output", "{out}/agg"), normalise=csv_headers_once, needs=("pandas",)),
     Example("sinks/test_write_bounded", EX + "sinks.test_write_bounded", needs=("pyarrow",),
+            relative_outputs=("__output_batch__",),
             note="text, FileIO and Parquet sinks, written under the working directory"),
     Example("sinks/test_write_unbounded", EX + "sinks.test_write_unbounded", normalise=without_avro_and_parquet,
-            needs=("pyarrow", "crcmod|google_crc32c|snappy"),
+            needs=("pyarrow", "crcmod|google_crc32c|snappy"), relative_outputs=("__output__",),
+            refused_by={"spark": "streaming (a TestStream, triggers): the Spark backend runs batch pipelines"},
             note="a TestStream into windowed text, FileIO and TFRecord sinks (its Avro and Parquet ones lose "
                  "records on every runner, see without_avro_and_parquet)"),
     _snippet("aggregation.groupintobatches", normalise=batches_per_key),
@@ -418,11 +428,17 @@ class Servers:
     started: dict = field(default_factory=dict)
     processes: list = field(default_factory=list)
 
+    @property
+    def cwd(self) -> str:
+        """The working directory of the servers, so of the workers they start."""
+        return os.path.join(self.work, "servers-cwd")
+
     def _start(self, name: str, command: str, env=None) -> str:
         if name not in self.started:
             print(f"starting {name}: {command.format(python='python', port='N')}", file=sys.stderr)
+            os.makedirs(self.cwd, exist_ok=True)
             log = open(os.path.join(self.work, f"{name}.log"), "w")
-            process, address = start_listening(command, env=env, log=log, timeout=120)
+            process, address = start_listening(command, env=env, log=log, timeout=120, cwd=self.cwd)
             self.processes.append(process)
             self.started[name] = address
         return self.started[name]
@@ -472,14 +488,14 @@ class Servers:
 class Result:
     example: str
     mode: str
-    verdict: str  # oracle (direct) | same | DIFFERENT | FAILED | TIMEOUT | NO ORACLE | SDK FAILED | skipped
+    verdict: str  # oracle (direct) | same | DIFFERENT | FAILED | TIMEOUT | NO ORACLE | SDK FAILED | REFUSED | skipped
     seconds: float
     detail: str = ""
 
 
 def run_once(example: Example, options: list[str], inputs: str, run_dir: str, timeout: float):
     """Runs the example with `options` in `run_dir`/work; returns (exit code or None on timeout,
-    seconds, outputs, last lines of its stderr)."""
+    seconds, last lines of its stderr)."""
     work = os.path.join(run_dir, "work")
     os.makedirs(os.path.join(work, "out"), exist_ok=True)
     command = [part.format(inputs=inputs, out=os.path.join(work, "out")) for part in example.command()] + options
@@ -498,14 +514,29 @@ def run_once(example: Example, options: list[str], inputs: str, run_dir: str, ti
     seconds = time.perf_counter() - started
     with open(os.path.join(run_dir, "stderr.txt"), errors="replace") as f:
         tail = f.read().splitlines()[-12:]
-    return code, seconds, read_outputs(work), "\n".join(tail)
+    return code, seconds, "\n".join(tail)
+
+
+def collect_outputs(example: Example, run_dir: str, servers: Servers) -> Outputs:
+    """What the run wrote: under its work directory, and the example's relative outputs that
+    landed in the servers' working directory (moved under work/from-workers)."""
+    work = os.path.join(run_dir, "work")
+    for name in example.relative_outputs:
+        landed = os.path.join(servers.cwd, name)
+        if os.path.exists(landed):
+            shutil.move(landed, os.path.join(work, "from-workers", name))
+    return read_outputs(work)
+
+
+def _read(path: str) -> str:
+    with open(path, errors="replace") as f:
+        return f.read()
 
 
 def failed_before_submission(stderr_path: str) -> bool:
     """PortableRunner's own pre-optimization (--experiments=pre_optimize=...) raised: the job
     never reached a job server, so no runner is involved."""
-    with open(stderr_path, errors="replace") as f:
-        text = f.read()
+    text = _read(stderr_path)
     trace = text[text.rfind("Traceback (most recent call last)"):]
     return "in _optimize_pipeline" in trace and "portable_runner.py" in trace
 
@@ -527,12 +558,16 @@ def run_example(example: Example, modes: list[str], servers: Servers, inputs: st
         except RuntimeError as e:
             results.append(Result(example.name, mode, "FAILED", 0.0, f"could not start its server: {e}"))
             continue
-        code, seconds, outputs, tail = run_once(example, options, inputs, run_dir, timeout)
+        code, seconds, tail = run_once(example, options, inputs, run_dir, timeout)
+        outputs = collect_outputs(example, run_dir, servers)
+        refusal = example.refused_by.get(mode.partition("+")[0])
         if code is None:
             result = Result(example.name, mode, "TIMEOUT", seconds, f"no exit within {timeout:.0f} s\n{tail}")
         elif code != 0 and failed_before_submission(os.path.join(run_dir, "stderr.txt")):
             result = Result(example.name, mode, "SDK FAILED", seconds,
                             f"the SDK failed preparing the pipeline, before it reached the job server\n{tail}")
+        elif code != 0 and refusal and "cannot run this pipeline" in _read(os.path.join(run_dir, "stderr.txt")):
+            result = Result(example.name, mode, "REFUSED", seconds, f"refused up front: {refusal}")
         elif code != 0:
             result = Result(example.name, mode, "FAILED", seconds, f"exit code {code}\n{tail}")
         else:
@@ -623,7 +658,7 @@ def main(argv=None) -> int:
     print_table(results, args.environment)
     write_json(args.json, {"environment": args.environment,
                            "results": [r.__dict__ for r in results]})
-    bad = [r for r in results if r.verdict not in ("oracle", "same", "skipped", "SDK FAILED")]
+    bad = [r for r in results if r.verdict not in ("oracle", "same", "skipped", "SDK FAILED", "REFUSED")]
     compared = [r for r in results if r.mode != "direct" and r.verdict != "skipped"]
     print(f"\n{sum(r.verdict == 'same' for r in compared)} of {len(compared)} runs gave DirectRunner's output; "
           f"{len(bad)} failed or differed", file=sys.stderr)
