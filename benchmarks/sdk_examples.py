@@ -162,10 +162,12 @@ class Example:
         return [sys.executable, "-m", self.module, *self.args]
 
     def environ(self) -> dict:
-        if not self.module.startswith("snippet:"):
-            return dict(os.environ)
-        # benchmarks/ is not installed: the snippet driver is imported from this checkout
-        return {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [_CHECKOUT, os.environ.get("PYTHONPATH")]))}
+        # a run that hangs is stopped with SIGABRT first: Python then prints every thread's stack
+        env = {**os.environ, "PYTHONFAULTHANDLER": "1"}
+        if self.module.startswith("snippet:"):
+            # benchmarks/ is not installed: the snippet driver is imported from this checkout
+            env["PYTHONPATH"] = os.pathsep.join(filter(None, [_CHECKOUT, os.environ.get("PYTHONPATH")]))
+        return env
 
 
 EX = "apache_beam.examples."
@@ -508,6 +510,11 @@ def run_once(example: Example, options: list[str], inputs: str, run_dir: str, ti
         try:
             code = process.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
+            os.kill(process.pid, signal.SIGABRT)  # its stacks go to stderr.txt
+            try:
+                process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                pass
             os.killpg(process.pid, signal.SIGKILL)
             process.wait()
             code = None
