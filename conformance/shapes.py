@@ -12,7 +12,7 @@ experiment, in-process targets the rewritten proto through Beam's run_portable_p
 """
 from __future__ import annotations
 
-from apache_beam.options.pipeline_options import DebugOptions, PipelineOptions
+from apache_beam.options.pipeline_options import DebugOptions, PipelineOptions, TypeOptions
 
 #: the pre_optimize settings Beam 2.77's PortableRunner offers, and what each does
 SHAPES = {
@@ -45,7 +45,13 @@ def ask_for(options: PipelineOptions, shape: str) -> PipelineOptions:
     return options
 
 
-def pre_optimized(pipeline, options: PipelineOptions):
-    """The pipeline's proto, rewritten as PortableRunner would before submitting it."""
+def pre_optimized(pipeline, options: PipelineOptions, default_environment=None):
+    """The pipeline's proto as PortableRunner submits it: GroupByKey inputs given deterministic key
+    coders (what every runner's run_pipeline does first), then the SDK's rewrite.
+    ``default_environment``: the environment of transforms that name none (the runner's)."""
+    from apache_beam.runners.pipeline_utils import group_by_key_input_visitor
     from apache_beam.runners.portability.portable_runner import PortableRunner
-    return PortableRunner._optimize_pipeline(pipeline.to_runner_api(), options)  # noqa: SLF001 - the SDK's own rewrite
+    deterministic = not options.view_as(TypeOptions).allow_non_deterministic_key_coders
+    pipeline.visit(group_by_key_input_visitor(deterministic))
+    proto = pipeline.to_runner_api(default_environment=default_environment)
+    return PortableRunner._optimize_pipeline(proto, options)  # noqa: SLF001 - the SDK's own rewrite

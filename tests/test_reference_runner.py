@@ -148,3 +148,13 @@ def test_a_warm_worker_does_not_reuse_the_previous_jobs_global_side_input():
 
     run(10)
     run(20)
+
+
+@pytest.mark.parametrize("knobs", [{}, {"bundle_size": "random", "splits": "random", "seed": 7}, {"fuse": False}])
+def test_a_group_keeps_the_arrival_order_of_values_from_one_bundle(knobs):
+    # The model leaves the order of a group's values open; users rely on the order of one bundle
+    # (a FlatMap of one element emits all of them in one bundle) and Beam's runners keep it.
+    with beam.Pipeline(runner=ReferenceRunner(**knobs)) as p:
+        out = (p | beam.Create([None]) | beam.FlatMap(lambda _: [("k", i) for i in range(50)])
+               | beam.GroupByKey() | beam.MapTuple(lambda k, vs: list(vs)))
+        assert_that(out, equal_to([list(range(50))]))

@@ -58,7 +58,18 @@ class Point:
         return f"Point({self.x}, {self.y})"
 
 
-class PointCoder(coders.Coder):
+class _UserCoder(coders.Coder):
+    def is_deterministic(self):
+        return True
+
+    def __eq__(self, other):
+        return type(self) is type(other)
+
+    def __hash__(self):
+        return hash(type(self))
+
+
+class PointCoder(_UserCoder):
     def encode(self, p):
         return struct.pack(">qq", p.x, p.y)
 
@@ -66,17 +77,21 @@ class PointCoder(coders.Coder):
         _in_sdk_bundle("Point")
         return Point(*struct.unpack(">qq", data))
 
-    def is_deterministic(self):
-        return True
-
     def to_type_hint(self):
         return Point
 
-    def __eq__(self, other):
-        return type(self) is type(other)
 
-    def __hash__(self):
-        return hash(type(self))
+class TextPoint(Point):
+    """A Point with a coder of its own (its coordinates as text)."""
+
+
+class TextPointCoder(_UserCoder):
+    def encode(self, p):
+        return f"{p.x},{p.y}".encode()
+
+    def decode(self, data):
+        _in_sdk_bundle("TextPoint")
+        return TextPoint(*map(int, data.decode().split(",")))
 
 
 class Parity(window.BoundedWindow):
@@ -100,22 +115,13 @@ class Parity(window.BoundedWindow):
         return f"Parity({self.minute}, {'odd' if self.odd else 'even'})"
 
 
-class ParityCoder(coders.Coder):
+class ParityCoder(_UserCoder):
     def encode(self, w):
         return struct.pack(">q?", w.minute, w.odd)
 
     def decode(self, data):
         _in_sdk_bundle("Parity window")
         return Parity(*struct.unpack(">q?", data))
-
-    def is_deterministic(self):
-        return True
-
-    def __eq__(self, other):
-        return type(self) is type(other)
-
-    def __hash__(self):
-        return hash(type(self))
 
 
 class ParityWindows(window.NonMergingWindowFn):
@@ -129,6 +135,7 @@ class ParityWindows(window.NonMergingWindowFn):
 
 from apache_beam.coders import typecoders
 typecoders.registry.register_coder(Point, PointCoder)
+typecoders.registry.register_coder(TextPoint, TextPointCoder)
 '''
 
 
@@ -237,15 +244,16 @@ def test_user_type_side_inputs(runner):
 
 
 @capability("coders.opaque_user_types")
-def test_user_types_flattened_with_another_coder_then_grouped(runner):
-    # A Flatten of Point values and int values (different coders), then a GroupByKey: the SDK
-    # re-encodes, the runner groups bytes.
+def test_user_types_of_two_coders_flattened_then_grouped(runner):
+    # A Flatten of Points and TextPoints (two user coders) into Points, then a GroupByKey: the SDK
+    # re-encodes the TextPoints, the runner only moves and groups bytes.
     p = runner.pipeline()
     points = p | "Points" >> beam.Create([("k", Point(1, 2))]).with_output_types(tuple[str, Point])
-    ints = p | "Ints" >> beam.Create([("k", 5)]).with_output_types(tuple[str, int])
-    out = ((points, ints) | beam.Flatten() | beam.GroupByKey()
-           | beam.MapTuple(lambda k, vs: (k, sorted(repr(_xy(v) if isinstance(v, Point) else v) for v in vs))))
-    check(out, [("k", sorted([repr((1, 2)), repr(5)]))])
+    texts = (p | "Pairs" >> beam.Create([("k", (3, 4)), ("j", (5, 6))])
+             | beam.MapTuple(lambda k, xy: (k, _types.TextPoint(*xy))).with_output_types(tuple[str, _types.TextPoint]))
+    out = ((points, texts) | beam.Flatten().with_output_types(tuple[str, Point]) | beam.GroupByKey()
+           | beam.MapTuple(lambda k, vs: (k, sorted(_xy(v) for v in vs))))
+    check(out, [("k", [(1, 2), (3, 4)]), ("j", [(5, 6)])])
     runner.run(p)
 
 

@@ -28,6 +28,9 @@ class TargetSettings:
     environment_config: str | None = None
     job_server_cmd: str | None = None
     job_server_timeout: float = 60.0
+    # EXTERNAL without a config: where the runner reaches the worker pool the session starts
+    worker_pool_host: str = "127.0.0.1"
+    worker_pool_port: int = 0
     trust_unconfirmed_checks: bool = False
     extra_options: list[str] = field(default_factory=list)
     # Submit every pipeline as the SDK pre-optimized it (conformance/shapes.py); None: as built
@@ -69,7 +72,12 @@ class Target:
         """Run ``pipeline`` as the SDK submits it in ``shape``: pre-optimized by PortableRunner's own
         rewrite, handed to the runner through Beam's run_portable_pipeline. Returns its result."""
         options = shapes.ask_for(pipeline.options, shape)
-        return self.run_proto(pipeline.runner, shapes.pre_optimized(pipeline, options), options)
+        proto = shapes.pre_optimized(pipeline, options, self.default_environment(pipeline.runner))
+        return self.run_proto(pipeline.runner, proto, options)
+
+    def default_environment(self, runner):
+        """The environment of transforms that name none, as the runner's run_pipeline would give."""
+        return None
 
     def run_proto(self, runner, proto, options):
         return runner.run_portable_pipeline(proto, options)

@@ -34,5 +34,8 @@ class BeamFnApiTarget(Target):
         from apache_beam.runners.portability.fn_api_runner import FnApiRunner
         return FnApiRunner()
 
+    def default_environment(self, runner):
+        return runner._default_environment  # noqa: SLF001 - the embedded environment its run_pipeline uses
+
     def run_proto(self, runner, proto, options):
         return runner.run_via_runner_api(proto, options)  # FnApiRunner's entry for protos

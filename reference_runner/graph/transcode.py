@@ -96,11 +96,7 @@ def _transcode_inputs(components, transform_id: str, producers: dict) -> list[st
     added = []
     for tag in _mismatched_inputs(components, transform):
         source = transform.inputs[tag]
-        transcoded = f"{transform_id}/transcoded/{tag}"
-        pcoll = components.pcollections[transcoded]
-        pcoll.CopyFrom(components.pcollections[source])
-        pcoll.unique_name = transcoded
-        pcoll.coder_id = coder_id
+        transcoded = _pcollection_like(components, f"{transform_id}/transcoded/{tag}", source, coder_id)
         added.append(_identity(components, f"{transform_id}/Transcode/{tag}",
                                f"{transform.unique_name}/Transcode/{tag}", source, transcoded,
                                _environment(components, producers.get(source))))
@@ -122,15 +118,19 @@ def _transcode_outputs(components, stream_id: str) -> list[str]:
     added = []
     for tag in _mismatched_outputs(components, stream):
         target = stream.outputs[tag]
-        emitted = f"{stream_id}/emitted/{tag}"
-        pcoll = components.pcollections[emitted]
-        pcoll.CopyFrom(components.pcollections[target])
-        pcoll.unique_name = emitted
-        pcoll.coder_id = coder_id
+        emitted = _pcollection_like(components, f"{stream_id}/emitted/{tag}", target, coder_id)
         added.append(_identity(components, f"{stream_id}/Transcode/{tag}",
                                f"{stream.unique_name}/Transcode/{tag}", emitted, target, environment))
         stream.outputs[tag] = emitted
     return added
+
+
+def _pcollection_like(components, pcoll_id: str, like: str, coder_id: str) -> str:
+    pcoll = components.pcollections[pcoll_id]
+    pcoll.CopyFrom(components.pcollections[like])
+    pcoll.unique_name = pcoll_id
+    pcoll.coder_id = coder_id
+    return pcoll_id
 
 
 def _identity(components, transform_id: str, name: str, source: str, target: str, environment: str) -> str:
