@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import os
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -27,6 +26,7 @@ from apache_beam.testing.util import assert_that, equal_to
 from apache_beam.runners.portability.portable_runner import PortableRunner
 from apache_beam.runners.runner import PipelineResult, PipelineState
 
+from benchmarks.processes import start_listening
 from benchmarks.report import write_json
 
 SERVERS = {
@@ -34,28 +34,6 @@ SERVERS = {
     "beam-local-job-service": "{python} -m apache_beam.runners.portability.local_job_service_main --port {port}",
 }
 DONE, FAILED = beam_job_api_pb2.JobState.DONE, beam_job_api_pb2.JobState.FAILED
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _start(command: str, env=None) -> tuple[subprocess.Popen, str]:
-    port = _free_port()
-    process = subprocess.Popen(command.format(python=sys.executable, port=port).split(), env=env,
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-    deadline = time.time() + 60
-    while time.time() < deadline:
-        with socket.socket() as s:
-            if s.connect_ex(("127.0.0.1", port)) == 0:
-                return process, f"localhost:{port}"
-        if process.poll() is not None:
-            raise RuntimeError(f"{command} exited with {process.returncode}")
-        time.sleep(0.05)
-    process.kill()
-    raise RuntimeError(f"{command} did not listen within 60 s")
 
 
 class _Capture(PortableRunner):
@@ -104,13 +82,13 @@ def main(argv=None) -> int:
     env = {**os.environ, "PATH": os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")}
     processes = []
     try:
-        pool, pool_address = _start("{python} -m apache_beam.runners.worker.worker_pool_main --service_port={port}",
-                                    env)
+        pool, pool_address = start_listening(
+            "{python} -m apache_beam.runners.worker.worker_pool_main --service_port={port}", env)
         processes.append(pool)
         pipeline = tiny_pipeline(pool_address)
         stubs = {}
         for name, command in SERVERS.items():
-            process, address = _start(command)
+            process, address = start_listening(command)
             processes.append(process)
             stubs[name] = beam_job_api_pb2_grpc.JobServiceStub(grpc.insecure_channel(address))
         times: dict[str, list[float]] = {name: [] for name in SERVERS}

@@ -54,6 +54,21 @@ def test_sdk_lifted_combine_is_lifted_again_by_encoded_key():
     ReferenceRunner().run_portable_pipeline(proto, PipelineOptions())  # assert_that inside
 
 
+def _combine_read_as_a_side_input(p):
+    # The SDK ends a fused stage after the combine's merge and extract (a side input is not fused
+    # into its reader), so that stage holds nothing else (SDK example matrix_power).
+    sums = p | "Sums" >> beam.Create([("a", 1), ("a", 2), ("b", 5)]) | beam.CombinePerKey(sum)
+    looked_up = p | "Keys" >> beam.Create(["a", "b"]) | beam.Map(lambda k, s: (k, s[k]), beam.pvalue.AsDict(sums))
+    assert_that(looked_up, equal_to([("a", 3), ("b", 5)]))
+
+
+def test_sdk_stage_holding_only_a_combines_merge_and_extract_goes_with_them():
+    proto = _pre_optimized(_combine_read_as_a_side_input, "all")
+    graph = prepare.prepare(proto, prepare.REFERENCE)
+    assert all(t.urn for t in graph.transforms)
+    ReferenceRunner().run_portable_pipeline(proto, PipelineOptions())  # assert_that inside
+
+
 def test_flatten_inputs_of_other_coders_are_transcoded_by_the_sdk():
     p = beam.Pipeline()
     ints = p | "Ints" >> beam.Create([1]).with_output_types(int)

@@ -103,20 +103,33 @@ def _collapse(proto: beam_runner_api_pb2.Pipeline, chain: tuple) -> None:
     [(_, result)] = extract.outputs.items()
     combine.inputs[in_tag] = source
     combine.outputs["out"] = result
-    gone = set(chain)
     for t in transforms.values():
-        if any(s in gone for s in t.subtransforms):
-            kept = [s for s in t.subtransforms if s not in gone]
-            if chain[0] in t.subtransforms:
-                kept.append(combine_id)
-            del t.subtransforms[:]
-            t.subtransforms.extend(kept)
+        if chain[0] in t.subtransforms:
+            t.subtransforms.append(combine_id)
     if chain[0] in proto.root_transform_ids:
-        roots = [r for r in proto.root_transform_ids if r not in gone] + [combine_id]
+        proto.root_transform_ids.append(combine_id)
+    _remove(proto, set(chain))
+
+
+def _remove(proto: beam_runner_api_pb2.Pipeline, gone: set) -> None:
+    """Removes transforms from the pipeline, and with them every composite left without parts
+    (an SDK stage that held only the merge and extract of a combine would be a leaf with no URN)."""
+    transforms = proto.components.transforms
+    while gone:
+        emptied = set()
+        for tid, t in transforms.items():
+            if tid not in gone and any(s in gone for s in t.subtransforms):
+                kept = [s for s in t.subtransforms if s not in gone]
+                del t.subtransforms[:]
+                t.subtransforms.extend(kept)
+                if not kept:
+                    emptied.add(tid)
+        roots = [r for r in proto.root_transform_ids if r not in gone]
         del proto.root_transform_ids[:]
         proto.root_transform_ids.extend(roots)
-    for tid in chain:
-        del transforms[tid]
+        for tid in gone:
+            del transforms[tid]
+        gone = emptied
 
 
 def _can_lift(components, t: beam_runner_api_pb2.PTransform) -> bool:
