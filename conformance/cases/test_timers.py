@@ -626,12 +626,14 @@ class _ParDoWithPayloadFlags(beam.ParDo):
 def test_time_sorted_input_delivers_each_key_in_timestamp_order(runner):
     # SEMANTICS 7 (@RequiresTimeSortedInput): elements of each key reach the DoFn in timestamp order,
     # whatever order they were created in. (Runner API flag: the Python SDK has no decorator for it.)
+    # Creation order, value order and timestamp order all differ, so a runner that sorts by value,
+    # or keeps arrival order, delivers another sequence.
     class Fn(beam.DoFn):
         SEEN = ReadModifyWriteStateSpec("seen", coders.PickleCoder())
         REPORT = TimerSpec("report", TimeDomain.WATERMARK)
 
-        def process(self, kv, seen=StateParam(SEEN), report=TimerParam(REPORT)):
-            seen.write((seen.read() or []) + [kv[1]])
+        def process(self, kv, seen=StateParam(SEEN), report=TimerParam(REPORT), ts=TimestampParam):
+            seen.write((seen.read() or []) + [(kv[1], _secs(ts))])
             report.set(1000)
 
         @on_timer(REPORT)
@@ -639,10 +641,12 @@ def test_time_sorted_input_delivers_each_key_in_timestamp_order(runner):
             yield key, seen.read()
 
     p = runner.pipeline()
-    data = [("k", v, v) for v in (5, 1, 4, 2, 3)] + [("j", v, v) for v in (9, 7, 8)]
+    data = [("k", "c", 5), ("k", "e", 1), ("k", "a", 4), ("k", "d", 2), ("k", "b", 3),
+            ("j", "x", 9), ("j", "z", 7), ("j", "y", 8)]
     out = keyed_input(p, data) | _ParDoWithPayloadFlags(
         Fn(), common_urns.requirements.REQUIRES_TIME_SORTED_INPUT.urn, requires_time_sorted_input=True)
-    check(out, [("k", [1, 2, 3, 4, 5]), ("j", [7, 8, 9])])
+    check(out, [el(("k", [("e", 1), ("d", 2), ("b", 3), ("a", 4), ("c", 5)]), 1000, GLOBAL),
+                el(("j", [("z", 7), ("y", 8), ("x", 9)]), 1000, GLOBAL)])
     runner.run(p)
 
 
