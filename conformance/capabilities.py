@@ -91,7 +91,8 @@ CAPABILITIES = [
     _C("pardo.element_context", "Timestamp, window and pane seen in process", "ParDo", "ValidatesRunner"),
     _C("pardo.finish_bundle", "Outputs from finish_bundle with explicit timestamp and window", "ParDo", "ValidatesRunner"),
     _C("pardo.lifecycle", "DoFn lifecycle order (setup, bundles, teardown)", "ParDo", "UsesParDoLifecycle"),
-    _C("pardo.failure", "A user exception fails the job and surfaces its message", "ParDo", "UsesFailureMessage"),
+    _C("pardo.failure", "A user exception (process, bundle methods, setup) fails the job and surfaces its message",
+       "ParDo", "UsesFailureMessage"),
     # Side inputs
     _C("side_inputs.singleton", "Singleton side input, with and without default", "Side Inputs", "UsesSideInputs"),
     _C("side_inputs.iterable", "Iterable side input", "Side Inputs", "UsesSideInputs"),
@@ -134,6 +135,8 @@ CAPABILITIES = [
     _C("combine.lifted", "Combiner lifting keeps results exact", "Combine", "ValidatesRunner"),
     _C("combine.side_inputs", "CombineFn with side inputs", "Combine", "UsesSideInputs"),
     _C("combine.lifecycle", "CombineFn setup and teardown", "Combine", "ValidatesRunner"),
+    _C("combine.failure", "An exception in a CombineFn fails the job and surfaces its message", "Combine",
+       "UsesFailureMessage"),
     _C("combine.timestamp_combiners", "Timestamp combiners: earliest, latest, end of window", "Timestamp control", "ValidatesRunner"),
     # Lateness and triggers: driven by TestStream, so streaming.
     _C("lateness.allowed", "Late panes within allowed lateness", "Allowed lateness", "UsesTestStream", True),
@@ -166,10 +169,14 @@ CAPABILITIES = [
     _C("timers.output_timestamp", "Timer output timestamps and watermark holds", "Timers", "UsesTimersInParDo"),
     _C("timers.on_window_expiration", "OnWindowExpiration", "Timers", "UsesOnWindowExpiration"),
     _C("timers.time_sorted_input", "Time-sorted input", "Timers", "UsesRequiresTimeSortedInput"),
+    _C("timers.failure", "An exception in a timer callback fails the job and surfaces its message", "Timers",
+       "UsesFailureMessage"),
     # Splittable DoFn
     _C("sdf.initial_splits", "Initial splitting of bounded restrictions", "Bounded splittable DoFn", "UsesBoundedSplittableParDo"),
     _C("sdf.self_checkpoint", "Self-checkpointing and resumption", "Unbounded splittable DoFn", "UsesUnboundedSplittableParDo", True),
     _C("sdf.watermark_estimation", "Watermark estimators", "Unbounded splittable DoFn", "UsesUnboundedSplittableParDo", True),
+    _C("sdf.failure", "An exception in a splittable DoFn or its restriction provider fails the job with its message",
+       "Bounded splittable DoFn", "UsesFailureMessage"),
     _C("sdf.bundle_finalization", "Bundle finalization callbacks", "Bundle finalization", "UsesBundleFinalizer"),
     # Metrics
     _C("metrics.counters", "Counters", "Metrics", "UsesAttemptedMetrics"),

@@ -447,3 +447,48 @@ def test_latest_in_merged_sessions(runner):
     check(latest, [el(("k", 11), 6, W(1, 10)), el(("k", 20), 20, W(20, 24))], label="latest")
     check(earliest, [el(("k", [1, 4, 6]), 1, W(1, 10)), el(("k", [20]), 20, W(20, 24))], label="earliest")
     runner.run(p)
+
+
+# --------------------------------------------------------------------------- failures
+
+class _FailingSum(beam.CombineFn):
+    """Sums, but raises ``message`` in the method named ``where`` (for input ``on``, in add_input)."""
+
+    def __init__(self, where, message, on=None):
+        self._where, self._message, self._on = where, message, on
+
+    def create_accumulator(self):
+        return 0
+
+    def add_input(self, acc, x):
+        if self._where == "add_input" and x == self._on:
+            raise ValueError(self._message)
+        return acc + x
+
+    def merge_accumulators(self, accs):
+        return sum(accs)
+
+    def extract_output(self, acc):
+        if self._where == "extract_output":
+            raise RuntimeError(self._message)
+        return acc
+
+
+@capability("combine.failure")
+def test_exception_in_add_input_fails_job_with_message(runner):
+    # SEMANTICS 8: an exception in a CombineFn (here add_input, on one element of one key) fails the job
+    # with the user's message, wherever the runner runs add_input (before or after the shuffle).
+    message = "conformance-boom-in-add-input-62c1"
+    p = runner.pipeline()
+    _ = (p | beam.Create([("a", 1), ("b", 2), ("a", 3), ("b", 4)])
+           | beam.CombinePerKey(_FailingSum("add_input", message, on=3)))
+    runner.run_expecting_failure(p, match=message)
+
+
+@capability("combine.failure")
+def test_exception_in_extract_output_fails_job_with_message(runner):
+    # An exception in extract_output (the last step of a combine, after the shuffle) fails the job too.
+    message = "conformance-boom-in-extract-output-0b9a"
+    p = runner.pipeline()
+    _ = p | beam.Create([1, 2, 3]) | beam.CombineGlobally(_FailingSum("extract_output", message))
+    runner.run_expecting_failure(p, match=message)

@@ -590,3 +590,21 @@ def test_exception_in_map_after_gbk_fails_job_with_message(runner):
     p = runner.pipeline()
     _ = p | beam.Create([("k", 1)]) | beam.GroupByKey() | beam.Map(explode)
     runner.run_expecting_failure(p, match=message)
+
+
+@capability("pardo.failure")
+def test_exception_in_setup_fails_job_with_message(runner):
+    # SEMANTICS 8: an exception in setup fails the pipeline and surfaces the user's message (a runner
+    # may retry the work on a fresh instance, but setup fails every time, so the job still fails).
+    message = "conformance-boom-in-setup-7d3e"
+
+    class FailInSetup(beam.DoFn):
+        def setup(self):
+            raise RuntimeError(message)
+
+        def process(self, x):
+            yield x
+
+    p = runner.pipeline()
+    _ = p | beam.Create([1, 2, 3]) | beam.ParDo(FailInSetup())
+    runner.run_expecting_failure(p, match=message)

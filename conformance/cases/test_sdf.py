@@ -418,3 +418,57 @@ def test_callbacks_after_group_by_key(runner, tmp_path):
     check(out, ["x4", "y2"])
     runner.run(p)
     assert wait_for_files(tmp_path, {"x4", "y2"}) == {"x4", "y2"}
+
+
+# --------------------------------------------------------------------------- failures
+
+class _FailAtOffset(beam.DoFn):
+    """n -> (n, i) over restrictions split in pieces of 3; claiming offset ``at`` of element ``on`` raises."""
+
+    def __init__(self, message, on, at):
+        self._message, self._on, self._at = message, on, at
+
+    def process(self, n, tracker=beam.DoFn.RestrictionParam(CountProvider(piece=3))):
+        for pos in claimed_offsets(tracker):
+            if n == self._on and pos == self._at:
+                raise RuntimeError(self._message)
+            yield n, pos
+
+
+class _FailingSplitProvider(CountProvider):
+    """A provider whose initial split raises for element ``on``."""
+
+    def __init__(self, message, on):
+        super().__init__(piece=2)
+        self._message, self._on = message, on
+
+    def split(self, n, restriction):
+        if n == self._on:
+            raise ValueError(self._message)
+        yield from super().split(n, restriction)
+
+
+@capability("sdf.failure")
+def test_exception_in_splittable_process_fails_job_with_message(runner):
+    # SEMANTICS 8: an exception in a splittable DoFn's process, after it claimed part of its
+    # restriction (here in the third piece of element 8), fails the job with the user's message.
+    message = "conformance-boom-in-sdf-process-4f70"
+    p = runner.pipeline()
+    _ = p | beam.Create([5, 8]) | beam.ParDo(_FailAtOffset(message, on=8, at=7))
+    runner.run_expecting_failure(p, match=message)
+
+
+@capability("sdf.failure")
+def test_exception_in_restriction_split_fails_job_with_message(runner):
+    # An exception in the restriction provider (here its initial split, which runs before process)
+    # fails the job with the user's message too.
+    message = "conformance-boom-in-sdf-split-a3d5"
+
+    class Fn(beam.DoFn):
+        def process(self, n, tracker=beam.DoFn.RestrictionParam(_FailingSplitProvider(message, on=6))):
+            for pos in claimed_offsets(tracker):
+                yield n, pos
+
+    p = runner.pipeline()
+    _ = p | beam.Create([4, 6]) | beam.ParDo(Fn())
+    runner.run_expecting_failure(p, match=message)

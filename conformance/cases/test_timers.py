@@ -675,3 +675,34 @@ def test_on_window_expiration_runs_once_per_key_and_window_with_state(runner):
     check(out, [el(("k", 0.0, 2), window=W(0, 10)), el(("k", 10.0, 1), window=W(10, 20)),
                 el(("j", 0.0, 1), window=W(0, 10))])
     runner.run(p)
+
+
+# --------------------------------------------------------------------------- timers.failure
+
+@capability("timers.failure")
+def test_exception_in_timer_callback_fails_job_with_message(runner):
+    # SEMANTICS 8: an exception in user code fails the job with the user's message; in an event-time
+    # timer callback too (which runs in a later bundle than the element that set the timer), here in a
+    # timer set by another timer's callback.
+    message = "conformance-boom-in-on-timer-8e41"
+
+    class Fn(beam.DoFn):
+        FIRST = TimerSpec("first", TimeDomain.WATERMARK)
+        SECOND = TimerSpec("second", TimeDomain.WATERMARK)
+
+        def process(self, kv, first=TimerParam(FIRST)):
+            first.set(10)
+            yield kv
+
+        @on_timer(FIRST)
+        def on_first(self, second=TimerParam(SECOND)):
+            second.set(20)
+
+        @on_timer(SECOND)
+        def on_second(self, key=KeyParam):
+            if key == "boom":
+                raise RuntimeError(message)
+
+    p = runner.pipeline()
+    _ = p | beam.Create([("fine", 1), ("boom", 2)]) | beam.ParDo(Fn())
+    runner.run_expecting_failure(p, match=message)
