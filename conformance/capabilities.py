@@ -100,6 +100,8 @@ CAPABILITIES = [
     _C("side_inputs.dict", "Dict (map) side input", "Side Inputs", "UsesSideInputs"),
     _C("side_inputs.multimap", "Multimap side input", "Side Inputs", "UsesSideInputs"),
     _C("side_inputs.windowed", "Windowed side inputs and window mapping", "Side Inputs", "UsesSideInputs"),
+    _C("side_inputs.large", "An iterable side input of several MB, read whole and read again", "Side Inputs",
+       "UsesSideInputs"),
     _C("side_inputs.multiple", "Several side inputs with different coders", "Side Inputs", "UsesSideInputs"),
     _C("side_inputs.readiness", "A side input computed downstream of a GroupByKey is complete when read",
        "Side Inputs", "UsesSideInputs"),

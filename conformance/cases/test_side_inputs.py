@@ -107,6 +107,41 @@ def test_iterable_side_input_many_values(runner):
     runner.run(p)
 
 
+# Several MB: more than a portable runner sends in one state response (gRPC's default message limit
+# is 4 MB), so a runner must page it (continuation tokens) or raise its limits.
+LARGE_CHUNKS, LARGE_PER_CHUNK = 25, 1_000
+LARGE_SUFFIX = ":" + "side-input-filler-" * 13
+
+
+def _large_side_values(chunk):
+    for i in range(chunk * LARGE_PER_CHUNK, (chunk + 1) * LARGE_PER_CHUNK):
+        yield f"{i:07d}{LARGE_SUFFIX}"
+
+
+def _aggregate(values):
+    """(count, sum of the leading numbers, total length) of one iteration over the side input."""
+    count = total = length = 0
+    for v in values:
+        count += 1
+        total += int(v[:7])
+        length += len(v)
+    return count, total, length
+
+
+@capability("side_inputs.large")
+def test_large_iterable_side_input_is_complete_and_reiterable(runner):
+    # 25,000 side values of 242 characters (about 6 MB encoded), made by the pipeline itself: the main
+    # element sees all of them, exactly once each, and again when it iterates a second time.
+    n = LARGE_CHUNKS * LARGE_PER_CHUNK
+    p = runner.pipeline()
+    side = p | "Chunks" >> beam.Create(list(range(LARGE_CHUNKS))) | "Expand" >> beam.FlatMap(_large_side_values)
+    out = (p | "Main" >> beam.Create(["x"])
+             | beam.Map(lambda x, it: (x, _aggregate(it), _aggregate(it)), AsIter(side)))
+    once = (n, n * (n - 1) // 2, n * (7 + len(LARGE_SUFFIX)))
+    check(out, [("x", once, once)])
+    runner.run(p)
+
+
 # ---------------------------------------------------------------------------
 # side_inputs.list
 
