@@ -13,8 +13,8 @@ import apache_beam as beam
 from apache_beam.io.restriction_trackers import OffsetRange, OffsetRestrictionTracker
 from apache_beam.io.watermark_estimators import ManualWatermarkEstimator, MonotonicWatermarkEstimator
 from apache_beam.transforms import window
-from apache_beam.transforms.core import RestrictionProvider
-from apache_beam.utils.timestamp import Duration, Timestamp
+from apache_beam.transforms.core import RestrictionProvider, WatermarkEstimatorProvider
+from apache_beam.utils.timestamp import MIN_TIMESTAMP, Duration, Timestamp
 
 from conformance.api import GLOBAL, W, capability, check, el, pane, sorted_groups
 
@@ -342,6 +342,147 @@ def test_monotonic_watermark_outputs_keep_their_timestamps(runner):
     out = p | beam.Create([3]) | beam.ParDo(MonotonicOffsets(times))
     check(out, [el((3, i), t, GLOBAL) for i, t in enumerate(times)])
     runner.run(p)
+
+
+# A watermark estimator is the SDF's promise that no output will be earlier than its watermark, and
+# the runner holds the SDF's output watermark there, not at its input's: downstream windows before
+# it close while the SDF goes on. Outputs alone cannot show that (a runner holding the watermark
+# until the SDF finishes gives the same panes), so the SDF below waits for it: after its outputs
+# for window [0, 10) it moves its watermark past that window and self-checkpoints until the
+# window's group has been seen downstream (a marker file, so these cases need workers that share
+# the test's filesystem, as the bundle finalization cases do), then emits its remaining outputs
+# and a flag saying whether the window fired first. It stops waiting after POLLS resumptions of
+# WAIT seconds each, so a runner that never lets the window fire fails the case instead of hanging.
+POLLS, WAIT = 300, 0.1
+EARLY_TIMES, HELD_AT, AFTER_TIMES = (1, 2, 3), 15, (21, 22)
+
+
+class _MarkFirstWindow(beam.DoFn):
+    """Creates ``fired`` in ``directory`` on seeing a group of window [0, 10)."""
+
+    def __init__(self, directory):
+        self.directory = directory
+
+    def process(self, kv, w=beam.DoFn.WindowParam):
+        if w.start == 0:
+            _touch(os.path.join(self.directory, "fired"))
+        yield kv
+
+
+class _WaitForWindowProvider(CountProvider):
+    """Positions: the early outputs, moving the watermark past window [0, 10), POLLS polls, the
+    outputs after the wait."""
+
+    def initial_restriction(self, directory):
+        return OffsetRange(0, len(EARLY_TIMES) + 1 + POLLS + len(AFTER_TIMES))
+
+
+@beam.DoFn.unbounded_per_element()
+class _WaitForWindow(beam.DoFn):
+    """Outputs ("early", i) at EARLY_TIMES, then moves its watermark to HELD_AT (``hold``) and
+    self-checkpoints until window [0, 10) was seen downstream; then ("fired first", bool) at 20 and
+    ("after", i) at AFTER_TIMES. Subclasses choose the estimator and how the watermark moves."""
+
+    def advance(self, estimator, ts):
+        """Called after each output at ``ts``; the watermark must not pass it."""
+
+    def hold(self, estimator):
+        """Move the watermark to HELD_AT; may yield outputs."""
+        return ()
+
+    def waiting(self, directory, tracker, estimator):
+        early = len(EARLY_TIMES)
+        first_after = early + 1 + POLLS
+        pos = tracker.current_restriction().start
+        while pos < early:
+            if not tracker.try_claim(pos):
+                return
+            yield window.TimestampedValue(("early", pos), EARLY_TIMES[pos])
+            self.advance(estimator, EARLY_TIMES[pos])
+            pos += 1
+        if pos == early:
+            if not tracker.try_claim(pos):
+                return
+            yield from self.hold(estimator)
+            pos += 1
+        fired = os.path.exists(os.path.join(directory, "fired"))
+        if pos < first_after:
+            if not fired:
+                if tracker.try_claim(pos):
+                    tracker.defer_remainder(Duration.of(WAIT))
+                return
+            pos = first_after
+        while tracker.try_claim(pos):
+            if pos == first_after:
+                yield window.TimestampedValue(("fired first", fired), 20)
+            index = pos - first_after
+            yield window.TimestampedValue(("after", index), AFTER_TIMES[index])
+            self.advance(estimator, AFTER_TIMES[index])
+            pos += 1
+
+
+class _WaitWithManualWatermark(_WaitForWindow):
+    def advance(self, estimator, ts):
+        estimator.set_watermark(Timestamp.of(ts))
+
+    def hold(self, estimator):
+        estimator.set_watermark(Timestamp.of(HELD_AT))
+        return ()
+
+    def process(self, directory, tracker=beam.DoFn.RestrictionParam(_WaitForWindowProvider()),
+                estimator=beam.DoFn.WatermarkEstimatorParam(ManualWatermarkEstimator.default_provider())):
+        yield from self.waiting(directory, tracker, estimator)
+
+
+class _MonotonicFromMinimum(WatermarkEstimatorProvider):
+    """MonotonicWatermarkEstimator starting at the minimum timestamp. (Beam 2.77's default provider
+    starts it at None, and its current_watermark() then compares an observed timestamp with None
+    and raises, which every checkpoint of such an SDF calls.)"""
+
+    def initial_estimator_state(self, element, restriction):
+        return MIN_TIMESTAMP
+
+    def create_watermark_estimator(self, estimator_state):
+        return MonotonicWatermarkEstimator(estimator_state)
+
+
+class _WaitWithMonotonicWatermark(_WaitForWindow):
+    """The monotonic estimator follows output timestamps: an output at HELD_AT moves it there."""
+
+    def hold(self, estimator):
+        yield window.TimestampedValue(("held", 0), HELD_AT)
+
+    def process(self, directory, tracker=beam.DoFn.RestrictionParam(_WaitForWindowProvider()),
+                estimator=beam.DoFn.WatermarkEstimatorParam(_MonotonicFromMinimum())):
+        yield from self.waiting(directory, tracker, estimator)
+
+
+def _run_waiting_sdf(runner, tmp_path, sdf, extra):
+    p = runner.pipeline()
+    out = (p | beam.Create([str(tmp_path)]) | beam.ParDo(sdf)
+             | beam.WindowInto(window.FixedWindows(10))
+             | beam.GroupByKey() | sorted_groups()
+             | beam.ParDo(_MarkFirstWindow(str(tmp_path))))
+    on_time = pane(first=True, last=True, timing="ON_TIME", index=0, nonspec=0)
+    check(out, [el(("early", [0, 1, 2]), 9.999, W(0, 10), on_time),
+                el(("fired first", [True]), 29.999, W(20, 30), on_time),
+                el(("after", [0, 1]), 29.999, W(20, 30), on_time)] + extra)
+    runner.run(p)
+
+
+@capability("sdf.watermark_estimation")
+def test_manual_watermark_closes_windows_while_sdf_runs(runner, tmp_path):
+    # Set past window [0, 10) by a ManualWatermarkEstimator, the SDF's watermark lets that window fire
+    # (on time, with all its values) before the SDF, waiting for it, goes on.
+    _run_waiting_sdf(runner, tmp_path, _WaitWithManualWatermark(), [])
+
+
+@capability("sdf.watermark_estimation")
+def test_monotonic_watermark_closes_windows_while_sdf_runs(runner, tmp_path):
+    # A MonotonicWatermarkEstimator's watermark follows the outputs: after one at 15 the SDF's watermark
+    # is past window [0, 10), which fires before the SDF, waiting for it, goes on.
+    held = pane(first=True, last=True, timing="ON_TIME", index=0, nonspec=0)
+    _run_waiting_sdf(runner, tmp_path, _WaitWithMonotonicWatermark(), [el(("held", [0]), 19.999, W(10, 20), held)])
 
 
 # --------------------------------------------------------------------------- bundle finalization
