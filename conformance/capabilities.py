@@ -150,6 +150,12 @@ CAPABILITIES = [
     _C("triggers.accumulating", "Accumulating panes", "Accumulating", "UsesTestStream", True),
     _C("triggers.discarding", "Discarding panes", "Discarding", "UsesTestStream", True),
     _C("triggers.pane_info", "PaneInfo fields of fired panes", "Pane info", "UsesTestStream", True),
+    # Triggers in batch (no TestStream): what the model fixes whatever the bundling.
+    _C("triggers.batch_count", "Element-count triggers in batch: EARLY panes, then one ON_TIME pane",
+       "Count triggers", "ValidatesRunner"),
+    _C("triggers.batch_accumulating", "Accumulating panes in batch nest", "Accumulating", "ValidatesRunner"),
+    _C("triggers.batch_discarding", "Discarding panes in batch are disjoint and hold every element once",
+       "Discarding", "ValidatesRunner"),
     # State
     _C("state.value", "ValueState (ReadModifyWrite)", "Stateful Processing", "UsesStatefulParDo"),
     _C("state.bag", "BagState", "Stateful Processing", "UsesStatefulParDo"),
