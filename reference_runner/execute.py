@@ -294,7 +294,7 @@ class Job:
         [out] = stage.outputs
         ws = self.graph.windowing_of(main)
         trigger = None  # batch: one pane per window when the watermark passes its end
-        if self.streaming or ws.trigger.WhichOneof("trigger") not in ("default", "always"):
+        if self.streaming or trigger_spec.fires_panes_in_batch(ws.trigger):
             trigger = trigger_spec.from_proto(ws.trigger)
         return grouping.Grouping(
             codecs.GroupCodec(self.coders.windowed(main), self.coders.windowed(out)),

@@ -6,8 +6,12 @@ from __future__ import annotations
 import itertools
 import zlib
 
-from reference_runner.engine import grouping
+from apache_beam.portability.api import beam_runner_api_pb2
+
+from reference_runner.engine import grouping, panes
 from reference_runner.engine.manager import PLUS_INFINITY
+from reference_runner.engine.windows import MIN_TIMESTAMP
+from reference_runner.graph import trigger_spec
 from reference_runner.spark.plan import StagePlan, coders_of
 from reference_runner.worker import attempt, codecs, merging, warm
 from reference_runner.worker.embedded import EmbeddedWorker
@@ -106,17 +110,26 @@ def partition_of(key: bytes) -> int:
 
 def group_partition(plan: StagePlan, pairs):
     """A shuffled, key-sorted partition -> GroupByKey output, one key in memory at a time.
-    Sessions are merged per key here; a custom merging WindowFn's windows by the SDK, per key."""
+    Sessions are merged per key here; a custom merging WindowFn's windows by the SDK, per key.
+    A trigger (engine/panes.py) sees the key's elements arrive, each on its own, while the
+    watermark is still at the minimum, then the watermark passes every window (bounded input)."""
     worker = EmbeddedWorker(StateService()) if plan.merge_in_sdk else None
     try:
+        trigger = trigger_spec.from_proto(beam_runner_api_pb2.Trigger.FromString(plan.trigger)) if plan.trigger else None
         spec = grouping.Grouping(_codec(plan), merging=plan.merging, timestamp_combiner=plan.timestamp_combiner,
                                  allowed_lateness=plan.allowed_lateness,
-                                 merge_fn=_window_merger(plan, worker) if worker else None)
+                                 merge_fn=_window_merger(plan, worker) if worker else None,
+                                 trigger=trigger, accumulating=plan.accumulating)
         for _, group in itertools.groupby(pairs, key=lambda kv: kv[0]):
-            buffer = grouping.GroupBuffer(spec)
-            buffer.add(element for _, element in group)
+            elements = (element for _, element in group)
             try:
-                fired = buffer.fire(PLUS_INFINITY)  # bounded input: every window is complete
+                if trigger is None:
+                    buffer = grouping.GroupBuffer(spec)
+                    buffer.add(elements)
+                    fired = buffer.fire(PLUS_INFINITY)  # bounded input: every window is complete
+                else:
+                    triggered = panes.TriggeredBuffer(spec)
+                    fired = triggered.add(elements, MIN_TIMESTAMP, 0) + triggered.on_watermark(PLUS_INFINITY, 0)
             except merging.MergeFailed as e:
                 raise StageFailed(f"GroupByKey {plan.id}: {e}") from None
             yield from fired
