@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import pytest
 
-from conformance.checks import check, sort_values, sorted_groups
+from conformance.checks import check, check_all, sort_values, sorted_groups
 from conformance.inputs import keyed_input, stamped_by_value, value_at_time
 from conformance.elements import (ANY, END_OF_GLOBAL_WINDOW_MS, GLOBAL, NO_FIRING, ON_TIME_ONLY, W, el,
                                   one_of, pane, satisfies)
@@ -29,5 +29,5 @@ def capability(capability_id: str):
 
 
 __all__ = ["ANY", "CaseFailure", "END_OF_GLOBAL_WINDOW", "GLOBAL", "MAX_TIMESTAMP", "MIN_TIMESTAMP", "NO_FIRING", "ON_TIME_ONLY", "W",
-           "capability", "check", "el", "keyed_input", "one_of", "pane", "satisfies", "sort_values", "sorted_groups",
+           "capability", "check", "check_all", "el", "keyed_input", "one_of", "pane", "satisfies", "sort_values", "sorted_groups",
            "stamped_by_value", "value_at_time"]
