@@ -12,7 +12,7 @@ from apache_beam.metrics.metric import MetricResults, MetricsFilter
 from apache_beam.transforms.timeutil import TimeDomain
 from apache_beam.transforms.userstate import TimerSpec, on_timer
 
-from conformance.api import capability, check, sorted_groups
+from conformance.api import capability, check, created, grouped, sorted_groups
 
 NS = "conformance.metrics"
 JAVA_INPUT = [5, 8, 13]  # the Java MetricsTest input: sum 26, count 3, min 5, max 13
@@ -66,7 +66,7 @@ def java_vector_pipeline(runner):
     out = (p | beam.Create(JAVA_INPUT)
              | "MyStep1" >> beam.ParDo(JavaVectorStep(times=1))
              | "MyStep2" >> beam.ParDo(JavaVectorStep(times=2)))
-    check(out, JAVA_INPUT)
+    check(out, created(JAVA_INPUT))
     return p
 
 
@@ -80,7 +80,7 @@ def test_counter_counts_processed_elements(runner):
         return x
 
     p = runner.pipeline()
-    check(p | beam.Create(["a", "b", "c", "d"]) | beam.Map(count), ["a", "b", "c", "d"])
+    check(p | beam.Create(["a", "b", "c", "d"]) | beam.Map(count), created(["a", "b", "c", "d"]))
     result = runner.run(p)
     assert result.counter("elements", namespace=NS) == 4
 
@@ -112,7 +112,7 @@ def test_counters_in_start_and_finish_bundle(runner):
             Metrics.counter(NS, "elements_in_bundles").inc(self.seen)
 
     p = runner.pipeline()
-    check(p | beam.Create(list(range(7))) | beam.ParDo(CountPerBundle()), list(range(7)))
+    check(p | beam.Create(list(range(7))) | beam.ParDo(CountPerBundle()), created(range(7)))
     result = runner.run(p)
     started = result.counter("bundles_started", namespace=NS)
     assert started >= 1
@@ -133,8 +133,9 @@ def test_same_name_in_two_namespaces_is_two_metrics(runner):
 
     p = runner.pipeline()
     values = p | beam.Create([1, 2, 3])
-    check(values | "A" >> beam.Map(counted(NS + ".a")), [1, 2, 3], label="a")
-    check(values | "B" >> beam.Filter(lambda x: x > 1) | "B2" >> beam.Map(counted(NS + ".b")), [2, 3], label="b")
+    check(values | "A" >> beam.Map(counted(NS + ".a")), created([1, 2, 3]), label="a")
+    check(values | "B" >> beam.Filter(lambda x: x > 1) | "B2" >> beam.Map(counted(NS + ".b")), created([2, 3]),
+          label="b")
     result = runner.run(p)
     assert result.counter("hits", namespace=NS + ".a") == 3
     assert result.counter("hits", namespace=NS + ".b") == 2
@@ -156,7 +157,7 @@ def test_same_name_in_two_steps_reports_each_step(runner):
              | "BeforeGroup" >> beam.ParDo(Hit())
              | beam.GroupByKey() | sorted_groups()
              | "AfterGroup" >> beam.ParDo(Hit()))
-    check(out, [("k", [1, 2, 4]), ("j", [3])])
+    check(out, grouped([("k", [1, 2, 4]), ("j", [3])]))
     result = runner.run(p)
     assert per_step(result, "counters", "shared", "BeforeGroup") == 4
     assert per_step(result, "counters", "shared", "AfterGroup") == 2
@@ -174,7 +175,7 @@ def test_counter_increments_and_decrements(runner):
         return x
 
     p = runner.pipeline()
-    check(p | beam.Create([1, 2]) | beam.Map(adjust), [1, 2])
+    check(p | beam.Create([1, 2]) | beam.Map(adjust), created([1, 2]))
     result = runner.run(p)
     assert result.counter("net", namespace=NS) == 6
 
@@ -192,7 +193,7 @@ def test_counter_never_incremented_reports_no_count(runner):
             yield x
 
     p = runner.pipeline()
-    check(p | beam.Create([1, 2, 3]) | beam.ParDo(Declares()), [1, 2, 3])
+    check(p | beam.Create([1, 2, 3]) | beam.ParDo(Declares()), created([1, 2, 3]))
     result = runner.run(p)
     assert result.counter("always", namespace=NS) == 3
     never = [m for m in result.metrics["counters"] if m.key.metric.namespace == NS and m.key.metric.name == "never"]
@@ -230,7 +231,7 @@ def test_distribution_of_negative_and_repeated_values(runner):
 
     values = [-7, 0, 3, 3, 12]
     p = runner.pipeline()
-    check(p | beam.Create(values) | beam.Map(record), values)
+    check(p | beam.Create(values) | beam.Map(record), created(values))
     result = runner.run(p)
     assert result.distribution("spread", namespace=NS) == (11, 5, -7, 12)
 
@@ -255,7 +256,7 @@ def test_gauge_reports_the_last_value_set(runner):
         return x
 
     p = runner.pipeline()
-    check(p | beam.Create(["only"]) | beam.Map(set_twice), ["only"])
+    check(p | beam.Create(["only"]) | beam.Map(set_twice), created(["only"]))
     result = runner.run(p)
     assert result.gauge("latest", namespace=NS) == 7
 
@@ -317,7 +318,7 @@ _KEYED = [("a", "x"), ("b", "y"), ("a", "x"), ("a", "z")]
 def _recording_pipeline(runner):
     p = runner.pipeline()
     out = p | beam.Create(_KEYED) | "Record" >> beam.ParDo(_RecordInProcessAndTimer())
-    check(out, _KEYED)
+    check(out, created(_KEYED))
     return p
 
 
@@ -345,9 +346,9 @@ def test_string_sets_per_step_and_namespace(runner):
 
     p = runner.pipeline()
     values = p | beam.Create(["u", "v", "u"])
-    check(values | "First" >> beam.Map(adder(NS, "1")), ["u", "v", "u"], label="first")
+    check(values | "First" >> beam.Map(adder(NS, "1")), created(["u", "v", "u"]), label="first")
     check(values | "Second" >> beam.Map(adder(NS, "2")) | "Other" >> beam.Map(adder(NS + ".other", "o")),
-          ["u", "v", "u"], label="second")
+          created(["u", "v", "u"]), label="second")
     result = runner.run(p)
     assert per_step(result, "string_sets", "seen", "First") == {"1u", "1v"}
     assert per_step(result, "string_sets", "seen", "Second") == {"2u", "2v"}

@@ -16,7 +16,8 @@ from apache_beam.transforms import window
 from apache_beam.transforms.core import RestrictionProvider, WatermarkEstimatorProvider
 from apache_beam.utils.timestamp import MIN_TIMESTAMP, Duration, Timestamp
 
-from conformance.api import GLOBAL, W, capability, check, el, pane, sorted_groups
+from conformance.api import (GLOBAL, NO_FIRING, ON_TIME_ONLY, W, capability, check, created, el, grouped, pane,
+                             sorted_groups)
 
 
 # --------------------------------------------------------------------------- restriction providers
@@ -131,7 +132,7 @@ def offsets_of(*counts):
 def test_offset_range_split_in_pieces_emits_every_offset_once(runner):
     # Initial splits partition the restriction: the union is the whole range, once each.
     p = runner.pipeline()
-    check(p | beam.Create([7, 10, 1, 0]) | beam.ParDo(EmitOffsets()), offsets_of(7, 10, 1, 0))
+    check(p | beam.Create([7, 10, 1, 0]) | beam.ParDo(EmitOffsets()), created(offsets_of(7, 10, 1, 0)))
     runner.run(p)
 
 
@@ -139,7 +140,7 @@ def test_offset_range_split_in_pieces_emits_every_offset_once(runner):
 def test_split_into_single_offsets_emits_every_offset_once(runner):
     # A split may produce as many restrictions as positions; still exactly once each.
     p = runner.pipeline()
-    check(p | beam.Create([5, 12]) | beam.ParDo(EmitEachOffsetAlone()), offsets_of(5, 12))
+    check(p | beam.Create([5, 12]) | beam.ParDo(EmitEachOffsetAlone()), created(offsets_of(5, 12)))
     runner.run(p)
 
 
@@ -149,7 +150,7 @@ def test_custom_split_and_size_into_uneven_pieces(runner):
     texts = ["to be or not", "splittable", "a bc def"]
     p = runner.pipeline()
     out = p | beam.Create(texts) | beam.ParDo(EmitCharacters())
-    check(out, [(t, i, c) for t in texts for i, c in enumerate(t)])
+    check(out, created([(t, i, c) for t in texts for i, c in enumerate(t)]))
     runner.run(p)
 
 
@@ -158,7 +159,7 @@ def test_dofn_as_its_own_restriction_provider(runner):
     # RestrictionParam() without a provider uses the DoFn itself; halves cover the range once.
     p = runner.pipeline()
     out = p | beam.Create([(3, 9), (100, 103), (5, 5)]) | beam.ParDo(SelfProvidingRange())
-    check(out, list(range(3, 9)) + [100, 101, 102])
+    check(out, created(list(range(3, 9)) + [100, 101, 102]))
     runner.run(p)
 
 
@@ -170,8 +171,9 @@ def test_outputs_keep_element_timestamp_and_window(runner):
              | beam.Map(lambda nt: window.TimestampedValue(nt[0], nt[1]))
              | beam.WindowInto(window.FixedWindows(10))
              | beam.ParDo(EmitOffsets()))
-    check(out, [el((2, 0), 3, W(0, 10)), el((2, 1), 3, W(0, 10)),
-                el((3, 0), 14, W(10, 20)), el((3, 1), 14, W(10, 20)), el((3, 2), 14, W(10, 20))])
+    check(out, [el((2, 0), 3, W(0, 10), NO_FIRING), el((2, 1), 3, W(0, 10), NO_FIRING),
+                el((3, 0), 14, W(10, 20), NO_FIRING), el((3, 1), 14, W(10, 20), NO_FIRING),
+                    el((3, 2), 14, W(10, 20), NO_FIRING)])
     runner.run(p)
 
 
@@ -181,7 +183,7 @@ def test_split_outputs_group_downstream(runner):
     p = runner.pipeline()
     out = (p | beam.Create([4, 6]) | beam.ParDo(EmitOffsets())
              | beam.GroupByKey() | sorted_groups())
-    check(out, [(4, [0, 1, 2, 3]), (6, [0, 1, 2, 3, 4, 5])])
+    check(out, grouped([(4, [0, 1, 2, 3]), (6, [0, 1, 2, 3, 4, 5])]))
     runner.run(p)
 
 
@@ -211,7 +213,7 @@ class CheckpointingOffsets(beam.DoFn):
 def test_checkpoint_with_resume_delay_emits_every_offset_once(runner):
     # defer_remainder(delay) hands the rest back for resumption: nothing lost, nothing repeated.
     p = runner.pipeline()
-    check(p | beam.Create([5, 3]) | beam.ParDo(CheckpointingOffsets(batch=2, delay=0.05)), offsets_of(5, 3))
+    check(p | beam.Create([5, 3]) | beam.ParDo(CheckpointingOffsets(batch=2, delay=0.05)), created(offsets_of(5, 3)))
     runner.run(p)
 
 
@@ -225,7 +227,7 @@ def test_unbounded_per_element_sdf_resumes_until_done(runner):
     # An SDF declared unbounded is resumed after each checkpoint until its restriction is done.
     p = runner.pipeline()
     out = p | beam.Create([4, 2]) | beam.ParDo(UnboundedCheckpointingOffsets(batch=1, delay=0.02))
-    check(out, offsets_of(4, 2))
+    check(out, created(offsets_of(4, 2)))
     runner.run(p)
 
 
@@ -233,7 +235,7 @@ def test_unbounded_per_element_sdf_resumes_until_done(runner):
 def test_checkpoint_after_every_offset_without_delay(runner):
     # One position per invocation, resumed immediately: still the whole range exactly once.
     p = runner.pipeline()
-    check(p | beam.Create([6]) | beam.ParDo(CheckpointingOffsets(batch=1)), offsets_of(6))
+    check(p | beam.Create([6]) | beam.ParDo(CheckpointingOffsets(batch=1)), created(offsets_of(6)))
     runner.run(p)
 
 
@@ -245,7 +247,7 @@ def test_resumed_residuals_keep_element_timestamp_and_window(runner):
              | beam.Map(lambda nt: window.TimestampedValue(nt[0], nt[1]))
              | beam.WindowInto(window.FixedWindows(10))
              | beam.ParDo(CheckpointingOffsets(batch=1, delay=0.01)))
-    check(out, [el((4, i), 21, W(20, 30)) for i in range(4)])
+    check(out, [el((4, i), 21, W(20, 30), NO_FIRING) for i in range(4)])
     runner.run(p)
 
 
@@ -255,7 +257,7 @@ def test_checkpointed_outputs_sum_once_downstream(runner):
     p = runner.pipeline()
     out = (p | beam.Create([10, 7]) | beam.ParDo(CheckpointingOffsets(batch=3, delay=0.01))
              | beam.CombinePerKey(sum))
-    check(out, [(10, 45), (7, 21)])
+    check(out, grouped([(10, 45), (7, 21)]))
     runner.run(p)
 
 
@@ -304,8 +306,8 @@ def test_manual_watermark_drives_fixed_windows(runner):
     out = (p | beam.Create([8]) | beam.ParDo(ManualWatermarkOffsets(times))
              | beam.WindowInto(window.FixedWindows(3))
              | beam.GroupByKey() | sorted_groups())
-    check(out, [el((8, [0, 1, 2]), 2.999, W(0, 3)), el((8, [3, 4, 5]), 5.999, W(3, 6)),
-                el((8, [6, 7]), 8.999, W(6, 9))], label="groups")
+    check(out, [el((8, [0, 1, 2]), 2.999, W(0, 3), ON_TIME_ONLY), el((8, [3, 4, 5]), 5.999, W(3, 6), ON_TIME_ONLY),
+                el((8, [6, 7]), 8.999, W(6, 9), ON_TIME_ONLY)], label="groups")
     check(out | beam.Map(lambda kv: kv[0]), [el(8, timestamp=t, pane=pane(timing="ON_TIME"))
                                              for t in (2.999, 5.999, 8.999)], label="on-time")
     runner.run(p)
@@ -317,7 +319,7 @@ def test_manual_watermark_outputs_keep_their_timestamps(runner):
     times = [1, 4, 9, 16]
     p = runner.pipeline()
     out = p | beam.Create([4]) | beam.ParDo(ManualWatermarkOffsets(times, batch=1))
-    check(out, [el((4, i), t, GLOBAL) for i, t in enumerate(times)])
+    check(out, [el((4, i), t, GLOBAL, NO_FIRING) for i, t in enumerate(times)])
     runner.run(p)
 
 
@@ -329,8 +331,8 @@ def test_monotonic_watermark_drives_sessions(runner):
     out = (p | beam.Create([6]) | beam.ParDo(MonotonicOffsets(times))
              | beam.WindowInto(window.Sessions(3))
              | beam.GroupByKey() | sorted_groups())
-    check(out, [el((6, [0, 1, 2]), 4.999, W(0, 5)), el((6, [3, 4]), 13.999, W(10, 14)),
-                el((6, [5]), 22.999, W(20, 23))])
+    check(out, [el((6, [0, 1, 2]), 4.999, W(0, 5), ON_TIME_ONLY), el((6, [3, 4]), 13.999, W(10, 14), ON_TIME_ONLY),
+                el((6, [5]), 22.999, W(20, 23), ON_TIME_ONLY)])
     runner.run(p)
 
 
@@ -340,7 +342,7 @@ def test_monotonic_watermark_outputs_keep_their_timestamps(runner):
     times = [3, 5, 8]
     p = runner.pipeline()
     out = p | beam.Create([3]) | beam.ParDo(MonotonicOffsets(times))
-    check(out, [el((3, i), t, GLOBAL) for i, t in enumerate(times)])
+    check(out, [el((3, i), t, GLOBAL, NO_FIRING) for i, t in enumerate(times)])
     runner.run(p)
 
 
@@ -534,7 +536,7 @@ class FinalizeOffsets(beam.DoFn):
 def test_callbacks_run_after_the_bundle_commits(runner, tmp_path):
     # Every callback registered by a successful bundle is invoked once the bundle is committed.
     p = runner.pipeline()
-    check(p | beam.Create(["a", "b", "c"]) | beam.ParDo(FinalizePerElement(str(tmp_path))), ["a", "b", "c"])
+    check(p | beam.Create(["a", "b", "c"]) | beam.ParDo(FinalizePerElement(str(tmp_path))), created(["a", "b", "c"]))
     runner.run(p)
     assert wait_for_files(tmp_path, {"a", "b", "c"}) == {"a", "b", "c"}
 
@@ -543,7 +545,7 @@ def test_callbacks_run_after_the_bundle_commits(runner, tmp_path):
 def test_splittable_dofn_callbacks_cover_every_offset(runner, tmp_path):
     # Callbacks registered from every split piece of a splittable DoFn are all invoked.
     p = runner.pipeline()
-    check(p | beam.Create([5, 2]) | beam.ParDo(FinalizeOffsets(str(tmp_path))), offsets_of(5, 2))
+    check(p | beam.Create([5, 2]) | beam.ParDo(FinalizeOffsets(str(tmp_path))), created(offsets_of(5, 2)))
     runner.run(p)
     expected = {f"{n}-{i}" for n, i in offsets_of(5, 2)}
     assert wait_for_files(tmp_path, expected) == expected
@@ -556,7 +558,7 @@ def test_callbacks_after_group_by_key(runner, tmp_path):
     out = (p | beam.Create([("x", 1), ("y", 2), ("x", 3)]) | beam.GroupByKey()
              | beam.MapTuple(lambda k, vs: f"{k}{sum(vs)}")
              | beam.ParDo(FinalizePerElement(str(tmp_path))))
-    check(out, ["x4", "y2"])
+    check(out, grouped(["x4", "y2"]))
     runner.run(p)
     assert wait_for_files(tmp_path, {"x4", "y2"}) == {"x4", "y2"}
 

@@ -56,6 +56,20 @@ def _at(value, seconds):
     return el(value, seconds, GLOBAL)
 
 
+def _stamped(values):
+    """The outputs of a globally windowed case below: a tuple naming its timer ("report" or "later":
+    REPORT, "again": AGAIN) at that timer's time, any other value at the minimum timestamp (an output
+    of process() for an element of beam.Create)."""
+    def at(value):
+        names = {part for part in value if isinstance(part, str)} if isinstance(value, tuple) else set()
+        if names & {"report", "later"}:
+            return _at(value, REPORT_AT)
+        if "again" in names:
+            return _at(value, AGAIN_AT)
+        return _created(value)
+    return [at(v) for v in values]
+
+
 def _secs(ts):
     """A Beam Timestamp as whole seconds (the sort keys below are whole seconds)."""
     return ts.micros // 1_000_000
@@ -130,7 +144,7 @@ def test_value_unwritten_reads_none_and_write_is_visible(runner):
 
     p = runner.pipeline()
     out = p | beam.Create([("a", "x"), ("b", "y")]) | _stateful(Fn())
-    check(out, [("a", None, "x"), ("b", None, "y"), ("a", "later", "x"), ("b", "later", "y")])
+    check(out, _stamped([("a", None, "x"), ("b", None, "y"), ("a", "later", "x"), ("b", "later", "y")]))
     runner.run(p)
 
 
@@ -163,8 +177,8 @@ def test_value_cleared_state_reads_none(runner):
 
     p = runner.pipeline()
     out = p | beam.Create([("a", 1), ("a", 2), ("a", 3), ("b", 4)]) | _stateful(Fn())
-    check(out, [("a", None, None)] * 3 + [("b", None, None), ("a", "report", None), ("b", "report", None),
-                                          ("a", "again", 77), ("b", "again", 77)])
+    check(out, _stamped([("a", None, None)] * 3 + [("b", None, None), ("a", "report", None), ("b", "report", None),
+                                                   ("a", "again", 77), ("b", "again", 77)]))
     runner.run(p)
 
 
@@ -192,9 +206,9 @@ def test_bag_accumulates_all_values_with_duplicates(runner):
     p = runner.pipeline()
     data = [("a", 2), ("b", 5), ("a", 1), ("b", 6), ("a", 2), ("b", 4)]
     out = p | beam.Create(data) | _stateful(Fn())
-    check(out, [("size", "a", 1), ("size", "a", 2), ("size", "a", 3), ("full", "a", [1, 2, 2]),
-                ("size", "b", 1), ("size", "b", 2), ("size", "b", 3), ("full", "b", [4, 5, 6]),
-                ("later", "a", [1, 2, 2]), ("later", "b", [4, 5, 6])])
+    check(out, _stamped([("size", "a", 1), ("size", "a", 2), ("size", "a", 3), ("full", "a", [1, 2, 2]),
+                         ("size", "b", 1), ("size", "b", 2), ("size", "b", 3), ("full", "b", [4, 5, 6]),
+                         ("later", "a", [1, 2, 2]), ("later", "b", [4, 5, 6])]))
     runner.run(p)
 
 
@@ -230,8 +244,8 @@ def test_bag_cleared_reads_empty(runner):
 
     p = runner.pipeline()
     out = p | beam.Create([("a", 1), ("a", 2), ("a", 3)]) | _stateful(Fn())
-    check(out, [("a", "process", ([], [1, 101], [])), ("a", "process", ([], [2, 102], [])),
-                ("a", "process", ([], [3, 103], [])), ("a", "report", []), ("a", "again", [7, 8])])
+    check(out, _stamped([("a", "process", ([], [1, 101], [])), ("a", "process", ([], [2, 102], [])),
+                         ("a", "process", ([], [3, 103], [])), ("a", "report", []), ("a", "again", [7, 8])]))
     runner.run(p)
 
 
@@ -311,8 +325,8 @@ def test_combining_state_with_callable(runner):
     p = runner.pipeline()
     data = [("a", 5), ("b", 10), ("a", 2), ("b", 20), ("a", 9), ("b", 30)]
     out = p | beam.Create(data) | _stateful(Fn())
-    check(out, [("a", 16), ("b", 60), ("a", "report", 16, 3), ("b", "report", 60, 3),
-                ("a", "again", 1016), ("b", "again", 1060)])
+    check(out, _stamped([("a", 16), ("b", 60), ("a", "report", 16, 3), ("b", "report", 60, 3),
+                         ("a", "again", 1016), ("b", "again", 1060)]))
     runner.run(p)
 
 
@@ -363,7 +377,8 @@ def test_combining_state_with_combinefn(runner):
     p = runner.pipeline()
     data = [("a", 7), ("a", -3), ("a", 12), ("a", 4), ("b", 1), ("b", 1), ("b", 1), ("b", 1)]
     out = p | beam.Create(data) | _stateful(Fn())
-    check(out, [("a", "-3..12/4"), ("b", "1..1/4"), ("a", "later", "-3..100/5"), ("b", "later", "1..100/5")])
+    check(out, _stamped([("a", "-3..12/4"), ("b", "1..1/4"),
+                         ("a", "later", "-3..100/5"), ("b", "later", "1..100/5")]))
     runner.run(p)
 
 
@@ -398,9 +413,9 @@ def test_combining_state_cleared_reads_empty_result(runner):
 
     p = runner.pipeline()
     out = p | beam.Create([("a", 3), ("a", 4), ("b", 5)]) | _stateful(Fn())
-    check(out, [("a", "process", (0, 6, 0)), ("a", "process", (0, 8, 0)), ("b", "process", (0, 10, 0)),
-                ("a", "report", 0), ("b", "report", 0),
-                ("a", "again", 5), ("b", "again", 5)])
+    check(out, _stamped([("a", "process", (0, 6, 0)), ("a", "process", (0, 8, 0)), ("b", "process", (0, 10, 0)),
+                         ("a", "report", 0), ("b", "report", 0),
+                         ("a", "again", 5), ("b", "again", 5)]))
     runner.run(p)
 
 
@@ -432,9 +447,9 @@ def test_set_state_deduplicates(runner):
     p = runner.pipeline()
     data = [("a", "x"), ("a", "y"), ("a", "x"), ("a", "z"), ("a", "y"), ("b", "w")]
     out = p | beam.Create(data) | _stateful(Fn())
-    check(out, [("dup", "a", "x", False), ("dup", "a", "x", True), ("dup", "a", "y", False),
-                ("dup", "a", "y", True), ("dup", "a", "z", False), ("dup", "b", "w", False),
-                ("all", "a", ["x", "y", "z"]), ("later", "a", ["x", "y", "z"]), ("later", "b", ["w", "x"])])
+    check(out, _stamped([("dup", "a", "x", False), ("dup", "a", "x", True), ("dup", "a", "y", False),
+                         ("dup", "a", "y", True), ("dup", "a", "z", False), ("dup", "b", "w", False),
+                         ("all", "a", ["x", "y", "z"]), ("later", "a", ["x", "y", "z"]), ("later", "b", ["w", "x"])]))
     runner.run(p)
 
 
@@ -472,9 +487,9 @@ def test_set_state_cleared_reads_empty(runner):
 
     p = runner.pipeline()
     out = p | beam.Create([("a", 1), ("a", 10), ("b", 5)]) | _stateful(Fn())
-    check(out, [("a", "process", ([], [1, 2], [])), ("a", "process", ([], [10, 11], [])),
-                ("b", "process", ([], [5, 6], [])),
-                ("a", "report", []), ("b", "report", []), ("a", "again", [3, 4]), ("b", "again", [3, 4])])
+    check(out, _stamped([("a", "process", ([], [1, 2], [])), ("a", "process", ([], [10, 11], [])),
+                         ("b", "process", ([], [5, 6], [])),
+                         ("a", "report", []), ("b", "report", []), ("a", "again", [3, 4]), ("b", "again", [3, 4])]))
     runner.run(p)
 
 
@@ -513,8 +528,8 @@ def test_ordered_list_reads_in_sort_key_order(runner):
 
     p = runner.pipeline()
     out = _ordered_list_input(p) | _stateful(_OrderedListFn(full))
-    check(out, [("a", ([10, 10, 20, 30, 40],
-                       [(10, "ten"), (10, "ten-bis"), (20, "twenty"), (30, "thirty"), (40, "forty")]))])
+    listed = [(10, "ten"), (10, "ten-bis"), (20, "twenty"), (30, "thirty"), (40, "forty")]
+    check(out, [_at(("a", ([10, 10, 20, 30, 40], listed)), REPORT_AT)])
     runner.run(p)
 
 
@@ -528,7 +543,7 @@ def test_ordered_list_read_range_is_half_open(runner):
 
     p = runner.pipeline()
     out = _ordered_list_input(p) | _stateful(_OrderedListFn(full))
-    check(out, [("a", (["twenty", "thirty"], ["twenty", "thirty"], []))])
+    check(out, [_at(("a", (["twenty", "thirty"], ["twenty", "thirty"], [])), REPORT_AT)])
     runner.run(p)
 
 
@@ -558,7 +573,7 @@ def test_ordered_list_clear_range_persists(runner):
     p = runner.pipeline()
     out = _ordered_list_input(p) | _stateful(Fn())
     remaining = [(10, "ten"), (10, "ten-bis"), (40, "forty")]
-    check(out, [("a", "pruned", remaining), ("a", "later", remaining)])
+    check(out, [_at(("a", "pruned", remaining), 100), _at(("a", "later", remaining), 200)])
     runner.run(p)
 
 
@@ -594,9 +609,10 @@ def test_ordered_list_cleared_reads_empty(runner):
 
     p = runner.pipeline()
     out = p | beam.Create([("a", 7), ("a", 5), ("b", 9)]) | _stateful(Fn())
-    check(out, [("a", "process", ([], [1, 7], [])), ("a", "process", ([], [1, 5], [])),
-                ("b", "process", ([], [1, 9], [])),
-                ("a", "report", []), ("b", "report", []), ("a", "again", [20, 90]), ("b", "again", [20, 90])])
+    check(out, _stamped([("a", "process", ([], [1, 7], [])), ("a", "process", ([], [1, 5], [])),
+                         ("b", "process", ([], [1, 9], [])),
+                         ("a", "report", []), ("b", "report", []),
+                         ("a", "again", [20, 90]), ("b", "again", [20, 90])]))
     runner.run(p)
 
 
@@ -664,9 +680,9 @@ def test_same_state_id_in_two_pardos_is_not_shared(runner):
     data = [("a", 0), ("a", 0), ("a", 0), ("b", 0)]
     first = p | beam.Create(data) | "First" >> beam.ParDo(_CountPerKey())
     second = first | "Second" >> _stateful(_CountThenReport())
-    check(first, [("a", 1), ("a", 2), ("a", 3), ("b", 1)], label="first")
-    check(second, [("a", 1), ("a", 2), ("a", 3), ("b", 1), ("a", "report", 3), ("b", "report", 1),
-                   ("a", "again", 30), ("b", "again", 10)], label="second")
+    check(first, _stamped([("a", 1), ("a", 2), ("a", 3), ("b", 1)]), label="first")
+    check(second, _stamped([("a", 1), ("a", 2), ("a", 3), ("b", 1), ("a", "report", 3), ("b", "report", 1),
+                            ("a", "again", 30), ("b", "again", 10)]), label="second")
     runner.run(p)
 
 

@@ -22,7 +22,7 @@ from apache_beam.transforms import window
 from apache_beam.transforms.timeutil import TimeDomain
 from apache_beam.transforms.userstate import (BagStateSpec, ReadModifyWriteStateSpec, TimerSpec, on_timer)
 
-from conformance.api import GLOBAL, W, capability, check, el, keyed_input, pane
+from conformance.api import GLOBAL, NO_FIRING, W, capability, check, el, keyed_input, pane
 
 StateParam = beam.DoFn.StateParam
 TimerParam = beam.DoFn.TimerParam
@@ -266,7 +266,7 @@ def test_cleared_timer_does_not_fire(runner):
 
     p = runner.pipeline()
     out = keyed_input(p, [("k", 0, 1), ("j", 0, 2)]) | beam.ParDo(Fn())
-    check(out, [("processed", "k"), ("processed", "j")])
+    check(out, [el(("processed", "k"), 1, GLOBAL, NO_FIRING), el(("processed", "j"), 2, GLOBAL, NO_FIRING)])
     runner.run(p)
 
 
