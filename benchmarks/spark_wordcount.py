@@ -38,7 +38,7 @@ def expected(words: int, vocabulary: int) -> list:
 def beam_word_count(runner, words: int, chunk_size: int, vocabulary: int, typed: bool = False) -> float:
     """``typed``: the words are declared str, so keys get a str coder; untyped, they are pickled
     (FastPrimitivesCoder) and a runner that groups by encoded key, as the model says, must
-    re-key them before combining (reference_runner/worker/rekey.py)."""
+    re-key them before combining (reference_runner/graph/rekey.py)."""
     started = time.perf_counter()
     split = beam.FlatMap(lambda c, n=chunk_size, v=vocabulary: words_of(n, v, c))
     pair = beam.Map(lambda w: (w, 1))

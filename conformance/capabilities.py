@@ -80,6 +80,9 @@ ROWS = [
     Row("Impulse", "misc", "The root primitive: one empty element."),
     Row("Reshuffle", "misc", "Redistribution that keeps windows and timestamps."),
     Row("Coders", "misc", "Standard coders round-trip through a shuffle."),
+    Row("Library transforms", "misc", "Beam's own composite transforms give the results Beam documents."),
+    Row("Submitted pipelines", "misc", "Pipelines as SDKs submit them: pre-optimized, with user types the "
+        "runner cannot import."),
 ]
 
 _C = Capability
@@ -169,6 +172,8 @@ CAPABILITIES = [
     # Timers
     _C("timers.event_time", "Event-time timers", "Timers", "UsesTimersInParDo"),
     _C("timers.processing_time", "Processing-time timers", "Timers", "UsesProcessingTimeTimers", True),
+    _C("timers.processing_time_bounded", "Processing-time timers in a bounded pipeline (no TestStream): "
+       "the runner's clock reaches them and the pipeline finishes", "Timers", "UsesProcessingTimeTimers"),
     _C("timers.strict_ordering", "Timers of a key fire one at a time in timestamp order", "Timers",
        "UsesStrictTimerOrdering"),
     _C("timers.families", "Timer families (dynamic timer ids)", "Timers", "UsesTimerMap"),
@@ -201,6 +206,18 @@ CAPABILITIES = [
     # Misc
     _C("reshuffle", "Reshuffle keeps elements, timestamps and windows", "Reshuffle", "ValidatesRunner"),
     _C("coders.standard", "Standard coders round-trip through GroupByKey", "Coders", "ValidatesRunner"),
+    # Pipelines as SDKs really submit them
+    _C("shapes.pre_optimized", "Pipelines the SDK pre-optimized (packed/lifted combiners, expanded SDFs, "
+       "transcoded Flattens, fused executable stages)", "Submitted pipelines", "ValidatesRunner"),
+    _C("coders.opaque_user_types", "Keys, values and windows of user types the runner cannot import "
+       "(carried as bytes, grouped by encoding)", "Submitted pipelines", "ValidatesRunner"),
+    _C("coders.opaque_user_types.streaming", "User types from a TestStream", "Submitted pipelines",
+       "UsesTestStream", True),
+    # Beam's library composites, as users apply them (expansions with state, timers, side inputs)
+    _C("library.group_into_batches", "GroupIntoBatches (plain, with_sharded_key, max_buffering_duration_secs)",
+       "Library transforms", "UsesStatefulParDo"),
+    _C("library.batch_elements", "BatchElements, stateful path (max_batch_duration_secs)", "Library transforms",
+       "UsesStatefulParDo"),
 ]
 
 BY_ID = {c.id: c for c in CAPABILITIES}

@@ -10,7 +10,10 @@ import subprocess
 import sys
 import time
 
-from conformance import capabilities, results
+import yaml
+
+from conformance import baseline, capabilities, diff, results
+from conformance.expectations import Expectations, ExpectationsError
 from conformance.report import beam_yaml, html, markdown, matrix
 
 OUTPUTS = {
@@ -21,9 +24,11 @@ OUTPUTS = {
 }
 
 
-def write_reports(result_paths: list[str], out_dir: str) -> list[str]:
+def write_reports(result_paths: list[str], out_dir: str, previous: str | None = None) -> list[str]:
+    """Write capability-matrix.* for the given runs; ``previous`` (a results file or directory)
+    adds each column's changes since that run."""
     documents = [results.load(p) for p in result_paths]
-    built = matrix.build(documents)
+    built = matrix.build(documents, diff.load_runs(previous) if previous else None)
     os.makedirs(out_dir, exist_ok=True)
     written = []
     for name, render in OUTPUTS.items():
@@ -41,7 +46,7 @@ def _report(args) -> int:
               "(tox -e conformance, or pytest --pyargs conformance --target NAME)", file=sys.stderr)
         return 2
     try:
-        written = write_reports(paths, args.out)
+        written = write_reports(paths, args.out, args.previous)
     except (OSError, ValueError, KeyError) as e:
         print(f"beam-conformance report: cannot build the matrix: {e}", file=sys.stderr)
         return 2
@@ -81,9 +86,63 @@ def _run(args) -> int:
         worst = worst or code
     paths = sorted(glob.glob(os.path.join(args.results_dir, "results-*.json")))
     if paths:
-        for path in write_reports(paths, args.out):
+        for path in write_reports(paths, args.out, args.previous):
             print(f"wrote {path}")
     return worst
+
+
+def _baseline(args) -> int:
+    """Write or update an expectations file from a run's failures."""
+    try:
+        run = results.load(args.results)
+    except (OSError, ValueError) as e:
+        print(f"beam-conformance baseline: {e}", file=sys.stderr)
+        return 2
+    if os.path.exists(args.output) and not (args.update or args.force):
+        print(f"beam-conformance baseline: {args.output} exists; --update merges this run into it, "
+              "--force replaces it", file=sys.stderr)
+        return 2
+    if args.update and os.path.exists(args.output):
+        try:
+            with open(args.output) as f:
+                existing = yaml.safe_load(f) or {}
+            included = Expectations.load(args.output).entries[len(existing.get("known_failures") or []):]
+            document, notes = baseline.update(existing, run, included)
+        except (OSError, yaml.YAMLError, ExpectationsError) as e:
+            print(f"beam-conformance baseline: cannot update {args.output}: {e}", file=sys.stderr)
+            return 2
+    else:
+        document = baseline.build(run, os.path.basename(args.results))
+        notes = [f"{len(document['known_failures'])} known failure entries"]
+    os.makedirs(os.path.dirname(os.path.abspath(args.output)), exist_ok=True)
+    with open(args.output, "w") as f:
+        f.write(baseline.dump(document))
+    for note in notes:
+        print(f"  {note}")
+    failing = sum(1 for c in run["cases"] if c["outcome"] in baseline.FAILING)
+    print(f"wrote {args.output}: {len(document['known_failures'])} entries covering {failing} failing case(s) "
+          f"of {run['target']}; run the suite with --expectations {args.output}")
+    return 0
+
+
+def _diff(args) -> int:
+    try:
+        diffs = diff.compare_runs(diff.load_runs(args.old), diff.load_runs(args.new))
+    except (OSError, ValueError, KeyError) as e:
+        print(f"beam-conformance diff: {e}", file=sys.stderr)
+        return 2
+    markdown_text = diff.to_markdown(diffs)
+    json_text = json.dumps(diff.to_json(diffs), indent=1) + "\n"
+    for path, text in ((args.markdown, markdown_text), (args.json, json_text)):
+        if path:
+            with open(path, "w") as f:
+                f.write(text)
+    sys.stdout.write(json_text if args.format == "json" else markdown_text)
+    regressions = sum(len(d.regressions) for d in diffs)
+    if regressions:
+        names = ", ".join(c.id for d in diffs for c in d.regressions)
+        print(f"beam-conformance diff: {regressions} regression(s): {names}", file=sys.stderr)
+    return 1 if regressions else 0
 
 
 def _targets(_args) -> int:
@@ -104,8 +163,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="beam-conformance",
         description="Beam runner conformance kit. Run the suite with pytest "
-                    "(pytest --pyargs conformance --target NAME); use this command to merge results "
-                    "into the capability matrix.")
+                    "(pytest --pyargs conformance --target NAME) or with 'run'; 'baseline' turns a run's "
+                    "failures into the runner's expectations file, 'diff' compares two runs, 'report' "
+                    "merges results into the capability matrix.")
     sub = parser.add_subparsers(dest="command", required=True)
     rep = sub.add_parser("report", help="merge results-<target>.json files into the capability matrix "
                                         "(Markdown, HTML, JSON and the Beam website's YAML)")
@@ -114,6 +174,9 @@ def main(argv: list[str] | None = None) -> int:
                           "a later file for the same target replaces an earlier one")
     rep.add_argument("--results-dir", default="reports", help="where to look for results (default ./reports)")
     rep.add_argument("--out", default="reports", help="where to write capability-matrix.* (default ./reports)")
+    rep.add_argument("--previous", metavar="RESULTS", default=None,
+                     help="an earlier run (a results file or a directory of results-*.json): each column "
+                          "then shows what changed since it (regressions, fixes)")
     rep.set_defaults(func=_report)
     run = sub.add_parser(
         "run", help="run the suite against one or more targets, then write the capability matrix; "
@@ -127,8 +190,38 @@ def main(argv: list[str] | None = None) -> int:
                           "(default auto)")
     run.add_argument("--results-dir", default="reports", help="where results and JUnit XML go (default ./reports)")
     run.add_argument("--out", default="reports", help="where capability-matrix.* go (default ./reports)")
+    run.add_argument("--previous", metavar="RESULTS", default=None,
+                     help="an earlier run (results file or directory): the matrix shows changes since it")
     run.add_argument("pytest_args", nargs="*", help="passed to pytest after --")
     run.set_defaults(func=_run)
+    base = sub.add_parser(
+        "baseline", help="write a runner's expectations file from a run's failures, so the next run is a gate",
+        description="One known failure per failing case, its reason the case's failure message (edit it); "
+                    "a capability whose cases all fail (two or more, in a run not narrowed with -k/-m) "
+                    "becomes one capability entry. Run the suite again with --expectations FILE.")
+    base.add_argument("results", metavar="RESULTS.json", help="a results-<target>.json written by the suite")
+    base.add_argument("-o", "--output", required=True, metavar="FILE.yaml",
+                      help="the expectations file to write, e.g. conformance/expectations/<target>.yaml")
+    base.add_argument("--update", action="store_true",
+                      help="merge into the existing file: drop entries whose cases now pass, narrow "
+                           "glob/capability entries to the cases still failing, add new failures; "
+                           "hand-written reasons, issue links, skip and flaky stay (YAML comments do not)")
+    base.add_argument("--force", action="store_true", help="replace an existing file instead of refusing")
+    base.set_defaults(func=_baseline)
+    dif = sub.add_parser(
+        "diff", help="cases whose outcome changed between two runs, as Markdown (for a pull-request "
+                     "comment) and JSON; exits 1 on a regression",
+        description="OLD and NEW are results files or directories of results-*.json, paired by target. "
+                    "A regression is a case that passed in OLD and fails (or errors) in NEW; new cases "
+                    "that fail, fixes and other changes are listed but do not fail the diff. "
+                    "Exit status: 0 no regression, 1 regressions, 2 unreadable input.")
+    dif.add_argument("old", metavar="OLD", help="the earlier run (e.g. the main branch's last results)")
+    dif.add_argument("new", metavar="NEW", help="the later run")
+    dif.add_argument("--format", choices=["markdown", "json"], default="markdown",
+                     help="what to print on stdout (default markdown)")
+    dif.add_argument("--markdown", metavar="FILE.md", help="also write the Markdown here")
+    dif.add_argument("--json", metavar="FILE.json", help="also write the JSON here")
+    dif.set_defaults(func=_diff)
     sub.add_parser("targets", help="list the registered targets").set_defaults(func=_targets)
     sub.add_parser("capabilities", help="list capability ids, matrix rows and Beam categories"
                    ).set_defaults(func=_capabilities)

@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from conformance import capabilities, results, targets
+from conformance import capabilities, results, shapes, targets
 from conformance.expectations import Expectations, ExpectationsError, KnownFailure
 
 DEFAULT_TARGET = "beam-direct"
@@ -39,10 +39,21 @@ def pytest_addoption(parser):
                          "Pass 'none' to expect every case to pass.")
     group.addoption("--environment-type", default="LOOPBACK",
                     choices=["LOOPBACK", "EXTERNAL", "PROCESS", "DOCKER"], type=str.upper,
-                    help="grpc targets: SDK worker environment requested from the runner (default LOOPBACK)")
+                    help="grpc targets: SDK worker environment requested from the runner (default LOOPBACK: "
+                         "a worker in this process that the runner reaches on localhost). EXTERNAL without "
+                         "--environment-config: the session starts Beam's Python worker pool for the runner "
+                         "to reach at --worker-pool-host (a runner in a container or on another host). "
+                         "PROCESS without a config: the runner starts the kit's boot command on its machine.")
     group.addoption("--environment-config", default=None,
-                    help="grpc targets: environment config (EXTERNAL address, PROCESS command JSON, "
-                         "DOCKER image)")
+                    help="grpc targets: environment config as Beam takes it (EXTERNAL: HOST:PORT of a worker "
+                         "pool you run; PROCESS: '{\"command\": \"/path/to/boot\"}'; DOCKER: an image)")
+    group.addoption("--worker-pool-host", default="127.0.0.1", metavar="HOST",
+                    help="EXTERNAL without a config: the address of this machine as the runner sees it, "
+                         "e.g. the docker bridge gateway (172.17.0.1) for a job server in a container; "
+                         "default 127.0.0.1, right for a job server on this machine. The pool listens on "
+                         "every interface.")
+    group.addoption("--worker-pool-port", type=int, default=0, metavar="PORT",
+                    help="EXTERNAL without a config: the worker pool's port (default: a free one)")
     group.addoption("--job-server-cmd", default=None, metavar="'CMD ... {port}'",
                     help="grpc targets: start this job server for the session on a free loopback port "
                          "({port} is replaced), wait until it answers, stop it at the end")
@@ -55,6 +66,11 @@ def pytest_addoption(parser):
                     help="where results-<target>.json is written (default ./reports)")
     group.addoption("--no-results", action="store_true",
                     help="do not write results-<target>.json")
+    group.addoption("--pipeline-shape", default=None, choices=list(shapes.SHAPES), metavar="SHAPE",
+                    help="submit every pipeline as Beam's Python SDK does after pre-optimizing it "
+                         "(--experiments=pre_optimize=SHAPE): "
+                         + "; ".join(f"{k}: {v}" for k, v in shapes.SHAPES.items())
+                         + ". Default: as built (grpc targets: the client's default rewrite)")
     group.addoption("--trust-unconfirmed-checks", action="store_true",
                     help="accept output checks that cannot be confirmed because the runner reports no "
                          "metrics and its workers run out of process")
@@ -96,7 +112,10 @@ def settings_of(config) -> targets.TargetSettings:
         environment_config=config.getoption("environment_config"),
         job_server_cmd=config.getoption("job_server_cmd"),
         job_server_timeout=config.getoption("job_server_timeout"),
+        worker_pool_host=config.getoption("worker_pool_host"),
+        worker_pool_port=config.getoption("worker_pool_port"),
         trust_unconfirmed_checks=config.getoption("trust_unconfirmed_checks"),
+        pipeline_shape=config.getoption("pipeline_shape"),
     )
 
 
@@ -270,6 +289,24 @@ class _Recorder:
         self.results_path: str | None = None
         # The started target's description; xdist workers send theirs to the controller.
         self.target_info: dict | None = None
+        # How the run was narrowed: cases left out by -k/-m, packaged case modules not collected
+        # (xdist workers collect, and tell the controller).
+        self.deselected = 0
+        self.case_modules: set[str] = set()
+
+    def pytest_itemcollected(self, item):
+        module = getattr(item, "module", None)
+        if module is not None and module.__name__.startswith(CASES_PACKAGE):
+            self.case_modules.add(module.__name__[len(CASES_PACKAGE):])
+
+    def pytest_deselected(self, items):
+        self.deselected += sum(1 for item in items if _is_case(item))
+
+    def selection(self) -> dict:
+        import pkgutil
+        import conformance.cases
+        packaged = {m.name for m in pkgutil.iter_modules(conformance.cases.__path__) if m.name.startswith("test_")}
+        return {"deselected": self.deselected, "case_modules_not_collected": sorted(packaged - self.case_modules)}
 
     def pytest_runtest_logreport(self, report):
         props = dict(report.user_properties)
@@ -284,9 +321,13 @@ class _Recorder:
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node, error):
-        info = getattr(node, "workeroutput", {}).get("beam_conformance_target")
+        output = getattr(node, "workeroutput", {})
+        info = output.get("beam_conformance_target")
         if info and self.target_info is None:
             self.target_info = info
+        # every worker collects the whole suite, so each saw the same deselection
+        self.deselected = max(self.deselected, output.get("beam_conformance_deselected", 0))
+        self.case_modules |= set(output.get("beam_conformance_case_modules", []))
 
     def _target_description(self) -> dict:
         target = targets.create(self.config.getoption("target"), settings_of(self.config))
@@ -298,6 +339,8 @@ class _Recorder:
         if hasattr(self.config, "workerinput"):  # xdist worker: the controller writes the results
             if self.target_info is not None:
                 self.config.workeroutput["beam_conformance_target"] = self.target_info
+            self.config.workeroutput["beam_conformance_deselected"] = self.deselected
+            self.config.workeroutput["beam_conformance_case_modules"] = sorted(self.case_modules)
             return
         if not self.records or self.config.getoption("no_results"):
             return
@@ -308,6 +351,7 @@ class _Recorder:
             expectations_path=expectations.path,
             records=list(self.records.values()),
             started=self.config.stash[_STARTED],
+            selection=self.selection(),
         )
 
 

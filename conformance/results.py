@@ -56,7 +56,7 @@ def slug(name: str) -> str:
 
 
 def write(results_dir: str, target: dict, expectations_path: str | None, records: list[dict],
-          started: float) -> str:
+          started: float, selection: dict | None = None) -> str:
     os.makedirs(results_dir, exist_ok=True)
     finished = time.time()
     records = sorted(records, key=lambda r: r["id"])
@@ -71,6 +71,8 @@ def write(results_dir: str, target: dict, expectations_path: str | None, records
         "finished": _iso(finished),
         "wall_time_s": round(finished - started, 1),
         "summary": summarize(records),
+        # how the run was narrowed (-k/-m, case modules left out): it says nothing about those cases
+        "selection": selection or {"deselected": 0, "case_modules_not_collected": []},
         "cases": records,
     }
     path = os.path.join(results_dir, f"results-{slug(target['name'])}.json")
@@ -80,6 +82,14 @@ def write(results_dir: str, target: dict, expectations_path: str | None, records
         f.write("\n")
     os.replace(tmp, path)
     return path
+
+
+def narrowed(document: dict) -> bool:
+    """Did the run leave part of the packaged suite out? (Results without the record: assume so.)"""
+    selection = document.get("selection")
+    if selection is None:
+        return True
+    return bool(selection.get("deselected") or selection.get("case_modules_not_collected"))
 
 
 def load(path: str) -> dict:

@@ -79,12 +79,18 @@ class Transcript:
 
 
 def directory() -> str | None:
-    """fixtures/transcripts of this checkout, or $BEAM_CONFORMANCE_TRANSCRIPTS."""
+    """$BEAM_CONFORMANCE_TRANSCRIPTS, else fixtures/transcripts of this checkout, else the copy an
+    installed wheel carries (conformance/transcript_files, a link to fixtures/transcripts in the
+    checkout)."""
     configured = os.environ.get("BEAM_CONFORMANCE_TRANSCRIPTS")
     if configured:
         return configured
-    here = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fixtures", "transcripts")
-    return here if os.path.isdir(here) else None
+    package = os.path.dirname(os.path.abspath(__file__))
+    for here in (os.path.join(os.path.dirname(package), "fixtures", "transcripts"),
+                 os.path.join(package, "transcript_files")):
+        if os.path.isdir(here):
+            return here
+    return None
 
 
 def load_all(path: str | None = None) -> list[Transcript]:

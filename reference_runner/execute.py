@@ -16,8 +16,8 @@ from apache_beam.utils.timestamp import Timestamp
 
 from reference_runner import bundling
 from reference_runner.engine import clock, grouping, manager
-from reference_runner.graph import check, fusion, lifting, sdf, trigger_spec, urns, windowing
-from reference_runner.graph.pipeline import PipelineGraph, is_stateful
+from reference_runner.graph import fusion, prepare, sdf, trigger_spec, urns, windowing
+from reference_runner.graph.pipeline import is_stateful
 from reference_runner.metrics import merge_user_metrics
 from reference_runner.worker import attempt, codecs, descriptors, merging, sidewindows, warm
 from reference_runner.worker.embedded import BundleFailed, EmbeddedWorker
@@ -156,16 +156,16 @@ class Job:
         (global window, no pane), times in micros."""
         [t] = stage.transforms
         payload = beam_runner_api_pb2.TestStreamPayload.FromString(t.proto.spec.payload)
-        element_coder = self.coders.coder(payload.coder_id)
         events = []
         for event in payload.events:
             kind = event.WhichOneof("event")
             if kind == "element_event":
                 pcoll = t.proto.outputs[event.element_event.tag]
                 impl = self.coders.windowed(pcoll).get_impl()
+                read = self.coders.outer_reader(payload.coder_id)  # (graph/transcode.py: the output has its coder)
                 elements = []
                 for e in event.element_event.elements:
-                    value = element_coder.decode(e.encoded_element)
+                    value = read(e.encoded_element)
                     elements.append(codecs.encode_nested(impl, windowed_value.WindowedValue(
                         value, Timestamp(micros=e.timestamp * 1000), (beam_window.GlobalWindow(),))))
                 events.append((manager.ELEMENTS, pcoll, elements))
@@ -331,9 +331,8 @@ class _Prepared:
     descriptors; identical pipelines share one (see _prepare)."""
 
     def __init__(self, proto, fuse: bool, lift: bool, environments: bool):
-        proto = sdf.expand(lifting.lift(proto) if lift else proto)
-        self.graph = PipelineGraph(proto)
-        check.check(self.graph, environments=environments, streaming=True)
+        self.graph = prepare.prepare(proto, prepare.REFERENCE, lift=lift, environments=environments)
+        proto = self.graph.proto
         self.stages = fusion.fuse(self.graph, enabled=fuse)
         self.coders = codecs.Coders(proto.components)
         self.streaming = any(t.urn == urns.TEST_STREAM for t in self.graph.transforms)

@@ -69,13 +69,18 @@ class ReferenceRunner(PipelineRunner):
                           fuse=fuse, lift=lift, trace=trace, replay=replay, clock=clock)
 
     def run_pipeline(self, pipeline, options):
+        return self.run_portable_pipeline(pipeline.to_runner_api(), options)
+
+    def run_portable_pipeline(self, proto, options):
+        """Run a Runner API pipeline (Beam's hook for runners of protos; as submitted, pre-optimized
+        by the SDK or not)."""
         opts = options.view_as(ReferenceOptions)
         knob = {name: value if value is not None else getattr(opts, f"reference_{name}")
                 for name, value in self.knobs.items()}
         fuse, lift = (knob[k] if isinstance(knob[k], bool) else knob[k] == "true" for k in ("fuse", "lift"))
         schedule = Schedule(seed=knob["seed"], bundle_size=knob["bundle_size"], splits=knob["splits"],
                             faults=knob["faults"], clock=knob["clock"])
-        job = Job(pipeline.to_runner_api(), fuse=fuse, lift=lift, schedule=schedule, trace=knob["trace"],
+        job = Job(proto, fuse=fuse, lift=lift, schedule=schedule, trace=knob["trace"],
                   replay=knob["replay"])
         if job.unbounded or options.view_as(StandardOptions).streaming:
             return RunningResult(job)

@@ -1,9 +1,6 @@
 """Our job server (reference_runner.jobserver) on loopback, driven by Beam's PortableRunner and by
 raw gRPC requests, hostile ones included."""
 import os
-import signal
-import socket
-import subprocess
 import sys
 import time
 from concurrent import futures
@@ -17,11 +14,11 @@ from apache_beam.options.pipeline_options import PipelineOptions
 from apache_beam.portability.api import (beam_artifact_api_pb2, beam_artifact_api_pb2_grpc, beam_job_api_pb2,
                                          beam_job_api_pb2_grpc, beam_runner_api_pb2)
 from apache_beam.testing.util import assert_that, equal_to
-from apache_beam.transforms import userstate
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from reference_runner.jobserver.server import JobServer
+from unsupported import UNKNOWN_URN, UnknownPrimitive
 
 
 @pytest.fixture(scope="module")
@@ -85,22 +82,10 @@ def test_the_users_error_reaches_the_client(server):
         p.run().wait_until_finish()
 
 
-class _ProcessingTimeTimer(beam.DoFn):
-    LATER = userstate.TimerSpec("later", beam.TimeDomain.REAL_TIME)
-
-    def process(self, kv, later=beam.DoFn.TimerParam(LATER)):
-        yield kv
-
-    @userstate.on_timer(LATER)
-    def on_later(self):
-        yield None
-
-
 def test_unsupported_pipeline_is_refused_at_prepare_naming_the_feature(server):
-    # Processing-time timers in a bounded pipeline: nothing drives the processing-time clock.
     p = beam.Pipeline(options=_options(server))
-    _ = p | beam.Create([("k", 1)]) | beam.ParDo(_ProcessingTimeTimer())
-    with pytest.raises(Exception, match="processing-time timers"):
+    _ = p | beam.Create([("k", 1)]) | UnknownPrimitive()
+    with pytest.raises(Exception, match=f"unknown transform {UNKNOWN_URN}"):
         p.run().wait_until_finish()
 
 
@@ -246,32 +231,6 @@ def _fuzz_channel(server):
 
 def test_after_the_fuzzing_a_valid_job_still_succeeds(server):
     test_a_loopback_job_runs_and_reports_metrics(server)
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@pytest.fixture
-def worker_pool():
-    """Beam's external worker pool in a process of its own (what EXTERNAL environments name)."""
-    port = _free_port()
-    # The pool starts each worker as `python -c ...`: that must be this interpreter.
-    env = {**os.environ, "PATH": os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")}
-    process = subprocess.Popen([sys.executable, "-m", "apache_beam.runners.worker.worker_pool_main",
-                                f"--service_port={port}"], stderr=subprocess.DEVNULL, env=env,
-                               start_new_session=True)
-    deadline = time.time() + 60
-    while time.time() < deadline:
-        with socket.socket() as s:
-            if s.connect_ex(("127.0.0.1", port)) == 0:
-                break
-        time.sleep(0.2)
-    yield process, f"localhost:{port}"
-    os.killpg(process.pid, signal.SIGKILL)  # the pool and the workers it started
-    process.wait()
 
 
 @pytest.mark.timeout(120)  # a hang, not a clear failure, is what this guards against

@@ -79,7 +79,7 @@ def test_pickled_str_keys_pass_as_they_are_and_never_meet_other_keys_encodings(f
     out = p | beam.Create(data) | beam.CombinePerKey(sum) | beam.MapTuple(lambda k, s: (repr(k), s))
     assert_that(out, equal_to([("'a'", 3), ("1", 10), ("True", 20), (repr(one), 100),
                                (repr(one.decode("latin-1")), 1000), ("b'a'", 5)]))
-    from reference_runner.worker import rekey
+    from reference_runner.graph import rekey
     rekeying = [t for t in Job(p.to_runner_api()).graph.transforms if t.name.endswith("/KeysToBytes")]
     assert rekeying and all(b"KeysToBytesUnlessStr" in t.proto.spec.payload or _pickled_class(t) is
                             rekey.KeysToBytesUnlessStr for t in rekeying)

@@ -3,10 +3,11 @@ import apache_beam as beam
 import pytest
 from apache_beam.testing import test_stream
 from apache_beam.testing.util import assert_that, equal_to
-from apache_beam.transforms import userstate, window
+from apache_beam.transforms import window
 
 from reference_runner import ReferenceRunner
 from reference_runner.graph.check import UnsupportedPipeline
+from unsupported import UNKNOWN_URN, UnknownPrimitive
 
 
 def _word_count(p):
@@ -26,26 +27,16 @@ def test_fuse_option_from_the_command_line():
         assert_that(_word_count(p), equal_to([("a", 1), ("b", 2), ("c", 2)]))
 
 
-class _ProcessingTimeTimer(beam.DoFn):
-    LATER = userstate.TimerSpec("later", beam.TimeDomain.REAL_TIME)
-
-    def process(self, kv, later=beam.DoFn.TimerParam(LATER)):
-        yield kv
-
-    @userstate.on_timer(LATER)
-    def on_later(self):
-        yield None
-
-
 def test_unsupported_features_are_all_named_in_one_error():
     p = beam.Pipeline(runner=ReferenceRunner())
     keyed = p | beam.Create([("k", 1)])
-    _ = keyed | beam.ParDo(_ProcessingTimeTimer())
-    _ = keyed | "Again" >> beam.ParDo(_ProcessingTimeTimer())
+    _ = keyed | UnknownPrimitive()
+    _ = keyed | "Again" >> UnknownPrimitive()
     with pytest.raises(UnsupportedPipeline) as info:
         p.run()
     text = str(info.value)
-    assert text.count("processing-time timers (ts-later) in a pipeline without TestStream") == 2
+    assert text.count(f"unknown transform {UNKNOWN_URN}") == 2
+    assert "transform 'UnknownPrimitive'" in text and "transform 'Again'" in text
 
 
 def test_user_exception_fails_the_job_with_its_message():
@@ -82,7 +73,6 @@ def test_teststream_pipeline_runs_with_triggers_lateness_and_processing_time():
                                    accumulation_mode=beam.trigger.AccumulationMode.DISCARDING)
                  | beam.GroupByKey()
                  | beam.Map(lambda kv, pane=beam.DoFn.PaneInfoParam: (sorted(kv[1]), pane.timing, pane.is_last)))
-        _ = keyed | beam.ParDo(_ProcessingTimeTimer())  # runs: TestStream drives the clock
         early, on_time, late = (beam.utils.windowed_value.PaneInfoTiming.EARLY,
                                 beam.utils.windowed_value.PaneInfoTiming.ON_TIME,
                                 beam.utils.windowed_value.PaneInfoTiming.LATE)
@@ -158,3 +148,13 @@ def test_a_warm_worker_does_not_reuse_the_previous_jobs_global_side_input():
 
     run(10)
     run(20)
+
+
+@pytest.mark.parametrize("knobs", [{}, {"bundle_size": "random", "splits": "random", "seed": 7}, {"fuse": False}])
+def test_a_group_keeps_the_arrival_order_of_values_from_one_bundle(knobs):
+    # The model leaves the order of a group's values open; users rely on the order of one bundle
+    # (a FlatMap of one element emits all of them in one bundle) and Beam's runners keep it.
+    with beam.Pipeline(runner=ReferenceRunner(**knobs)) as p:
+        out = (p | beam.Create([None]) | beam.FlatMap(lambda _: [("k", i) for i in range(50)])
+               | beam.GroupByKey() | beam.MapTuple(lambda k, vs: list(vs)))
+        assert_that(out, equal_to([list(range(50))]))

@@ -251,3 +251,11 @@ def test_reshuffle_is_a_repartition_not_a_group_by_key():
                | beam.WindowInto(window.FixedWindows(10)) | beam.Reshuffle()
                | beam.Map(lambda kv, t=beam.DoFn.TimestampParam, w=beam.DoFn.WindowParam: (kv, t, w.end)))
         assert_that(out, equal_to([(("a", 1), Timestamp(1), Timestamp(10)), (("b", 2), Timestamp(2), Timestamp(10))]))
+
+
+def test_a_group_keeps_the_arrival_order_of_values_from_one_bundle():
+    # (see tests/test_reference_runner.py: what users rely on and Beam's runners keep)
+    with beam.Pipeline(runner=SparkRunner()) as p:
+        out = (p | beam.Create([None]) | beam.FlatMap(lambda _: [("k", i) for i in range(50)])
+               | beam.GroupByKey() | beam.MapTuple(lambda k, vs: list(vs)))
+        assert_that(out, equal_to([list(range(50))]))

@@ -9,16 +9,11 @@ import sys
 import time
 
 import pytest
+from conformance.targets.processes import free_port
 
 pyspark = pytest.importorskip("pyspark")
 SPARK_HOME = os.path.dirname(pyspark.__file__)
 SPARK_CLASS = os.path.join(SPARK_HOME, "bin", "spark-class")
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _wait_for_port(port: int, process, what: str, timeout: float = 90) -> None:
@@ -37,17 +32,17 @@ def _wait_for_port(port: int, process, what: str, timeout: float = 90) -> None:
 def standalone_cluster(tmp_path_factory):
     env = {**os.environ, "SPARK_HOME": SPARK_HOME, "PYSPARK_PYTHON": sys.executable,
            "SPARK_LOCAL_IP": "127.0.0.1", "SPARK_WORKER_DIR": str(tmp_path_factory.mktemp("spark-work"))}
-    port = _free_port()
+    port = free_port()
     started = []
     try:
         master = subprocess.Popen([SPARK_CLASS, "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
-                                   "--port", str(port), "--webui-port", str(_free_port())],
+                                   "--port", str(port), "--webui-port", str(free_port())],
                                   env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
         started.append(master)
         _wait_for_port(port, master, "the Spark master")
         worker = subprocess.Popen([SPARK_CLASS, "org.apache.spark.deploy.worker.Worker", f"spark://127.0.0.1:{port}",
                                    "--host", "127.0.0.1", "--cores", "2", "--memory", "2g",
-                                   "--webui-port", str(_free_port())],
+                                   "--webui-port", str(free_port())],
                                   env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
         started.append(worker)
         time.sleep(3)  # the worker registers with the master

@@ -1,7 +1,7 @@
 """The capability matrix as Markdown (for READMEs, PR comments and CI summaries)."""
 from __future__ import annotations
 
-from conformance import capabilities
+from conformance import capabilities, diff
 from conformance.report.matrix import Matrix
 
 _ICON = {"Yes": "✅ Yes", "Partially": "🟡 Partially", "No": "❌ No", "": "—"}
@@ -22,13 +22,16 @@ def render(matrix: Matrix) -> str:
                "A verdict counts the cases that ran: **Yes** all pass, **Partially** some pass, **No** none pass; "
                "known failures count as failures.")
     out.append("")
-    out += ["| target | passed | failed | expected failures | unexpected passes | errors | skipped | wall time |",
-            "|---|---|---|---|---|---|---|---|"]
+    since = any(c.changes is not None for c in matrix.columns)
+    out += ["| target | passed | failed | expected failures | unexpected passes | errors | skipped | wall time |"
+            + (" since previous run |" if since else ""),
+            "|---|---|---|---|---|---|---|---|" + ("---|" if since else "")]
     for col in matrix.columns:
         s = col.summary
+        change = (diff.summary_line(col.changes) if col.changes else "no previous run") if since else None
         out.append(f"| {col.name} | {s.get('passed', 0)} | {s.get('failed', 0)} | {s.get('expected-failure', 0)} "
                    f"| {s.get('unexpected-pass', 0)} | {s.get('error', 0)} | {s.get('skipped', 0)} "
-                   f"| {col.wall_time_s:g} s |")
+                   f"| {col.wall_time_s:g} s |" + (f" {change} |" if since else ""))
     out.append("")
     for section in capabilities.SECTIONS:
         rows = matrix.rows_in_section(section.anchor)
@@ -44,6 +47,9 @@ def render(matrix: Matrix) -> str:
                 out.append(f"| &nbsp;&nbsp;{_esc(cap.title)} `{cap.id}` | " + " | ".join(cells) + " |")
         out.append("")
     out += _failures(matrix)
+    changed = [c.changes for c in matrix.columns if c.changes is not None]
+    if changed:
+        out += [diff.to_markdown(changed, "Changes since the previous run", marker=False)]
     out += _not_covered()
     return "\n".join(out) + "\n"
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from conformance import capabilities
+from conformance import capabilities, diff
 
 PASSING = ("passed", "unexpected-pass")
 FAILING = ("failed", "expected-failure", "error")
@@ -91,6 +91,15 @@ class Column:
     info: dict
     summary: dict
     wall_time_s: float
+    # changes since a previous run of this target (None: no previous run given)
+    changes: "diff.TargetDiff | None" = None
+
+    def changed_cases(self, case_ids) -> list:
+        """The changes (since the previous run) among the given cases."""
+        if self.changes is None:
+            return []
+        wanted = set(case_ids)
+        return [c for c in self.changes.changes if c.id in wanted]
 
 
 @dataclass
@@ -117,12 +126,14 @@ class Matrix:
         return any(self.rows[row][t.name].cases for t in self.columns)
 
 
-def build(documents: list[dict]) -> Matrix:
-    """Merge results documents (one per target; a later run of the same target replaces an earlier one)."""
+def build(documents: list[dict], previous: dict[str, dict] | None = None) -> Matrix:
+    """Merge results documents (one per target; a later run of the same target replaces an earlier one).
+    ``previous`` (target -> an earlier results document) adds each column's changes since then."""
     by_target: dict[str, dict] = {}
     for doc in documents:
         by_target[doc["target"]] = doc
-    columns = [Column(name, doc.get("target_info", {}), doc.get("summary", {}), doc.get("wall_time_s", 0.0))
+    columns = [Column(name, doc.get("target_info", {}), doc.get("summary", {}), doc.get("wall_time_s", 0.0),
+                      diff.compare(previous[name], doc) if previous and name in previous else None)
                for name, doc in by_target.items()]
     rows = {r.name: {c.name: Cell() for c in columns} for r in capabilities.ROWS}
     caps = {c.id: {col.name: Cell() for col in columns} for c in capabilities.CAPABILITIES}
@@ -141,7 +152,8 @@ def build(documents: list[dict]) -> Matrix:
 def to_json(matrix: Matrix) -> dict:
     return {
         "format": "beam-conformance-matrix/1",
-        "targets": [{"name": c.name, "info": c.info, "summary": c.summary, "wall_time_s": c.wall_time_s}
+        "targets": [{"name": c.name, "info": c.info, "summary": c.summary, "wall_time_s": c.wall_time_s,
+                     **({"since_previous": c.changes.to_json()} if c.changes is not None else {})}
                     for c in matrix.columns],
         "sections": [
             {

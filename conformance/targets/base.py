@@ -6,10 +6,11 @@ import sys
 from dataclasses import dataclass, field
 
 import apache_beam as beam
+import pytest
 from apache_beam.metrics.metric import MetricsFilter
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from conformance import checks
+from conformance import checks, shapes
 
 
 class CaseFailure(AssertionError):
@@ -27,8 +28,13 @@ class TargetSettings:
     environment_config: str | None = None
     job_server_cmd: str | None = None
     job_server_timeout: float = 60.0
+    # EXTERNAL without a config: where the runner reaches the worker pool the session starts
+    worker_pool_host: str = "127.0.0.1"
+    worker_pool_port: int = 0
     trust_unconfirmed_checks: bool = False
     extra_options: list[str] = field(default_factory=list)
+    # Submit every pipeline as the SDK pre-optimized it (conformance/shapes.py); None: as built
+    pipeline_shape: str | None = None
 
 
 class Target:
@@ -61,6 +67,20 @@ class Target:
         if streaming:
             args.append("--streaming")
         return args
+
+    def run_shaped(self, pipeline: beam.Pipeline, shape: str):
+        """Run ``pipeline`` as the SDK submits it in ``shape``: pre-optimized by PortableRunner's own
+        rewrite, handed to the runner through Beam's run_portable_pipeline. Returns its result."""
+        options = shapes.ask_for(pipeline.options, shape)
+        proto = shapes.pre_optimized(pipeline, options, self.default_environment(pipeline.runner))
+        return self.run_proto(pipeline.runner, proto, options)
+
+    def default_environment(self, runner):
+        """The environment of transforms that name none, as the runner's run_pipeline would give."""
+        return None
+
+    def run_proto(self, runner, proto, options):
+        return runner.run_portable_pipeline(proto, options)
 
     def explain_failure(self, error_text: str) -> str | None:
         """A note for a runner error whose text alone would mislead (None: nothing to add)."""
@@ -142,8 +162,12 @@ class CaseRunner:
         options = PipelineOptions(self.target.option_args(self.streaming) + list(extra_args))
         return beam.Pipeline(runner=self.target.runner(), options=options)
 
-    def _execute(self, pipeline: beam.Pipeline):
-        result = pipeline.run()
+    def _execute(self, pipeline: beam.Pipeline, shape: str | None = None):
+        shape = shape or self.target.settings.pipeline_shape
+        try:
+            result = self.target.run_shaped(pipeline, shape) if shape else pipeline.run()
+        except shapes.ShapeNotApplicable as e:
+            pytest.skip(str(e))
         try:
             state = result.wait_until_finish()
         except BaseException:
@@ -151,11 +175,12 @@ class CaseRunner:
             raise
         return result, state
 
-    def run(self, pipeline: beam.Pipeline) -> RunResult:
-        """Run to completion; raise CaseFailure with a readable diff if anything is off."""
+    def run(self, pipeline: beam.Pipeline, shape: str | None = None) -> RunResult:
+        """Run to completion; raise CaseFailure with a readable diff if anything is off.
+        ``shape``: submit the pipeline as the SDK pre-optimizes it (conformance/shapes.py)."""
         __tracebackhide__ = True
         try:
-            result, state = self._execute(pipeline)
+            result, state = self._execute(pipeline, shape)
         except Exception as e:  # the job failed: show our diff if a check failed, else the runner's text
             text = f"{type(e).__name__}: {e}"
             diffs = _DIFF.findall(text)
@@ -170,6 +195,10 @@ class CaseRunner:
         metrics = _all_metrics(result)
         self._confirm(checks.checks_of(pipeline), metrics)
         return RunResult(state, metrics)
+
+    def shaped(self, shape: str) -> "CaseRunner":
+        """This runner, submitting every pipeline in ``shape``."""
+        return _ShapedCaseRunner(self.target, self.streaming, shape)
 
     def run_expecting_failure(self, pipeline: beam.Pipeline, match: str) -> str:
         """Run a pipeline that must fail; its error text must contain ``match``."""
@@ -200,6 +229,15 @@ class CaseRunner:
             f"{unconfirmed}. The runner skipped part of the pipeline or dropped its output. "
             "(A runner that reports no metrics and runs workers out of process cannot confirm "
             "checks; pass --trust-unconfirmed-checks to accept that.)")
+
+
+class _ShapedCaseRunner(CaseRunner):
+    def __init__(self, target: Target, streaming: bool, shape: str):
+        super().__init__(target, streaming)
+        self.shape = shapes.check_shape(shape)
+
+    def _execute(self, pipeline: beam.Pipeline, shape: str | None = None):
+        return super()._execute(pipeline, shape or self.shape)
 
 
 def _all_metrics(result) -> dict:

@@ -1,6 +1,7 @@
 """Beam's own Python runners, as peers: a sanity check of our cases, not an oracle."""
 from __future__ import annotations
 
+from conformance.shapes import ShapeNotApplicable
 from conformance.targets.base import Target
 
 
@@ -11,6 +12,10 @@ class BeamDirectTarget(Target):
 
     def runner(self):
         return "DirectRunner"
+
+    def run_shaped(self, pipeline, shape):
+        raise ShapeNotApplicable("the DirectRunner runs the Python pipeline object itself; it takes no "
+                                 "submitted (pre-optimized) proto")
 
     def explain_failure(self, error_text: str) -> str | None:
         # The streaming DirectRunner reports "Monitor task detected a pipeline stall" by raising
@@ -28,3 +33,9 @@ class BeamFnApiTarget(Target):
     def runner(self):
         from apache_beam.runners.portability.fn_api_runner import FnApiRunner
         return FnApiRunner()
+
+    def default_environment(self, runner):
+        return runner._default_environment  # noqa: SLF001 - the embedded environment its run_pipeline uses
+
+    def run_proto(self, runner, proto, options):
+        return runner.run_via_runner_api(proto, options)  # FnApiRunner's entry for protos

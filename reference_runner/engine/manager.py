@@ -282,7 +282,7 @@ class ElementManager:
         keyed = self.stages[bundle.stage].keyed
         if keyed is not None:
             store = self.timers[bundle.stage]
-            store.apply(timers)
+            store.apply(timers, None if bundle.inputs else self.input_watermark[bundle.stage])
             if keyed.expiry_family is not None:
                 self._arm_expiry(keyed, store, bundle.inputs)
         for pcollection, elements in outputs.items():

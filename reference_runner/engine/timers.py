@@ -35,6 +35,7 @@ class TimerUpdate:
     hold: int = 0          # output timestamp: holds the stage's output watermark until it fires
     encoded: bytes = b""   # the timer as the SDK encodes it, sent back when it fires
     processing: bool = False  # a processing-time timer (fire is a processing time)
+    expiry: int | None = None  # when its window expires (max timestamp + allowed lateness)
 
 
 @dataclass(frozen=True)
@@ -58,9 +59,17 @@ class TimerStore:
     def __len__(self) -> int:
         return len(self._pending)
 
-    def apply(self, updates) -> None:
-        """A committed bundle's timer changes, in the order the bundle made them."""
+    def apply(self, updates, watermark: int | None = None) -> None:
+        """A committed bundle's timer changes, in the order the bundle made them.
+
+        ``watermark``: the stage's input watermark, given for a bundle that only fired timers.
+        Such a callback cannot set a processing-time timer in a window the watermark has passed
+        the expiry of: the window is gone, and a timer re-arming itself there forever would keep
+        a bounded pipeline from ever finishing (its processing time is virtual)."""
         for u in updates:
+            if watermark is not None and u.processing and not u.clear and u.expiry is not None \
+                    and u.expiry < watermark:
+                continue
             if u.clear:
                 self._pending.pop(u.id, None)
             else:
@@ -69,6 +78,17 @@ class TimerStore:
     def add_if_absent(self, update: TimerUpdate) -> None:
         if update.id not in self._pending:
             self.apply([update])
+
+    def take_next(self, watermark: int, now: int) -> tuple[list[Timer], int]:
+        """Like take_due, but with nothing else left to do: when no timer is due, processing time
+        jumps to the next processing-time timer. Returns (timers, processing time then)."""
+        due = self.take_due(watermark, now)
+        if not due:
+            upcoming = self.next_processing_time()
+            if upcoming is not None and upcoming > now:
+                now = upcoming
+                due = self.take_due(watermark, now)
+        return due, now
 
     def has_due(self, watermark: int, now: int = _NEVER) -> bool:
         return any(t.due(watermark, now) for t in self._pending.values())

@@ -2,9 +2,8 @@
 from __future__ import annotations
 
 from apache_beam.portability.api import beam_runner_api_pb2
-from apache_beam.runners import pipeline_context
 
-from reference_runner.graph import trigger_spec, urns
+from reference_runner.graph import sdk_coders, trigger_spec, urns
 from reference_runner.graph.pipeline import PipelineGraph, is_stateful
 
 
@@ -23,12 +22,11 @@ def check(graph: PipelineGraph, environments: bool = True, streaming: bool = Fal
     ``streaming``: the backend runs TestStream pipelines, triggers and processing time.
     ``backend``: how the error names the runner refusing the pipeline."""
     problems: list[str] = []
-    has_stream = any(t.urn == urns.TEST_STREAM for t in graph.transforms)
     for requirement in graph.proto.requirements:
         if requirement not in urns.SUPPORTED_REQUIREMENTS:
             problems.append(f"requirement {requirement}")
     for t in graph.transforms:
-        problems += _transform_problems(graph, t, streaming, has_stream)
+        problems += _transform_problems(graph, t, streaming)
     for env_id, env in graph.components.environments.items() if environments else ():
         if env.urn not in urns.EMBEDDABLE_ENVIRONMENTS:
             problems.append(f"environment {env_id}: {env.urn}")
@@ -36,7 +34,7 @@ def check(graph: PipelineGraph, environments: bool = True, streaming: bool = Fal
         raise UnsupportedPipeline(list(dict.fromkeys(problems)), backend)
 
 
-def _transform_problems(graph: PipelineGraph, t, streaming: bool, has_stream: bool) -> list[str]:
+def _transform_problems(graph: PipelineGraph, t, streaming: bool) -> list[str]:
     where = f"transform '{t.name}'"
     if t.urn == urns.TEST_STREAM:
         if not streaming:
@@ -53,7 +51,7 @@ def _transform_problems(graph: PipelineGraph, t, streaming: bool, has_stream: bo
             problems.append(f"{where}: splittable DoFn with user state or timers "
                             f"({', '.join(sorted([*payload.state_specs, *payload.timer_family_specs]))})")
         elif is_stateful(t):
-            problems += _stateful_problems(graph, t, payload, where, streaming and has_stream)
+            problems += _stateful_problems(graph, t, payload, where)
         for tag, side in payload.side_inputs.items():
             if side.access_pattern.urn not in (urns.ITERABLE_SIDE_INPUT, urns.MULTIMAP_SIDE_INPUT):
                 problems.append(f"{where}: side input {tag} with access pattern {side.access_pattern.urn}")
@@ -78,19 +76,13 @@ def _test_stream_problems(t, where: str) -> list[str]:
 _UNSUPPORTED_STATE = {"map_spec": "map state", "multimap_spec": "multimap state"}
 
 
-def _stateful_problems(graph: PipelineGraph, t, payload, where: str, clock: bool) -> list[str]:
+def _stateful_problems(graph: PipelineGraph, t, payload, where: str) -> list[str]:
+    # Processing-time timers need no TestStream: the runner owns the clock (engine/clock.py).
     problems = []
     for state_id, spec in sorted(payload.state_specs.items()):
         kind = spec.WhichOneof("spec")
         if kind in _UNSUPPORTED_STATE:
             problems.append(f"{where}: {_UNSUPPORTED_STATE[kind]} ({state_id})")
-    processing = sorted(family for family, spec in payload.timer_family_specs.items()
-                        if spec.time_domain != beam_runner_api_pb2.TimeDomain.EVENT_TIME)
-    if processing and not clock:
-        # Only a TestStream drives the processing-time clock; in a bounded pipeline firing them at
-        # some arbitrary point would pass for an answer, so they are refused.
-        problems.append(f"{where}: processing-time timers ({', '.join(processing)}) in a pipeline "
-                        "without TestStream (nothing drives the processing-time clock)")
     expiry = payload.on_window_expiration_timer_family_spec
     if expiry and expiry not in payload.timer_family_specs:
         problems.append(f"{where}: OnWindowExpiration names an unknown timer family {expiry}")
@@ -105,8 +97,8 @@ def _key_problems(graph: PipelineGraph, t, where: str) -> list[str]:
     coder_proto = graph.components.coders[coder_id]
     if coder_proto.spec.urn != urns.KV_CODER:
         return [f"{where}: stateful ParDo whose input is not key-value (coder {coder_proto.spec.urn})"]
-    key_coder = pipeline_context.PipelineContext(graph.components).coders[coder_proto.component_coder_ids[0]]
-    if not key_coder.is_deterministic():
+    key_coder = sdk_coders.build(graph.components, coder_proto.component_coder_ids[0])
+    if key_coder is not None and not key_coder.is_deterministic():  # (None: the SDK checked it)
         return [f"{where}: stateful ParDo whose key coder {key_coder} is not deterministic"]
     return []
 

@@ -17,18 +17,17 @@ in Python. When the key coder makes the two agree (bytes, strings, integers, boo
 KVs of those) the keys go through as they are; otherwise (pickled or float keys) the runner
 replaces each key by its encoding before the precombine and decodes it after the extract
 (KEYS_TO_BYTES / KEYS_FROM_BYTES), so the SDK only ever sees bytes keys. For a Python CombineFn
-that re-keying is a ParDo of ours in the SDK (worker/rekey.py), fused with the precombine;
+that re-keying is a ParDo of ours in the SDK (graph/rekey.py), fused with the precombine;
 otherwise the runner does it between stages.
 """
 from __future__ import annotations
 
 from apache_beam.coders import coders
-from apache_beam.internal import pickler
 from apache_beam.portability import python_urns
 from apache_beam.portability.api import beam_runner_api_pb2
-from apache_beam.runners import pipeline_context
 
-from reference_runner.graph import urns
+from reference_runner.graph import rekey, sdk_coders, urns
+from reference_runner.graph.pipeline import reachable
 
 
 def lift(proto: beam_runner_api_pb2.Pipeline) -> beam_runner_api_pb2.Pipeline:
@@ -41,6 +40,83 @@ def lift(proto: beam_runner_api_pb2.Pipeline) -> beam_runner_api_pb2.Pipeline:
     for tid in liftable:
         _lift_one(out.components, tid)
     return out
+
+
+def unlift(proto: beam_runner_api_pb2.Pipeline) -> beam_runner_api_pb2.Pipeline:
+    """Combines the SDK lifted itself, outside a CombinePerKey composite (pre_optimize=all leaves
+    only the parts: precombine -> GroupByKey -> merge_accumulators -> extract_outputs), become one
+    CombinePerKey again, for ``lift`` to lift by the runner's rules: the SDK's precombine keys
+    by Python equality, the model by encoded bytes (the input is not changed).
+
+    Inside a CombinePerKey composite the parts need nothing: ``lift`` replaces them."""
+    chains = list(_sdk_lifted_chains(proto))
+    if not chains:
+        return proto
+    out = beam_runner_api_pb2.Pipeline()
+    out.CopyFrom(proto)
+    for chain in chains:
+        _collapse(out, chain)
+    return out
+
+
+def _sdk_lifted_chains(proto: beam_runner_api_pb2.Pipeline):
+    """(precombine, group, merge, extract) transform ids, each part the only consumer of the
+    one before, not already parts of a CombinePerKey composite."""
+    transforms = proto.components.transforms
+    live = reachable(proto)
+    parent = {child: tid for tid in live for child in transforms[tid].subtransforms}
+    leaves = [(tid, transforms[tid]) for tid in sorted(live) if not transforms[tid].subtransforms]
+    consumers: dict[str, list[str]] = {}
+    for tid, t in leaves:
+        for pcoll in t.inputs.values():
+            consumers.setdefault(pcoll, []).append(tid)
+    follow = (urns.GROUP_BY_KEY, urns.COMBINE_MERGE_ACCUMULATORS, urns.COMBINE_EXTRACT_OUTPUTS)
+    for tid, t in leaves:
+        if t.spec.urn != urns.COMBINE_PRECOMBINE:
+            continue
+        if tid in parent and transforms[parent[tid]].spec.urn == urns.COMBINE_PER_KEY:
+            continue
+        chain, current = [tid], t
+        for urn in follow:
+            outputs = list(current.outputs.values())
+            readers = consumers.get(outputs[0], []) if len(outputs) == 1 else []
+            if len(readers) != 1 or transforms[readers[0]].spec.urn != urn:
+                break
+            chain.append(readers[0])
+            current = transforms[readers[0]]
+        if len(chain) == 4:
+            yield tuple(chain)
+
+
+def _collapse(proto: beam_runner_api_pb2.Pipeline, chain: tuple) -> None:
+    """Replace the four parts by one CombinePerKey leaf where the precombine was."""
+    transforms = proto.components.transforms
+    precombine, *_, extract = (transforms[tid] for tid in chain)
+    combine_id = f"{chain[0]}/combine_per_key"
+    combine = transforms[combine_id]
+    combine.spec.urn = urns.COMBINE_PER_KEY
+    combine.spec.payload = precombine.spec.payload  # the CombinePayload of the original combine
+    combine.environment_id = precombine.environment_id
+    name = precombine.unique_name
+    combine.unique_name = name[:-len("/Precombine")] if name.endswith("/Precombine") else f"{name}/Combine"
+    [(in_tag, source)] = precombine.inputs.items()
+    [(_, result)] = extract.outputs.items()
+    combine.inputs[in_tag] = source
+    combine.outputs["out"] = result
+    gone = set(chain)
+    for t in transforms.values():
+        if any(s in gone for s in t.subtransforms):
+            kept = [s for s in t.subtransforms if s not in gone]
+            if chain[0] in t.subtransforms:
+                kept.append(combine_id)
+            del t.subtransforms[:]
+            t.subtransforms.extend(kept)
+    if chain[0] in proto.root_transform_ids:
+        roots = [r for r in proto.root_transform_ids if r not in gone] + [combine_id]
+        del proto.root_transform_ids[:]
+        proto.root_transform_ids.extend(roots)
+    for tid in chain:
+        del transforms[tid]
 
 
 def _can_lift(components, t: beam_runner_api_pb2.PTransform) -> bool:
@@ -129,7 +205,7 @@ def _lift_one(components: beam_runner_api_pb2.Components, tid: str) -> None:
 
 
 def _pickles_primitives(components, key_coder_id: str) -> bool:
-    key_coder = pipeline_context.PipelineContext(components).coders[key_coder_id]
+    key_coder = sdk_coders.build(components, key_coder_id)
     return type(key_coder) in _PRIMITIVES_CODERS
 
 
@@ -141,12 +217,10 @@ _PRIMITIVES_CODERS = tuple(getattr(coders, name) for name in (
 
 
 def _rekey(components, key_coder_id: str, which: str) -> beam_runner_api_pb2.ParDoPayload:
-    """A ParDo payload running worker/rekey.py's DoFn for this key coder."""
-    from reference_runner.worker import rekey
-    key_coder = pipeline_context.PipelineContext(components).coders[key_coder_id]
-    fn = getattr(rekey, which)(key_coder)
+    """A ParDo payload running graph/rekey.py's DoFn for this key coder."""
+    fn = getattr(rekey, which)(key_coder_id, rekey.coder_closure(components, key_coder_id))
     return beam_runner_api_pb2.ParDoPayload(do_fn=beam_runner_api_pb2.FunctionSpec(
-        urn=python_urns.PICKLED_DOFN_INFO, payload=pickler.dumps((fn, (), {}, [], None))))
+        urn=python_urns.PICKLED_DOFN_INFO, payload=rekey.pickled(fn)))
 
 
 def _coder(components, coder_id: str, urn: str, parts: list[str]) -> str:

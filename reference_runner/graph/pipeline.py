@@ -42,6 +42,18 @@ class Transform:
         return list(self.proto.outputs.values())
 
 
+def reachable(proto: beam_runner_api_pb2.Pipeline) -> set[str]:
+    """Ids of the transforms under the pipeline's roots (passes leave replaced parts behind)."""
+    found: set[str] = set()
+    pending = list(proto.root_transform_ids)
+    while pending:
+        tid = pending.pop()
+        if tid not in found:
+            found.add(tid)
+            pending.extend(proto.components.transforms[tid].subtransforms)
+    return found
+
+
 def is_stateful(t: Transform) -> bool:
     """A ParDo with user state, timers or time-sorted input: its input is keyed, per key."""
     payload = t.pardo_payload()

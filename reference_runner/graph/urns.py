@@ -8,6 +8,11 @@ ASSIGN_WINDOWS = "beam:transform:assign_windows:v1"  # older name of WINDOW_INTO
 COMBINE_PER_KEY = "beam:transform:combine_per_key:v1"
 TEST_STREAM = "beam:transform:teststream:v1"
 MERGE_WINDOWS = "beam:transform:merge_windows:v1"
+# A stage the SDK fused itself (pre_optimize=all), expanded again by graph/unfuse.py
+EXECUTABLE_STAGE = "beam:runner:executable_stage:v1"
+# What the SDK's pre-optimization puts before a Flatten input whose coder differs from the
+# output's (and graph/flatten_coders.py does too): the SDK re-encodes the elements.
+IDENTITY_DOFN = "beam:dofn:identity:0.1"
 # Splittable DoFn parts (graph/sdf.py expands a splittable ParDo into them)
 SDF_PAIR_WITH_RESTRICTION = "beam:transform:sdf_pair_with_restriction:v1"
 SDF_SPLIT_AND_SIZE = "beam:transform:sdf_split_and_size_restrictions:v1"
@@ -28,7 +33,7 @@ SDK_TRANSFORMS = {PAR_DO, WINDOW_INTO, ASSIGN_WINDOWS, *SDF_PARTS,
                   COMBINE_PRECOMBINE, COMBINE_MERGE_ACCUMULATORS, COMBINE_EXTRACT_OUTPUTS,
                   "beam:transform:combine_grouped_values:v1",
                   "beam:transform:combine_globally:v1",
-                  "beam:transform:to_string:v1"}
+                  "beam:transform:to_string:v1", IDENTITY_DOFN}
 # Runner-internal (added by graph/lifting.py): KV(K, V) <-> KV(K's encoding as bytes, V),
 # executed by the runner like a one-input Flatten that re-encodes its elements.
 KEYS_TO_BYTES = "reference:transform:keys_to_bytes:v1"
@@ -60,6 +65,14 @@ VARINT_CODER = "beam:coder:varint:v1"
 BOOL_CODER = "beam:coder:bool:v1"
 GLOBAL_WINDOW_CODER = "beam:coder:global_window:v1"
 INTERVAL_WINDOW_CODER = "beam:coder:interval_window:v1"
+TIMER_CODER = "beam:coder:timer:v1"
+# A window the runner does not know: its max timestamp, then its encoding length-prefixed
+CUSTOM_WINDOW_CODER = "beam:coder:custom_window:v1"
+# Coders the runner reads: these leaves, and these structures over readable components.
+READABLE_LEAF_CODERS = {BYTES_CODER, STRING_UTF8_CODER, VARINT_CODER, BOOL_CODER, DOUBLE_CODER,
+                        GLOBAL_WINDOW_CODER, INTERVAL_WINDOW_CODER}
+STRUCTURED_CODERS = {KV_CODER, ITERABLE_CODER, WINDOWED_VALUE_CODER, TIMER_CODER}
+WINDOW_CODERS = {GLOBAL_WINDOW_CODER, INTERVAL_WINDOW_CODER, CUSTOM_WINDOW_CODER}
 
 # Side inputs
 ITERABLE_SIDE_INPUT = "beam:side_input:iterable:v1"

@@ -24,6 +24,17 @@ class JobServer:
                  max_pipeline_bytes: int = 64 * MiB, max_artifact_bytes: int = 1024 * MiB,
                  worker_timeout: float = 60, bundle_timeout: float = 600, spare_workers: int = 4,
                  backend: str = "reference", spark_master: str = "local[2]"):
+        spark = None
+        if backend == "spark":
+            from reference_runner.spark import session
+            from reference_runner.spark.runner import SparkSettings
+            spark = SparkSettings(master=spark_master)
+            # The JVM starts with the server, not with its first job; and before any gRPC server
+            # exists: launching it while gRPC's threads run sometimes kills it at birth
+            # ("Java gateway process exited before sending its port number").
+            session.get(spark_master)
+        elif backend != "reference":
+            raise ValueError(f"unknown backend {backend!r}: reference or spark")
         self._tmp = None if staging_dir else tempfile.TemporaryDirectory(prefix="reference-staging-")
         self.staging_dir = staging_dir or self._tmp.name
         os.makedirs(self.staging_dir, exist_ok=True)
@@ -41,14 +52,6 @@ class JobServer:
         self.pool = WorkerPool(self.fn, provision_endpoint=self.address, artifact_endpoint=self.address,
                                connect_timeout=worker_timeout, bundle_timeout=bundle_timeout,
                                max_idle=spare_workers)
-        spark = None
-        if backend == "spark":
-            from reference_runner.spark import session
-            from reference_runner.spark.runner import SparkSettings
-            spark = SparkSettings(master=spark_master)
-            session.get(spark_master)  # the JVM starts with the server, not with its first job
-        elif backend != "reference":
-            raise ValueError(f"unknown backend {backend!r}: reference or spark")
         self.jobs = JobService(sessions, self.pool, self.fn.address, self.address, max_pipeline_bytes, spark)
         beam_job_api_pb2_grpc.add_JobServiceServicer_to_server(self.jobs, self._server)
         beam_artifact_api_pb2_grpc.add_ArtifactStagingServiceServicer_to_server(StagingService(sessions), self._server)

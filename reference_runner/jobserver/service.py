@@ -13,8 +13,8 @@ import grpc
 from apache_beam.portability.api import (beam_job_api_pb2, beam_job_api_pb2_grpc, beam_provision_api_pb2,
                                          beam_provision_api_pb2_grpc, beam_runner_api_pb2, endpoints_pb2)
 
-from reference_runner.graph.check import UnsupportedPipeline, check
-from reference_runner.graph.pipeline import PipelineGraph
+from reference_runner.graph.check import UnsupportedPipeline
+from reference_runner.graph.prepare import REFERENCE, SPARK, prepare
 from reference_runner.jobserver.artifacts import StagingSessions
 from reference_runner.jobserver.jobs import JobRecord
 from reference_runner.runner import ReferenceOptions
@@ -43,7 +43,8 @@ class JobService(beam_job_api_pb2_grpc.JobServiceServicer):
             context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED,
                           f"pipeline of {size} bytes is over the limit of {self.max_pipeline_bytes}")
         try:
-            check(PipelineGraph(request.pipeline), environments=False, streaming=True)  # the worker pool judges environments
+            # The run goes through the same front end; the worker pool judges environments.
+            prepare(request.pipeline, SPARK if self.spark is not None else REFERENCE)
         except UnsupportedPipeline as e:
             context.abort(grpc.StatusCode.UNIMPLEMENTED, str(e))
         except Exception as e:  # noqa: BLE001 - a malformed pipeline, whatever is wrong with it

@@ -7,8 +7,7 @@ from dataclasses import dataclass, field
 from apache_beam.options.pipeline_options import PipelineOptions
 from apache_beam.runners.runner import PipelineRunner
 
-from reference_runner.graph import check, fusion, lifting, reshuffle, sdf
-from reference_runner.graph.pipeline import PipelineGraph
+from reference_runner.graph import fusion, prepare
 from reference_runner.runner import ReferenceResult
 from reference_runner.spark import plan as planning
 from reference_runner.spark import session
@@ -40,13 +39,17 @@ class SparkRunner(PipelineRunner):
         self.master, self.parallelism, self.conf = master, parallelism, conf
 
     def run_pipeline(self, pipeline, options):
+        return self.run_portable_pipeline(pipeline.to_runner_api(), options)
+
+    def run_portable_pipeline(self, proto, options):
+        """Run a Runner API pipeline (Beam's hook for runners of protos)."""
         opts = options.view_as(SparkOptions)
         conf = dict(item.split("=", 1) for item in opts.spark_conf)
         conf.update(self.conf or {})
         settings = SparkSettings(self.master or opts.spark_master, self.parallelism or opts.spark_parallelism,
                                  conf, opts.spark_bundle_size, opts.spark_max_side_input_mib * MiB)
         # Spark may re-run a task (retries, lost executors): what the bundles report is "attempted".
-        return ReferenceResult(run_proto(pipeline.to_runner_api(), settings))
+        return ReferenceResult(run_proto(proto, settings))
 
 
 @dataclass
@@ -62,9 +65,8 @@ def run_proto(proto, settings: SparkSettings, job_group: str | None = None) -> l
     """Run a pipeline proto on Spark; returns the monitoring infos its bundles reported.
     ``job_group``: Spark job group of the run, so that it can be cancelled (cancel_job_group)."""
     spark = session.get(settings.master, settings.conf)
-    graph = PipelineGraph(sdf.expand(lifting.lift(reshuffle.replace(proto))))
     # Spark's Python workers run the user code themselves, whatever the environments say
-    check.check(graph, environments=False, backend="the Spark backend")
+    graph = prepare.prepare(proto, prepare.SPARK)
     plans = planning.plan(graph, fusion.fuse(graph), Translation.job_id())
     parallelism = settings.parallelism or spark.sparkContext.defaultParallelism
     translation = Translation(spark, plans, parallelism, settings.bundle_size, settings.max_side_input_bytes)

@@ -7,13 +7,14 @@ a chunk's keys go in bundles of about ``bundle_size`` elements (a key may span b
 once the chunk's last key is complete its timers fire, since in batch the watermark then is
 +inf: the earliest timer of every key of the chunk in one bundle, again and again (a callback
 may set or clear timers, even earlier ones), OnWindowExpiration timers (one per key and
-window) among them. Then the chunk's state is dropped: only one chunk of keys is in memory.
+window) among them, then processing-time timers as the chunk's virtual clock reaches them. Then the chunk's state is dropped: only one chunk of keys is in memory.
 """
 from __future__ import annotations
 
 import itertools
 import zlib
 
+from reference_runner.engine.clock import VirtualClock
 from reference_runner.engine.manager import PLUS_INFINITY, ElementManager
 from reference_runner.engine.timers import TimerStore
 from reference_runner.engine.userstate import UserStateStore
@@ -79,8 +80,14 @@ class _KeyedRun:
                 ElementManager._arm_expiry(self._spec, self._timers, elements)
 
     def end_of_chunk(self):
-        """Every key of the chunk is complete: fire its timers, then forget its state."""
-        while due := self._timers.take_due(PLUS_INFINITY):
+        """Every key of the chunk is complete: fire its timers, then forget its state. Nothing
+        else is left to do for these keys, so processing time (virtual, one clock per chunk)
+        jumps to each pending processing-time timer in turn, as the reference runner's does."""
+        now = VirtualClock().now()
+        while True:
+            due, now = self._timers.take_next(PLUS_INFINITY, now)
+            if not due:
+                break
             yield from self._bundle([], KeyedStage.timer_streams(due))
         self._state.user = UserStateStore()
 
@@ -97,7 +104,8 @@ class _KeyedRun:
             self._state.discard(result.instruction_id)
             raise StageFailed(f"bundle of stage {plan.id} failed: {e}") from None
         self._state.commit(result.instruction_id)
-        self._timers.apply(updates)
+        # (a bundle of timers only runs once the watermark is +inf)
+        self._timers.apply(updates, None if elements else PLUS_INFINITY)
         yield from self._outputs.of(self._worker, result, self._metrics)
 
 

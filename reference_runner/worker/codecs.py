@@ -3,26 +3,97 @@ from __future__ import annotations
 
 from apache_beam.coders import coders
 from apache_beam.coders.coder_impl import create_InputStream
-from apache_beam.runners import pipeline_context
 from apache_beam.transforms import window as beam_window
 from apache_beam.utils import windowed_value
 from apache_beam.utils.timestamp import Timestamp
 
 from reference_runner.engine import windows as engine_windows
+from reference_runner.graph import urns
 
 _TIMING = {"EARLY": windowed_value.PaneInfoTiming.EARLY, "ON_TIME": windowed_value.PaneInfoTiming.ON_TIME,
            "LATE": windowed_value.PaneInfoTiming.LATE}
 
 
+class OpaqueCoder(ValueError):
+    """The runner was asked to decode with a coder it does not know (graph/opaque_coders.py
+    length-prefixes every such coder, so this is a front-end bug, not the user's)."""
+
+
 class Coders:
-    """Beam coder objects for the coder ids of one pipeline."""
+    """The runner's view of one pipeline's coders, built from the Runner API protos alone.
+
+    Only standard coders are ever built here; the content of a length prefix whose coder the
+    runner does not know is plain bytes, and a custom window is its max timestamp and opaque
+    bytes. So no user class is ever unpickled in the runner, and pipelines of any SDK are read
+    the same way (graph/opaque_coders.py makes every coder the runner meets one of these)."""
 
     def __init__(self, components):
-        self._context = pipeline_context.PipelineContext(components)
         self.components = components
+        self._built: dict[str, coders.Coder] = {}
 
     def coder(self, coder_id: str) -> coders.Coder:
-        return self._context.coders[coder_id]
+        built = self._built.get(coder_id)
+        if built is None:
+            built = self._built[coder_id] = self._build(coder_id)
+        return built
+
+    def _build(self, coder_id: str) -> coders.Coder:
+        proto = self.components.coders[coder_id]
+        urn, parts = proto.spec.urn, list(proto.component_coder_ids)
+        leaf = _LEAVES.get(urn)
+        if leaf is not None:
+            return leaf()
+        if urn == urns.KV_CODER:
+            return coders.TupleCoder([self.coder(c) for c in parts])
+        if urn == urns.ITERABLE_CODER:
+            return coders.IterableCoder(self.coder(parts[0]))
+        if urn == urns.LENGTH_PREFIX_CODER:
+            inner = self.coder(parts[0]) if self.readable(parts[0]) else coders.BytesCoder()
+            return coders.LengthPrefixCoder(inner)
+        if urn == urns.WINDOWED_VALUE_CODER:
+            return coders.WindowedValueCoder(self.coder(parts[0]), self.coder(parts[1]))
+        if urn == urns.TIMER_CODER:
+            return coders._TimerCoder(self.coder(parts[0]), self.coder(parts[1]))  # noqa: SLF001 - the SDK's only timer coder
+        if urn == urns.CUSTOM_WINDOW_CODER:
+            return coders.TimestampPrefixingOpaqueWindowCoder()
+        raise OpaqueCoder(f"coder {coder_id} ({urn or 'no URN'}) is not a standard coder; the runner "
+                          "reads only standard coders and the bytes inside length prefixes")
+
+    def readable(self, coder_id: str) -> bool:
+        """Can the runner decode this coder (standard all the way down)?"""
+        proto = self.components.coders[coder_id]
+        urn = proto.spec.urn
+        if urn in urns.READABLE_LEAF_CODERS or urn in (urns.LENGTH_PREFIX_CODER, urns.CUSTOM_WINDOW_CODER):
+            return True
+        return urn in urns.STRUCTURED_CODERS and all(self.readable(c) for c in proto.component_coder_ids)
+
+    def outer_reader(self, coder_id: str):
+        """encoded -> value, for data encoded in the outer context with ``coder_id`` (a TestStream's
+        events), as the runner holds elements of that coder once graph/opaque_coders.py has
+        length-prefixed its unknown parts: those come out as the bytes of their encoding. An
+        unknown part is found only where it ends the data (the last part of KVs in the outer
+        context); elsewhere its end cannot be told without the SDK."""
+        if self.readable(coder_id):
+            return self.coder(coder_id).get_impl().decode
+        def read(encoded: bytes):
+            return self._read_outer(coder_id, create_InputStream(encoded))
+        self._read_outer(coder_id, None)  # refuse an unreadable shape now, not per element
+        return read
+
+    def _read_outer(self, coder_id: str, stream):
+        proto = self.components.coders[coder_id]
+        if self.readable(coder_id):
+            return None if stream is None else self.coder(coder_id).get_impl().decode_from_stream(stream, False)
+        if proto.spec.urn == urns.KV_CODER:
+            key, value = proto.component_coder_ids
+            if not self.readable(key):
+                raise OpaqueCoder(f"elements encoded with coder {coder_id}: its key coder {key} "
+                                  f"({self.components.coders[key].spec.urn}) is not standard, and without the "
+                                  "SDK the runner cannot tell where such a key ends; use a standard key coder")
+            if stream is None:
+                return self._read_outer(value, None)
+            return self.coder(key).get_impl().decode_from_stream(stream, True), self._read_outer(value, stream)
+        return None if stream is None else stream.read_all(False)
 
     def windowed(self, pcoll_id: str) -> coders.WindowedValueCoder:
         pcoll = self.components.pcollections[pcoll_id]
@@ -32,6 +103,13 @@ class Coders:
     def window_coder(self, pcoll_id: str) -> coders.Coder:
         pcoll = self.components.pcollections[pcoll_id]
         return self.coder(self.components.windowing_strategies[pcoll.windowing_strategy_id].window_coder_id)
+
+
+_LEAVES = {urns.BYTES_CODER: coders.BytesCoder, urns.STRING_UTF8_CODER: coders.StrUtf8Coder,
+           urns.VARINT_CODER: coders.VarIntCoder, urns.BOOL_CODER: coders.BooleanCoder,
+           urns.DOUBLE_CODER: coders.FloatCoder, urns.GLOBAL_WINDOW_CODER: coders.GlobalWindowCoder,
+           urns.INTERVAL_WINDOW_CODER: coders.IntervalWindowCoder}
+assert set(_LEAVES) == urns.READABLE_LEAF_CODERS
 
 
 def split_elements(impl, data: bytes) -> list[bytes]:

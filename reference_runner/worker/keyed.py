@@ -79,19 +79,21 @@ class KeyedStage:
                 end = total - stream.size()
                 tid = TimerId(transform, family, encode_nested(self._key, timer.user_key),
                               timer.dynamic_timer_tag, self._window.encode(timer.windows[0]))
+                expiry = self._expiry(timer.windows[0])
                 if timer.clear_bit:
-                    updates.append(TimerUpdate(tid, True))
+                    updates.append(TimerUpdate(tid, True, expiry=expiry))
                 else:
                     fire = timer.fire_timestamp.micros
                     hold = fire if timer.hold_timestamp is None else timer.hold_timestamp.micros
-                    expiry = self._expiry(timer.windows[0])
                     processing = family in self._processing  # fires at a processing time: no bound
-                    if fire > expiry and not processing:
+                    # The window's end itself is allowed (one microsecond past its max timestamp):
+                    # Beam's Python GroupIntoBatches sets its flush timer at window.end.
+                    if fire > expiry + 1 and not processing:
                         raise TimerPastExpiration(
                             f"timer {family}{'/' + timer.dynamic_timer_tag if timer.dynamic_timer_tag else ''} "
                             f"of {transform} set for {timer.fire_timestamp}, after its window's expiration "
                             f"{Timestamp(micros=expiry)} (max timestamp + allowed lateness)")
-                    updates.append(TimerUpdate(tid, False, fire, hold, data[start:end], processing))
+                    updates.append(TimerUpdate(tid, False, fire, hold, data[start:end], processing, expiry))
                 start = end
         return updates
 

@@ -1,0 +1,73 @@
+"""The front end, as one list of passes: a submitted pipeline -> the pipeline a backend runs.
+
+Every backend and the job server's Prepare go through ``normalize`` then ``check`` here, so
+they accept and refuse the same pipelines. The passes, in order:
+
+1. expand executable stages     pipelines the SDK fused itself (pre_optimize=all)
+2. unlift                       combines the SDK lifted itself become CombinePerKey again
+3. Reshuffle as a leaf          backends that redistribute elements themselves (Spark)
+4. lift                         CombinePerKey -> precombine, GroupByKey, merge, extract
+5. expand splittable DoFns      a splittable ParDo -> its three SDK parts
+6. transcode in the SDK         inputs of runner transforms that need another coder
+7. length-prefix unknown coders the runner reads standard coders only
+
+then the capability check (graph/check.py), which names everything unsupported at once.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from apache_beam.portability.api import beam_runner_api_pb2
+
+from reference_runner.graph import (check, lifting, opaque_coders, reshuffle, sdf, transcode,
+                                    unfuse)
+from reference_runner.graph.pipeline import PipelineGraph
+
+
+@dataclass(frozen=True)
+class Profile:
+    """What a backend runs, as the front end needs to know it."""
+    name: str                  # how an error names the backend
+    streaming: bool            # TestStream, triggers and processing time driven by it
+    reshuffle_leaf: bool       # runs Reshuffle itself instead of its expansion
+
+
+REFERENCE = Profile("the reference runner", streaming=True, reshuffle_leaf=False)
+SPARK = Profile("the Spark backend", streaming=False, reshuffle_leaf=True)
+
+
+@dataclass(frozen=True)
+class Pass:
+    name: str
+    apply: object              # Pipeline proto -> Pipeline proto (a copy, or the input unchanged)
+    when: str = "always"       # "always", "lift" (only when lifting), "reshuffle_leaf"
+
+
+PASSES = [
+    Pass("expand executable stages", unfuse.expand_executable_stages),
+    Pass("unlift SDK-lifted combines", lifting.unlift, when="lift"),
+    Pass("Reshuffle as a leaf", reshuffle.replace, when="reshuffle_leaf"),
+    Pass("lift CombinePerKey", lifting.lift, when="lift"),
+    Pass("expand splittable DoFns", sdf.expand),
+    Pass("transcode inputs of runner transforms in the SDK", transcode.transcode_in_sdk),
+    Pass("length-prefix unknown coders", opaque_coders.length_prefix_unknown),
+]
+
+
+def normalize(proto: beam_runner_api_pb2.Pipeline, profile: Profile,
+              lift: bool = True) -> beam_runner_api_pb2.Pipeline:
+    """Every pass of PASSES that applies, in order (the input is not changed)."""
+    enabled = {"always": True, "lift": lift, "reshuffle_leaf": profile.reshuffle_leaf}
+    for p in PASSES:
+        if enabled[p.when]:
+            proto = p.apply(proto)
+    return proto
+
+
+def prepare(proto: beam_runner_api_pb2.Pipeline, profile: Profile, lift: bool = True,
+            environments: bool = False) -> PipelineGraph:
+    """The normalized pipeline's graph, checked (UnsupportedPipeline names every problem).
+    ``environments``: judge the environments too (the in-process runner embeds them all)."""
+    graph = PipelineGraph(normalize(proto, profile, lift))
+    check.check(graph, environments=environments, streaming=profile.streaming, backend=profile.name)
+    return graph
