@@ -218,6 +218,39 @@ CAPABILITIES = [
        "Library transforms", "UsesStatefulParDo"),
     _C("library.batch_elements", "BatchElements, stateful path (max_batch_duration_secs)", "Library transforms",
        "UsesStatefulParDo"),
+    _C("library.combine_globally_default", "CombineGlobally with its default over triggered input and in "
+       "non-global windows (without_defaults, as_singleton_view, the construction error)", "Library transforms",
+       "UsesSideInputs"),
+    _C("library.combine_globally_default_streaming", "CombineGlobally with its default over unbounded, triggered "
+       "input (TestStream): the default injection sees one combined value", "Library transforms",
+       "UsesTriggeredSideInputs", True),
+    _C("library.triggered_gbk_side_input", "A GroupByKey with a repeating trigger feeding a side input read per "
+       "window: the latest fired pane of each window", "Library transforms", "UsesTriggeredSideInputs", True),
+    _C("library.reshuffle", "Reshuffle keeps the input's windowing strategy (custom WindowFn, timestamp combiner)",
+       "Library transforms", "ValidatesRunner"),
+    _C("library.reshuffle_streaming", "Reshuffle keeps the panes of triggered input (TestStream)", "Library transforms",
+       "UsesTestStream", True),
+    _C("library.group_by_encrypted_key", "GroupByEncryptedKey (with a local RawSecret)", "Library transforms",
+       "ValidatesRunner"),
+    _C("library.deduplicate", "Deduplicate and DeduplicatePerKey (event-time and processing-time durations)",
+       "Library transforms", "UsesTimersInParDo"),
+    _C("library.deduplicate_streaming", "Deduplicate over a TestStream: copies within the duration dropped, "
+       "a copy after the event-time duration kept", "Library transforms", "UsesTestStream", True),
+    _C("library.distinct", "Distinct, per window", "Library transforms", "ValidatesRunner"),
+    _C("library.top", "Top.Of, Top.PerKey, Largest, Smallest (global, per key, per window, empty)",
+       "Library transforms", "ValidatesRunner"),
+    _C("library.sample", "Sample.FixedSizeGlobally, FixedSizePerKey, Any", "Library transforms", "ValidatesRunner"),
+    _C("library.latest", "Latest.Globally and Latest.PerKey", "Library transforms", "ValidatesRunner"),
+    _C("library.co_group_by_key", "CoGroupByKey (several inputs, empty inputs, windows)", "Library transforms",
+       "ValidatesRunner"),
+    _C("library.partition", "Partition", "Library transforms", "ValidatesRunner"),
+    _C("library.reify", "Reify.Timestamp, Window, TimestampInValue, WindowInValue", "Library transforms",
+       "ValidatesRunner"),
+    _C("library.with_keys", "WithKeys (constant, callable, side input)", "Library transforms", "ValidatesRunner"),
+    _C("library.log_elements", "LogElements passes elements through and logs them", "Library transforms",
+       "ValidatesRunner"),
+    _C("library.periodic_impulse", "PeriodicImpulse and PeriodicSequence without TestStream (unbounded SDF on the "
+       "wall clock)", "Library transforms", "UsesUnboundedSplittableParDo", True),
 ]
 
 BY_ID = {c.id: c for c in CAPABILITIES}

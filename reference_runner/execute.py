@@ -107,9 +107,8 @@ class Job:
             if stage.kind == "sdk":
                 described[stage.id] = self.prepared.describe(stage, self.job_id, self.endpoint)
                 worker.register(described[stage.id].proto)
-        side_decoders = {p: sidewindows.pane_decoder(self.coders, p)
-                         for s in self.stages for p, _, _ in s.side_inputs} if self.streaming else None
-        em = manager.ElementManager(specs, bundle_policy=self.policy, clock=self.clock, side_decoders=side_decoders)
+        em = manager.ElementManager(specs, bundle_policy=self.policy, clock=self.clock,
+                                    side_decoders=self._side_decoders())
         em.start({p: [self._impulse_element(p)] for s in self.stages if s.kind == "impulse" for p in s.outputs})
         by_id = {s.id: s for s in self.stages}
         while True:
@@ -288,6 +287,15 @@ class Job:
             return None
         return sidewindows.side_window_needs(self.graph.components, self.coders, stage.inputs[0],
                                              sorted({p for p, _, _ in stage.side_inputs}))
+
+    def _side_decoders(self) -> dict:
+        """The side inputs the engine keeps per window, pane by pane (engine/sideinputs.py): all of
+        them in streaming; in batch those with a trigger (their producer may fire several panes
+        per window, and a reader sees the latest), the rest are read whole."""
+        sides = {p for s in self.stages for p, _, _ in s.side_inputs}
+        if not self.streaming:
+            sides = {p for p in sides if sidewindows.triggered(self.graph.windowing_of(p))}
+        return {p: sidewindows.pane_decoder(self.coders, p) for p in sorted(sides)}
 
     def _grouping(self, stage: fusion.Stage, worker: EmbeddedWorker) -> grouping.Grouping:
         [main] = stage.inputs

@@ -70,3 +70,16 @@ def test_batch_side_inputs_are_read_whole_once_the_producer_finished():
     em.start({"side": [b"s"], "main": [b"m"]})
     bundle = em.next_bundle()
     assert bundle.inputs == [b"m"] and em.side_input("side") == (0, [b"s"])
+
+
+def test_batch_triggered_side_input_is_read_once_finished_showing_the_latest_pane_per_window():
+    # A side input with decoders in batch (the executor gives them for triggered side inputs): read
+    # once its producer finished, as a window -> latest pane map, not every pane it fired.
+    em = m.ElementManager([m.StageSpec("side_src", m.IMPULSE, [], ["side"]),
+                           m.StageSpec("main_src", m.IMPULSE, [], ["main"]),
+                           m.StageSpec("read", m.SDK, ["main"], [], side_inputs=["side"])],
+                          side_decoders={"side": _decode})
+    em.start({"side": [(1, b"w1", 0), (3, b"w1", 1), (5, b"w2", 0), (6, b"w2", 0)], "main": [b"m"]})
+    bundle = em.next_bundle()
+    assert bundle.inputs == [b"m"]
+    assert em.side_input("side")[1] == {b"w1": [(3, b"w1", 1)], b"w2": [(5, b"w2", 0), (6, b"w2", 0)]}

@@ -253,6 +253,18 @@ def test_reshuffle_is_a_repartition_not_a_group_by_key():
         assert_that(out, equal_to([(("a", 1), Timestamp(1), Timestamp(10)), (("b", 2), Timestamp(2), Timestamp(10))]))
 
 
+def test_a_triggered_side_input_shows_readers_its_latest_pane_per_window():
+    # Python's CombineGlobally with its default reads its combined output as a side input and
+    # insists on one value: over a repeating trigger only the latest pane may be visible.
+    from apache_beam.transforms import trigger
+    with beam.Pipeline(runner=SparkRunner()) as p:
+        total = (p | beam.Create(list(range(1, 11)))
+                 | beam.WindowInto(window.GlobalWindows(), trigger=trigger.Repeatedly(trigger.AfterCount(3)),
+                                   accumulation_mode=trigger.AccumulationMode.ACCUMULATING)
+                 | beam.CombineGlobally(sum))
+        assert_that(total, equal_to([55]))
+
+
 def test_a_group_keeps_the_arrival_order_of_values_from_one_bundle():
     # (see tests/test_reference_runner.py: what users rely on and Beam's runners keep)
     with beam.Pipeline(runner=SparkRunner()) as p:

@@ -114,8 +114,9 @@ class Stuck(RuntimeError):
 
 class ElementManager:
     def __init__(self, stages: list[StageSpec], bundle_policy=None, clock=None, side_decoders: dict | None = None):
-        """``side_decoders`` (streaming): side-input PCollection -> decode(element) ->
-        ([encoded window], pane index or None), see engine/sideinputs.py."""
+        """``side_decoders``: side-input PCollection -> decode(element) -> ([encoded window],
+        pane index or None), see engine/sideinputs.py; the side inputs to keep per window and
+        pane (in streaming every one, in batch the triggered ones)."""
         self.stages = {s.id: s for s in stages}
         self.order = [s.id for s in stages]  # topological
         self.policy = bundle_policy
@@ -153,9 +154,10 @@ class ElementManager:
                 self.side_consumers.setdefault(p, []).append(s.id)
             for p in s.outputs:
                 self.producer[p] = s.id
-        #: streaming: side-input PCollections per window, latest pane; main input waiting for them
+        #: side-input PCollections per window, latest pane (every one in streaming, triggered ones
+        #: in batch: the executor supplies their decoders); main input waiting for them (streaming)
         self.side_buffers = {p: SideInputBuffer(side_decoders[p]) for p in self.side_consumers
-                             if self.streaming and side_decoders and p in side_decoders}
+                             if side_decoders and p in side_decoders}
         self.held: dict[str, list] = {s.id: [] for s in stages
                                       if self.streaming and s.side_inputs and s.side_windows is not None}
         #: batch: full contents of PCollections read as side inputs (read once their producer finished)
@@ -435,7 +437,8 @@ class ElementManager:
     def side_input(self, pcollection: str) -> tuple[int, Any]:
         """(version, contents) of a side-input PCollection, as bundles starting now see it: the
         version changes when the contents do. Batch: every element (read once, after its producer
-        finished). Streaming: encoded window -> the elements visible in it (latest pane)."""
+        finished). Streaming, and triggered side inputs in batch: encoded window -> the elements
+        visible in it (latest pane)."""
         buffer = self.side_buffers.get(pcollection)
         if buffer is None:
             return 0, self.materialized.get(pcollection, [])

@@ -1,7 +1,10 @@
-"""Streaming side inputs: what consumers of a side-input PCollection see, per side window.
+"""Side inputs per window and pane: what consumers of a side-input PCollection see, per side window.
 
-In batch a side input is read once its producer has finished, whole. In streaming it is read
-while it grows, so the runner keeps, per window, what the model lets a DoFn see:
+In batch a side input is read once its producer has finished, whole, unless it is triggered:
+its producer may have fired several panes per window, and a reader sees the latest of each
+window (what Python's CombineGlobally relies on to inject its default: one value). In
+streaming it is read while it grows. In both cases the runner keeps, per window, what the
+model lets a DoFn see:
 - elements that came out of a triggered GroupByKey (they carry a PaneInfo) replace the
   window's contents pane by pane: only the latest fired pane (the highest pane index seen
   for the window) is visible, which is the latest accumulated value in accumulating mode and

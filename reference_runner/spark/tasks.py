@@ -111,8 +111,10 @@ def partition_of(key: bytes) -> int:
 def group_partition(plan: StagePlan, pairs):
     """A shuffled, key-sorted partition -> GroupByKey output, one key in memory at a time.
     Sessions are merged per key here; a custom merging WindowFn's windows by the SDK, per key.
-    A trigger (engine/panes.py) sees the key's elements arrive, each on its own, while the
-    watermark is still at the minimum, then the watermark passes every window (bounded input)."""
+    A triggered GroupByKey fires its panes as the reference runner's does in batch: the key's
+    elements arrive one by one in shuffle order while the watermark is at -inf, each evaluated
+    by the trigger, then the watermark jumps to +inf (on-time and final panes). The front end
+    refuses processing-time triggers in batch (graph/check.py): nothing drives that clock here."""
     worker = EmbeddedWorker(StateService()) if plan.merge_in_sdk else None
     try:
         trigger = trigger_spec.from_proto(beam_runner_api_pb2.Trigger.FromString(plan.trigger)) if plan.trigger else None
@@ -121,21 +123,22 @@ def group_partition(plan: StagePlan, pairs):
                                  merge_fn=_window_merger(plan, worker) if worker else None,
                                  trigger=trigger, accumulating=plan.accumulating)
         for _, group in itertools.groupby(pairs, key=lambda kv: kv[0]):
-            elements = (element for _, element in group)
             try:
-                if trigger is None:
-                    buffer = grouping.GroupBuffer(spec)
-                    buffer.add(elements)
-                    fired = buffer.fire(PLUS_INFINITY)  # bounded input: every window is complete
-                else:
-                    triggered = panes.TriggeredBuffer(spec)
-                    fired = triggered.add(elements, MIN_TIMESTAMP, 0) + triggered.on_watermark(PLUS_INFINITY, 0)
+                yield from _group_one_key(spec, [element for _, element in group])
             except merging.MergeFailed as e:
                 raise StageFailed(f"GroupByKey {plan.id}: {e}") from None
-            yield from fired
     finally:
         if worker is not None:
             worker.stop()
+
+
+def _group_one_key(spec: grouping.Grouping, elements: list) -> list:
+    if spec.trigger is None:
+        buffer = grouping.GroupBuffer(spec)
+        buffer.add(elements)
+        return buffer.fire(PLUS_INFINITY)  # bounded input: every window is complete
+    triggered = panes.TriggeredBuffer(spec)
+    return triggered.add(elements, MIN_TIMESTAMP, 0) + triggered.on_watermark(PLUS_INFINITY, 0)
 
 
 def _window_merger(plan: StagePlan, worker: EmbeddedWorker) -> merging.WindowMerger:

@@ -5,7 +5,7 @@ SDK stage is mapPartitions over its input running the stage's descriptor in an i
 worker; GroupByKey is a shuffle on encoded key bytes, sorted within partitions, grouped key by
 key; a stage headed by a stateful ParDo is such a shuffle too, sorted by key and timestamp
 (spark/stateful.py); Flatten is a union; Reshuffle a repartition (graph/reshuffle.py). Side
-inputs are collected once and broadcast. An RDD read by more than one stage is persisted, so user
+inputs are collected once and broadcast (a triggered one as the latest pane of each window). An RDD read by more than one stage is persisted, so user
 code runs once per element.
 """
 from __future__ import annotations
@@ -18,9 +18,10 @@ from apache_beam.transforms import window as beam_window
 from apache_beam.utils import windowed_value
 from pyspark import AccumulatorParam
 
+from reference_runner.engine.sideinputs import SideInputBuffer
 from reference_runner.spark import stateful, tasks
 from reference_runner.spark.plan import StagePlan, coders_of
-from reference_runner.worker import codecs
+from reference_runner.worker import codecs, sidewindows
 
 _JOB_IDS = itertools.count(1)
 
@@ -147,8 +148,20 @@ class Translation:
                         f"side input {side.tag} of {side.transform_id} holds {size} bytes, over the limit of "
                         f"{self.max_side_input_bytes} (--spark_max_side_input_mib); side inputs are "
                         "broadcast to every executor")
-                values[side.pcoll] = elements
+                values[side.pcoll] = _visible(p, side.pcoll, elements)
         return self.sc.broadcast(values)
+
+
+def _visible(p: StagePlan, pcoll: str, elements: list):
+    """What readers see of a side input: every element, or, for a triggered one (its producer
+    may fire several panes per window), window -> the latest pane (engine/sideinputs.py)."""
+    coders = coders_of(p.components)
+    ws_id = coders.components.pcollections[pcoll].windowing_strategy_id
+    if not sidewindows.triggered(coders.components.windowing_strategies[ws_id]):
+        return elements
+    buffer = SideInputBuffer(sidewindows.pane_decoder(coders, pcoll))
+    buffer.add(elements)
+    return buffer.contents()
 
 
 def _discard(_):

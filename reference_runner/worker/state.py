@@ -14,8 +14,9 @@ from reference_runner.worker.codecs import Coders
 class SideInputIndex:
     """One side input PCollection: its values by encoded window, and by key within a window.
 
-    ``elements``: every element (each indexed under all its windows), or, in streaming, encoded
-    window -> the elements visible in that window (engine/sideinputs.py)."""
+    ``elements``: every element (each indexed under all its windows), or, in streaming and for
+    triggered side inputs, encoded window -> the elements visible in that window
+    (engine/sideinputs.py)."""
 
     def __init__(self, elements: list[bytes] | dict[bytes, list[bytes]], coders: Coders, pcoll_id: str,
                  multimap: bool):
