@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import pytest
 
-from conformance.checks import check, sort_values, sorted_groups
+from conformance.checks import check, check_all, sort_values, sorted_groups
 from conformance.inputs import keyed_input, stamped_by_value, value_at_time
 from conformance.elements import (ANY, END_OF_GLOBAL_WINDOW_MS, GLOBAL, NO_FIRING, ON_TIME_ONLY, W, el,
                                   one_of, pane, satisfies)
@@ -23,11 +23,25 @@ from apache_beam.utils.timestamp import MAX_TIMESTAMP, MIN_TIMESTAMP, Timestamp
 END_OF_GLOBAL_WINDOW = Timestamp(micros=END_OF_GLOBAL_WINDOW_MS * 1000)
 
 
+def created(values) -> list:
+    """Elements as beam.Create gives them, and element-wise transforms keep them: each value at
+    the minimum timestamp, in the global window, with no pane (no GroupByKey produced it)."""
+    return [el(v, MIN_TIMESTAMP, GLOBAL, NO_FIRING) for v in values]
+
+
+def grouped(values, window=GLOBAL) -> list:
+    """Outputs of a batch GroupByKey or Combine (default trigger, END_OF_WINDOW timestamps), and
+    element-wise transforms of them, in ``window``: each value at the window's max timestamp, in
+    the window's one ON_TIME pane."""
+    end = END_OF_GLOBAL_WINDOW if window.is_global else (window.end_ms - 1) / 1000
+    return [el(v, end, window, ON_TIME_ONLY) for v in values]
+
+
 def capability(capability_id: str):
     """Tag a case with the capability it exercises (see conformance/capabilities.py)."""
     return pytest.mark.capability(capability_id)
 
 
 __all__ = ["ANY", "CaseFailure", "END_OF_GLOBAL_WINDOW", "GLOBAL", "MAX_TIMESTAMP", "MIN_TIMESTAMP", "NO_FIRING", "ON_TIME_ONLY", "W",
-           "capability", "check", "el", "keyed_input", "one_of", "pane", "satisfies", "sort_values", "sorted_groups",
+           "capability", "check", "check_all", "created", "el", "grouped", "keyed_input", "one_of", "pane", "satisfies", "sort_values", "sorted_groups",
            "stamped_by_value", "value_at_time"]

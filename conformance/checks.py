@@ -75,18 +75,23 @@ def _plain(value):
 
 
 class _Reify(beam.DoFn):
+    """An element -> (part, Record): ``part`` says which checked PCollection it came from."""
+
+    def __init__(self, part: int):
+        self._part = part
+
     def process(self, value, ts=beam.DoFn.TimestampParam, w=beam.DoFn.WindowParam,
                 pane_info=beam.DoFn.PaneInfoParam):
         pane = Pane(pane_info.is_first, pane_info.is_last, _TIMING_NAMES[pane_info.timing],
                     pane_info.index, pane_info.nonspeculative_index)
-        yield Record(_plain(value), elements.to_ms(ts), _window_of(w), pane)
+        yield self._part, Record(_plain(value), elements.to_ms(ts), _window_of(w), pane)
 
 
 _SENTINEL = "<conformance-sentinel>"
 
 
 class _Verify(beam.DoFn):
-    def __init__(self, check_id: str, label: str, expected):
+    def __init__(self, check_id: str, label: str, expected: list):
         self._check_id = check_id
         self._label = label
         self._expected = expected
@@ -94,10 +99,19 @@ class _Verify(beam.DoFn):
 
     def process(self, keyed_records):
         _, records = keyed_records
-        actual = [r for r in records if not (isinstance(r, str) and r == _SENTINEL)]
-        verdict = elements.compare(self._expected, actual)
-        if not verdict.ok:
-            raise CheckFailed(f"{DIFF_BEGIN}\ncheck '{self._label}': {verdict.text}\n{DIFF_END}")
+        actual: list[list] = [[] for _ in self._expected]
+        for r in records:
+            if not (isinstance(r, str) and r == _SENTINEL):
+                part, record = r
+                actual[part].append(record)
+        failures = []
+        for part, (expected, produced) in enumerate(zip(self._expected, actual)):
+            verdict = elements.compare(expected, produced)
+            if not verdict.ok:
+                where = f"check '{self._label}'" + (f" part {part}" if len(self._expected) > 1 else "")
+                failures.append(f"{where}: {verdict.text}")
+        if failures:
+            raise CheckFailed(f"{DIFF_BEGIN}\n" + "\n".join(failures) + f"\n{DIFF_END}")
         self._passed.inc()
         with _confirmed_lock:
             _confirmed.add(self._check_id)
@@ -110,28 +124,38 @@ def check(pcoll: beam.PCollection, expected, label: str | None = None) -> str:
     ``el(value, timestamp=..., window=..., pane=...)`` (the given fields are compared),
     ``one_of(list, list, ...)`` or ``satisfies(predicate, description)``.
     """
-    pipeline = pcoll.pipeline
+    return check_all([(pcoll, expected)], label)
+
+
+def check_all(parts: list, label: str | None = None) -> str:
+    """Verify several PCollections of one pipeline, each against its own expectation, in one
+    gathering step (cheaper than a check() per PCollection); ``parts`` is [(pcoll, expected)].
+    A failure names the part (its position in ``parts``)."""
+    pipeline = parts[0][0].pipeline
     checks = pipeline.__dict__.setdefault("_conformance_checks", [])
     label = label or f"check{len(checks) + 1}"
     check_id = f"{label}-{uuid.uuid4().hex[:10]}"
     checks.append(check_id)
-    # The default trigger where it is allowed, so that a runner without trigger support
-    # can still run every batch check; on an unbounded input Python refuses a default
-    # trigger in the global window, and AfterWatermark fires exactly once there too.
-    gather_trigger = trigger.DefaultTrigger() if pcoll.is_bounded else trigger.AfterWatermark()
-    gathered = (
-        pcoll
-        | f"{label}/Reify" >> beam.ParDo(_Reify())
-        | f"{label}/Global" >> beam.WindowInto(
-            window.GlobalWindows(), trigger=gather_trigger,
-            accumulation_mode=trigger.AccumulationMode.DISCARDING)
-        | f"{label}/Key" >> beam.Map(lambda r: (None, r)))
+    gathered = []
+    for part, (pcoll, _) in enumerate(parts):
+        # The default trigger where it is allowed, so that a runner without trigger support
+        # can still run every batch check; on an unbounded input Python refuses a default
+        # trigger in the global window, and AfterWatermark fires exactly once there too.
+        gather_trigger = trigger.DefaultTrigger() if pcoll.is_bounded else trigger.AfterWatermark()
+        name = label if len(parts) == 1 else f"{label}/part{part}"
+        gathered.append(
+            pcoll
+            | f"{name}/Reify" >> beam.ParDo(_Reify(part))
+            | f"{name}/Global" >> beam.WindowInto(
+                window.GlobalWindows(), trigger=gather_trigger,
+                accumulation_mode=trigger.AccumulationMode.DISCARDING)
+            | f"{name}/Key" >> beam.Map(lambda r: (None, r)))
     sentinel = pipeline | f"{label}/Sentinel" >> beam.Create([(None, _SENTINEL)])
     _ = (
-        (gathered, sentinel)
+        (*gathered, sentinel)
         | f"{label}/Flatten" >> beam.Flatten()
         | f"{label}/Gather" >> beam.GroupByKey()
-        | f"{label}/Verify" >> beam.ParDo(_Verify(check_id, label, expected)))
+        | f"{label}/Verify" >> beam.ParDo(_Verify(check_id, label, [expected for _, expected in parts])))
     return check_id
 
 

@@ -18,6 +18,7 @@ from reference_runner import bundling
 from reference_runner.engine import clock, grouping, manager
 from reference_runner.graph import fusion, prepare, sdf, trigger_spec, urns, windowing
 from reference_runner.graph.pipeline import is_stateful
+from reference_runner.metrics import merge_user_metrics
 from reference_runner.worker import attempt, codecs, descriptors, merging, sidewindows, warm
 from reference_runner.worker.embedded import BundleFailed, EmbeddedWorker
 from reference_runner.worker.keyed import KeyedStage, TimerPastExpiration
@@ -230,7 +231,7 @@ class Job:
     def _keep_user_metrics(self, kept: list, infos) -> None:
         user = self.graph.with_step_names([i for i in infos if monitoring_infos.is_user_monitoring_info(i)])
         if user:
-            kept[:] = monitoring_infos.consolidate(kept + user)
+            kept[:] = merge_user_metrics(kept + user)
 
     def _materialize_side_inputs(self, stage: fusion.Stage, em: manager.ElementManager,
                                  described: descriptors.StageDescriptor, worker) -> descriptors.StageDescriptor:
@@ -301,7 +302,7 @@ class Job:
         [out] = stage.outputs
         ws = self.graph.windowing_of(main)
         trigger = None  # batch: one pane per window when the watermark passes its end
-        if self.streaming or ws.trigger.WhichOneof("trigger") not in ("default", "always"):
+        if self.streaming or trigger_spec.fires_panes_in_batch(ws.trigger):
             trigger = trigger_spec.from_proto(ws.trigger)
         return grouping.Grouping(
             codecs.GroupCodec(self.coders.windowed(main), self.coders.windowed(out)),

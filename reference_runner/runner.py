@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import threading
 
-from apache_beam.metrics import monitoring_infos
 from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
 from apache_beam.portability.api import beam_job_api_pb2
 from apache_beam.runners.portability.portable_runner import PortableMetrics
@@ -17,6 +16,7 @@ from apache_beam.runners.runner import PipelineResult, PipelineRunner, PipelineS
 
 from reference_runner.bundling import Schedule
 from reference_runner.execute import Job, JobCancelled
+from reference_runner.metrics import merge_user_metrics
 
 
 class ReferenceOptions(PipelineOptions):
@@ -177,7 +177,7 @@ def metric_results(committed_infos, failed_attempt_infos=()) -> beam_job_api_pb2
 
 
 def _user_metrics(infos) -> list:
-    return list(monitoring_infos.consolidate([i for i in infos if monitoring_infos.is_user_monitoring_info(i)]))
+    return merge_user_metrics(infos)
 
 
 __all__ = ["ReferenceRunner", "ReferenceOptions"]

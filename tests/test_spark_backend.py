@@ -152,6 +152,39 @@ def test_a_streaming_pipeline_is_refused_up_front_naming_the_backend_and_teststr
             p | stream | beam.Map(lambda x: x)
 
 
+class _Panes(beam.DoFn):
+    def process(self, kv, pane=beam.DoFn.PaneInfoParam):
+        yield f"{pane.timing} {pane.index} {'last' if pane.is_last else 'not-last'}"
+
+
+def test_a_count_trigger_fires_early_panes_in_batch_then_the_on_time_pane():
+    # Each key's elements reach the trigger one by one before the watermark passes the window:
+    # AfterWatermark(early=AfterCount(2)), discarding, over 5 elements -> 2 EARLY panes of 2, then
+    # the ON_TIME pane with the fifth (the last pane, allowed lateness 0).
+    from apache_beam.transforms import trigger
+    from apache_beam.utils.windowed_value import PaneInfoTiming
+    with beam.Pipeline(runner=SparkRunner()) as p:
+        out = (p | beam.Create([("k", v) for v in range(5)]) | beam.Map(lambda kv: window.TimestampedValue(kv, 1))
+               | beam.WindowInto(window.FixedWindows(10), trigger=trigger.AfterWatermark(early=trigger.AfterCount(2)),
+                                 accumulation_mode=trigger.AccumulationMode.DISCARDING)
+               | beam.GroupByKey())
+        assert_that(out | beam.ParDo(_Panes()), equal_to([f"{PaneInfoTiming.EARLY} 0 not-last",
+                                                          f"{PaneInfoTiming.EARLY} 1 not-last",
+                                                          f"{PaneInfoTiming.ON_TIME} 2 last"]), label="panes")
+        assert_that(out | beam.FlatMap(lambda kv: list(kv[1])), equal_to(list(range(5))), label="values")
+
+
+def test_a_processing_time_trigger_is_refused_in_batch_by_name():
+    from apache_beam.transforms import trigger
+    from reference_runner.graph.check import UnsupportedPipeline
+    with pytest.raises(UnsupportedPipeline, match=r"(?s)the Spark backend cannot run.*processing-time trigger"):
+        with beam.Pipeline(runner=SparkRunner()) as p:
+            _ = (p | beam.Create([("k", 1)])
+                 | beam.WindowInto(window.GlobalWindows(), trigger=trigger.Repeatedly(trigger.AfterProcessingTime(5)),
+                                   accumulation_mode=trigger.AccumulationMode.DISCARDING)
+                 | beam.GroupByKey())
+
+
 class _MarksItsInstance(beam.DoFn):
     """Appends each element to a file named after the DoFn instance that processed it."""
 
@@ -218,23 +251,6 @@ def test_reshuffle_is_a_repartition_not_a_group_by_key():
                | beam.WindowInto(window.FixedWindows(10)) | beam.Reshuffle()
                | beam.Map(lambda kv, t=beam.DoFn.TimestampParam, w=beam.DoFn.WindowParam: (kv, t, w.end)))
         assert_that(out, equal_to([(("a", 1), Timestamp(1), Timestamp(10)), (("b", 2), Timestamp(2), Timestamp(10))]))
-
-
-def test_a_triggered_group_by_key_fires_its_panes_in_batch():
-    # Repeatedly(AfterCount(2)), accumulating, five values of one key: the key's elements arrive
-    # one by one, so early panes of 2 and 4, then the on-time pane of all 5 when the input ends.
-    from apache_beam.transforms import trigger
-
-    def pane_of(kv, pane=beam.DoFn.PaneInfoParam):
-        return kv[0], len(list(kv[1])), pane.timing, pane.index, pane.is_last
-
-    with beam.Pipeline(runner=SparkRunner()) as p:
-        panes = (p | beam.Create([("k", v) for v in range(5)])
-                 | beam.WindowInto(window.GlobalWindows(), trigger=trigger.Repeatedly(trigger.AfterCount(2)),
-                                   accumulation_mode=trigger.AccumulationMode.ACCUMULATING)
-                 | beam.GroupByKey() | beam.Map(pane_of))
-        early, on_time = beam.utils.windowed_value.PaneInfoTiming.EARLY, beam.utils.windowed_value.PaneInfoTiming.ON_TIME
-        assert_that(panes, equal_to([("k", 2, early, 0, False), ("k", 4, early, 1, False), ("k", 5, on_time, 2, True)]))
 
 
 def test_a_triggered_side_input_shows_readers_its_latest_pane_per_window():

@@ -5,7 +5,7 @@ import typing
 
 import apache_beam as beam
 
-from conformance.api import capability, check
+from conformance.api import capability, check, grouped
 
 
 def _grouped(p, data, element_type):
@@ -22,8 +22,8 @@ def test_bytes_keys_and_values(runner):
     every_byte = bytes(range(256))
     data = [(b"", b"x"), (b"\x00", every_byte), (b"\xff\xfe", b""), (b"", b"\x00\x00"), (every_byte, b"\x80")]
     out = _grouped(p, data, typing.Tuple[bytes, bytes])
-    check(out, [(b"", sorted([b"x", b"\x00\x00"], key=repr)), (b"\x00", [every_byte]), (b"\xff\xfe", [b""]),
-                (every_byte, [b"\x80"])])
+    check(out, grouped([(b"", sorted([b"x", b"\x00\x00"], key=repr)), (b"\x00", [every_byte]), (b"\xff\xfe", [b""]),
+                        (every_byte, [b"\x80"])]))
     runner.run(p)
 
 
@@ -35,8 +35,8 @@ def test_utf8_string_keys_and_values(runner):
     data = [("", ""), ("é", "naïve"), ("e\u0301", "decomposed"), ("日本", "語"), ("😀", "a\x00b\n"),
             ("é", "Ωmega"), ("", "empty key")]
     out = _grouped(p, data, typing.Tuple[str, str])
-    check(out, [("", sorted(["", "empty key"], key=repr)), ("é", sorted(["naïve", "Ωmega"], key=repr)),
-                ("e\u0301", ["decomposed"]), ("日本", ["語"]), ("😀", ["a\x00b\n"])])
+    check(out, grouped([("", sorted(["", "empty key"], key=repr)), ("é", sorted(["naïve", "Ωmega"], key=repr)),
+                        ("e\u0301", ["decomposed"]), ("日本", ["語"]), ("😀", ["a\x00b\n"])]))
     runner.run(p)
 
 
@@ -47,7 +47,7 @@ def test_varint_keys_and_values(runner):
     extremes = [0, -1, 2 ** 63 - 1, -2 ** 63]
     data = [(k, v) for k in extremes for v in (k, 1, 127, 128, -128)]
     out = _grouped(p, data, typing.Tuple[int, int])
-    check(out, [(k, sorted([k, 1, 127, 128, -128], key=repr)) for k in extremes])
+    check(out, grouped([(k, sorted([k, 1, 127, 128, -128], key=repr)) for k in extremes]))
     runner.run(p)
 
 
@@ -62,7 +62,7 @@ def test_double_values(runner):
 
     out = (_grouped(p, [("k", v) for v in values], typing.Tuple[str, float])
            | beam.MapTuple(lambda k, vs: (k, sorted(describe(v) for v in vs))))
-    check(out, [("k", sorted(describe(v) for v in values))])
+    check(out, grouped([("k", sorted(describe(v) for v in values))]))
     runner.run(p)
 
 
@@ -72,8 +72,8 @@ def test_double_keys(runner):
     p = runner.pipeline()
     data = [(math.inf, "a"), (-math.inf, "b"), (0.5, "c"), (-0.0, "d"), (math.inf, "e"), (0.5, "f")]
     out = (_grouped(p, data, typing.Tuple[float, str]) | beam.MapTuple(lambda k, vs: (k.hex(), vs)))
-    check(out, [(math.inf.hex(), ["a", "e"]), ((-math.inf).hex(), ["b"]), ((0.5).hex(), ["c", "f"]),
-                ((-0.0).hex(), ["d"])])
+    check(out, grouped([(math.inf.hex(), ["a", "e"]), ((-math.inf).hex(), ["b"]), ((0.5).hex(), ["c", "f"]),
+                        ((-0.0).hex(), ["d"])]))
     runner.run(p)
 
 
@@ -84,8 +84,8 @@ def test_bool_keys_and_values(runner):
     data = [(True, False), (False, True), (True, True), (False, False)]
     out = (_grouped(p, data, typing.Tuple[bool, bool])
            | beam.MapTuple(lambda k, vs: ((type(k).__name__, k), [(type(v).__name__, v) for v in vs])))
-    check(out, [(("bool", True), [("bool", False), ("bool", True)]),
-                (("bool", False), [("bool", False), ("bool", True)])])
+    check(out, grouped([(("bool", True), [("bool", False), ("bool", True)]),
+                        (("bool", False), [("bool", False), ("bool", True)])]))
     runner.run(p)
 
 
@@ -97,8 +97,8 @@ def test_nested_tuple_keys_and_values(runner):
     Value = typing.Tuple[int, typing.Tuple[str, bytes]]
     data = [(("a", 1), (1, ("x", b"\x01"))), (("a", 2), (2, ("", b""))), (("a", 1), (-3, ("ü", b"\xff")))]
     out = _grouped(p, data, typing.Tuple[Key, Value])
-    check(out, [(("a", 1), sorted([(1, ("x", b"\x01")), (-3, ("ü", b"\xff"))], key=repr)),
-                (("a", 2), [(2, ("", b""))])])
+    check(out, grouped([(("a", 1), sorted([(1, ("x", b"\x01")), (-3, ("ü", b"\xff"))], key=repr)),
+                        (("a", 2), [(2, ("", b""))])]))
     runner.run(p)
 
 
@@ -111,7 +111,7 @@ def test_iterable_values(runner):
     out = (p | beam.Create(data).with_output_types(typing.Tuple[str, typing.Iterable[int]])
              | beam.GroupByKey()
              | beam.MapTuple(lambda k, vs: (k, sorted((list(v) for v in vs), key=repr))))
-    check(out, [("empty", [[]]), ("short", sorted([[3, 1, 2], [0]], key=repr)), ("long", [long])])
+    check(out, grouped([("empty", [[]]), ("short", sorted([[3, 1, 2], [0]], key=repr)), ("long", [long])]))
     runner.run(p)
 
 
@@ -123,7 +123,7 @@ def test_none_and_nullable_values(runner):
     out = (p | beam.Create(data).with_output_types(typing.Tuple[str, typing.Optional[int]])
              | beam.GroupByKey()
              | beam.MapTuple(lambda k, vs: (k, sorted(vs, key=lambda v: (v is not None, v or 0)))))
-    check(out, [("k", [None, -7, 0]), ("j", [None])])
+    check(out, grouped([("k", [None, -7, 0]), ("j", [None])]))
     runner.run(p)
 
 
@@ -134,7 +134,7 @@ def test_none_and_nullable_keys(runner):
     data = [(None, 1), ("", 2), ("None", 3), (None, 4)]
     out = (p | beam.Create(data).with_output_types(typing.Tuple[typing.Optional[str], int])
              | beam.GroupByKey() | beam.MapTuple(lambda k, vs: (k, sorted(vs))))
-    check(out, [(None, [1, 4]), ("", [2]), ("None", [3])])
+    check(out, grouped([(None, [1, 4]), ("", [2]), ("None", [3])]))
     runner.run(p)
 
 
@@ -147,7 +147,7 @@ def test_row_values(runner):
     out = (p | beam.Create([("k" if r.id != 3 else "j", r) for r in rows])
              | beam.GroupByKey()
              | beam.MapTuple(lambda k, vs: (k, sorted((r.id, r.name, r.score) for r in vs))))
-    check(out, [("k", [(-2, "", -1.0), (1, "ä", 0.5)]), ("j", [(3, "x", 2.25)])])
+    check(out, grouped([("k", [(-2, "", -1.0), (1, "ä", 0.5)]), ("j", [(3, "x", 2.25)])]))
     runner.run(p)
 
 
@@ -158,7 +158,7 @@ def test_row_keys(runner):
     data = [(beam.Row(a=1, b="x"), 1), (beam.Row(a=1, b="y"), 2), (beam.Row(a=1, b="x"), 3)]
     out = (p | beam.Create(data) | beam.GroupByKey()
              | beam.MapTuple(lambda k, vs: ((k.a, k.b), sorted(vs))))
-    check(out, [((1, "x"), [1, 3]), ((1, "y"), [2])])
+    check(out, grouped([((1, "x"), [1, 3]), ((1, "y"), [2])]))
     runner.run(p)
 
 
@@ -170,5 +170,5 @@ def test_list_values_of_strings(runner):
     out = (p | beam.Create(data).with_output_types(typing.Tuple[str, typing.List[str]])
              | beam.GroupByKey()
              | beam.MapTuple(lambda k, vs: (k, sorted((list(v) for v in vs), key=repr))))
-    check(out, [("k", sorted([["b", "", "a"], []], key=repr)), ("j", [["ü"]])])
+    check(out, grouped([("k", sorted([["b", "", "a"], []], key=repr)), ("j", [["ü"]])]))
     runner.run(p)

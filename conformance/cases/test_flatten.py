@@ -4,7 +4,7 @@ import typing
 import apache_beam as beam
 from apache_beam.transforms import window
 
-from conformance.api import GLOBAL, NO_FIRING, W, capability, check, el, sorted_groups, stamped_by_value
+from conformance.api import NO_FIRING, W, capability, check, created, el, grouped, sorted_groups, stamped_by_value
 
 
 # --------------------------------------------------------------------------- basic
@@ -16,7 +16,7 @@ def test_flatten_three_inputs(runner):
     a = p | "A" >> beam.Create([1, 2, 3])
     b = p | "B" >> beam.Create([3, 4])
     c = p | "C" >> beam.Create([5])
-    check((a, b, c) | beam.Flatten(), [1, 2, 3, 3, 4, 5])
+    check((a, b, c) | beam.Flatten(), created([1, 2, 3, 3, 4, 5]))
     runner.run(p)
 
 
@@ -25,7 +25,7 @@ def test_flatten_single_input(runner):
     # SEMANTICS 3: a single-input Flatten yields a new PCollection with the same content.
     p = runner.pipeline()
     a = p | beam.Create(["x", "y", "x"])
-    check((a,) | beam.Flatten(), ["x", "y", "x"])
+    check((a,) | beam.Flatten(), created(["x", "y", "x"]))
     runner.run(p)
 
 
@@ -41,8 +41,8 @@ def test_flatten_of_flattens(runner):
     cd = (c, d) | "FlattenCD" >> beam.Flatten()
     inner = (ab, cd) | "FlattenAll" >> beam.Flatten()
     outer = (inner, a) | "FlattenAgain" >> beam.Flatten()
-    check(inner, [1, 2, 3, 4, 5, 6], label="inner")
-    check(outer, [1, 2, 3, 4, 5, 6, 1, 2], label="outer")
+    check(inner, created([1, 2, 3, 4, 5, 6]), label="inner")
+    check(outer, created([1, 2, 3, 4, 5, 6, 1, 2]), label="outer")
     runner.run(p)
 
 
@@ -66,7 +66,7 @@ def test_same_pcollection_three_times(runner):
     # SEMANTICS 3: (pc, pc, pc) | Flatten over ['a','b'] == ['a','b'] * 3.
     p = runner.pipeline()
     pc = p | beam.Create(["a", "b"])
-    check((pc, pc, pc) | beam.Flatten(), ["a", "b"] * 3)
+    check((pc, pc, pc) | beam.Flatten(), created(["a", "b"]) * 3)
     runner.run(p)
 
 
@@ -76,7 +76,7 @@ def test_same_pcollection_twice_and_a_derived_copy(runner):
     p = runner.pipeline()
     pc = p | beam.Create(list(range(5)))
     shifted = pc | beam.Map(lambda x: x + 10)
-    check((pc, pc, shifted) | beam.Flatten(), list(range(5)) * 2 + [x + 10 for x in range(5)])
+    check((pc, pc, shifted) | beam.Flatten(), created(list(range(5)) * 2 + [x + 10 for x in range(5)]))
     runner.run(p)
 
 
@@ -86,7 +86,7 @@ def test_same_pcollection_three_times_then_count(runner):
     p = runner.pipeline()
     pc = p | beam.Create([("k", 1), ("j", 2)])
     out = ((pc, pc, pc) | beam.Flatten() | beam.GroupByKey() | sorted_groups())
-    check(out, [("k", [1, 1, 1]), ("j", [2, 2, 2])])
+    check(out, grouped([("k", [1, 1, 1]), ("j", [2, 2, 2])]))
     runner.run(p)
 
 
@@ -109,7 +109,7 @@ def test_empty_flatten_as_list_side_input(runner):
     empty = () | beam.Flatten(pipeline=p)
     main = p | beam.Create(["a", "b"])
     out = main | beam.Map(lambda x, side: (x, list(side)), side=beam.pvalue.AsList(empty))
-    check(out, [("a", []), ("b", [])])
+    check(out, created([("a", []), ("b", [])]))
     runner.run(p)
 
 
@@ -120,7 +120,7 @@ def test_empty_flatten_as_singleton_side_input_with_default(runner):
     empty = () | beam.Flatten(pipeline=p)
     main = p | beam.Create([1, 2])
     out = main | beam.Map(lambda x, s: x + s, s=beam.pvalue.AsSingleton(empty, default_value=10))
-    check(out, [11, 12])
+    check(out, created([11, 12]))
     runner.run(p)
 
 
@@ -131,7 +131,7 @@ def test_empty_flatten_flattened_with_non_empty(runner):
     empty = () | "Empty" >> beam.Flatten(pipeline=p)
     full = p | beam.Create([("k", 1), ("k", 2)])
     out = (empty, full) | "Union" >> beam.Flatten() | beam.GroupByKey() | sorted_groups()
-    check(out, [("k", [1, 2])])
+    check(out, grouped([("k", [1, 2])]))
     runner.run(p)
 
 
@@ -148,7 +148,7 @@ def test_ints_and_strs_with_different_coders_then_gbk(runner):
               | "KeyStrs" >> beam.Map(lambda x: ("k", x)).with_output_types(typing.Tuple[str, str]))
     out = ((ints, strs) | beam.Flatten() | beam.GroupByKey()
            | beam.MapTuple(lambda k, vs: (k, sorted(vs, key=repr))))
-    check(out, [("k", sorted([1, 2, 300, "a", "bb"], key=repr))])
+    check(out, grouped([("k", sorted([1, 2, 300, "a", "bb"], key=repr))]))
     runner.run(p)
 
 
@@ -159,7 +159,7 @@ def test_bare_ints_and_strs_with_different_coders(runner):
     ints = p | "Ints" >> beam.Create([0, -1, 2 ** 40]).with_output_types(int)
     strs = p | "Strs" >> beam.Create(["0", ""]).with_output_types(str)
     out = (ints, strs) | beam.Flatten() | beam.Map(lambda x: (type(x).__name__, x))
-    check(out, [("int", 0), ("int", -1), ("int", 2 ** 40), ("str", "0"), ("str", "")])
+    check(out, created([("int", 0), ("int", -1), ("int", 2 ** 40), ("str", "0"), ("str", "")]))
     runner.run(p)
 
 
@@ -172,8 +172,8 @@ def test_kv_inputs_with_different_value_coders_grouped(runner):
     c = p | "C" >> beam.Create([("y", 2.5), ("x", -0.5)]).with_output_types(typing.Tuple[str, float])
     out = ((a, b, c) | beam.Flatten() | beam.GroupByKey()
            | beam.MapTuple(lambda k, vs: (k, sorted((type(v).__name__, v) for v in vs))))
-    check(out, [("x", [("bytes", b"\x00\xff"), ("float", -0.5), ("int", 1)]),
-                ("y", [("float", 2.5), ("int", 2)])])
+    check(out, grouped([("x", [("bytes", b"\x00\xff"), ("float", -0.5), ("int", 1)]),
+                        ("y", [("float", 2.5), ("int", 2)])]))
     runner.run(p)
 
 
@@ -187,7 +187,7 @@ def test_flatten_feeding_gbk(runner):
     b = p | "B" >> beam.Create([("k", 3)])
     c = p | "C" >> beam.Create([("j", 4), ("i", 5)])
     out = (a, b, c) | beam.Flatten() | beam.GroupByKey() | sorted_groups()
-    check(out, [("k", [1, 3]), ("j", [2, 4]), ("i", [5])])
+    check(out, grouped([("k", [1, 3]), ("j", [2, 4]), ("i", [5])]))
     runner.run(p)
 
 
@@ -200,8 +200,8 @@ def test_same_input_consumed_by_flatten_and_gbk(runner):
     direct = pc | "DirectGBK" >> beam.GroupByKey() | "SortDirect" >> sorted_groups()
     via_flatten = ((pc, other) | beam.Flatten() | "FlattenedGBK" >> beam.GroupByKey()
                    | "SortFlattened" >> sorted_groups())
-    check(direct, [("k", [1, 2])], label="direct")
-    check(via_flatten, [("k", [1, 2, 3])], label="via_flatten")
+    check(direct, grouped([("k", [1, 2])]), label="direct")
+    check(via_flatten, grouped([("k", [1, 2, 3])]), label="via_flatten")
     runner.run(p)
 
 
@@ -215,8 +215,8 @@ def test_flatten_of_windowed_inputs_into_gbk(runner):
     b = (p | "B" >> beam.Create([("k", 5), ("k", 25)]) | "StampB" >> stamped_by_value()
            | "WinB" >> beam.WindowInto(window.FixedWindows(10)))
     out = (a, b) | beam.Flatten() | beam.GroupByKey() | sorted_groups()
-    check(out, [el(("k", [1, 5]), 9.999, W(0, 10)), el(("k", [12]), 19.999, W(10, 20)),
-                el(("k", [25]), 29.999, W(20, 30))])
+    check(out, grouped([("k", [1, 5])], W(0, 10)) + grouped([("k", [12])], W(10, 20))
+          + grouped([("k", [25])], W(20, 30)))
     runner.run(p)
 
 
@@ -226,5 +226,5 @@ def test_flatten_same_input_twice_into_gbk_in_global_window(runner):
     p = runner.pipeline()
     pc = p | beam.Create([("k", "v")])
     out = (pc, pc) | beam.Flatten() | beam.GroupByKey() | sorted_groups()
-    check(out, [el(("k", ["v", "v"]), window=GLOBAL)])
+    check(out, grouped([("k", ["v", "v"])]))
     runner.run(p)

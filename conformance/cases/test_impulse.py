@@ -1,13 +1,13 @@
 """Impulse: the root of every Beam pipeline (SEMANTICS.md, section 2)."""
 import apache_beam as beam
 
-from conformance.api import GLOBAL, MIN_TIMESTAMP, NO_FIRING, capability, check, el
+from conformance.api import GLOBAL, MIN_TIMESTAMP, NO_FIRING, capability, check, created, el
 
 
 @capability("impulse")
 def test_one_element(runner):
     p = runner.pipeline()
-    check(p | beam.Impulse() | beam.Map(lambda _: 0), [0])
+    check(p | beam.Impulse() | beam.Map(lambda _: 0), created([0]))
     runner.run(p)
 
 
@@ -31,5 +31,5 @@ def test_standard_encoding(runner):
         yield coder.encode_nested(WindowedValue(value, ts, [w], pane)).hex()
 
     p = runner.pipeline()
-    check(p | beam.Impulse() | beam.ParDo(encode), ["7fdf3b645a1cac09000000010f00"])
+    check(p | beam.Impulse() | beam.ParDo(encode), created(["7fdf3b645a1cac09000000010f00"]))
     runner.run(p)

@@ -1,4 +1,5 @@
-"""Metrics: counters, distributions and gauges read back from the pipeline result (SEMANTICS 8).
+"""Metrics: counters, distributions, gauges, string sets and bounded tries read back from the
+pipeline result (SEMANTICS 8). (Histograms: see metrics.histograms in capabilities.py.)
 
 Metrics are reported per step (the transform's full name) and per namespace and name. Attempted
 values include retried work; committed values count every successful bundle once. With no
@@ -8,8 +9,10 @@ written in start_bundle/finish_bundle are checked by relations that hold for any
 import apache_beam as beam
 from apache_beam.metrics import Metrics
 from apache_beam.metrics.metric import MetricResults, MetricsFilter
+from apache_beam.transforms.timeutil import TimeDomain
+from apache_beam.transforms.userstate import TimerSpec, on_timer
 
-from conformance.api import capability, check, sorted_groups
+from conformance.api import capability, check, created, grouped, sorted_groups
 
 NS = "conformance.metrics"
 JAVA_INPUT = [5, 8, 13]  # the Java MetricsTest input: sum 26, count 3, min 5, max 13
@@ -63,7 +66,7 @@ def java_vector_pipeline(runner):
     out = (p | beam.Create(JAVA_INPUT)
              | "MyStep1" >> beam.ParDo(JavaVectorStep(times=1))
              | "MyStep2" >> beam.ParDo(JavaVectorStep(times=2)))
-    check(out, JAVA_INPUT)
+    check(out, created(JAVA_INPUT))
     return p
 
 
@@ -77,7 +80,7 @@ def test_counter_counts_processed_elements(runner):
         return x
 
     p = runner.pipeline()
-    check(p | beam.Create(["a", "b", "c", "d"]) | beam.Map(count), ["a", "b", "c", "d"])
+    check(p | beam.Create(["a", "b", "c", "d"]) | beam.Map(count), created(["a", "b", "c", "d"]))
     result = runner.run(p)
     assert result.counter("elements", namespace=NS) == 4
 
@@ -109,7 +112,7 @@ def test_counters_in_start_and_finish_bundle(runner):
             Metrics.counter(NS, "elements_in_bundles").inc(self.seen)
 
     p = runner.pipeline()
-    check(p | beam.Create(list(range(7))) | beam.ParDo(CountPerBundle()), list(range(7)))
+    check(p | beam.Create(list(range(7))) | beam.ParDo(CountPerBundle()), created(range(7)))
     result = runner.run(p)
     started = result.counter("bundles_started", namespace=NS)
     assert started >= 1
@@ -130,8 +133,9 @@ def test_same_name_in_two_namespaces_is_two_metrics(runner):
 
     p = runner.pipeline()
     values = p | beam.Create([1, 2, 3])
-    check(values | "A" >> beam.Map(counted(NS + ".a")), [1, 2, 3], label="a")
-    check(values | "B" >> beam.Filter(lambda x: x > 1) | "B2" >> beam.Map(counted(NS + ".b")), [2, 3], label="b")
+    check(values | "A" >> beam.Map(counted(NS + ".a")), created([1, 2, 3]), label="a")
+    check(values | "B" >> beam.Filter(lambda x: x > 1) | "B2" >> beam.Map(counted(NS + ".b")), created([2, 3]),
+          label="b")
     result = runner.run(p)
     assert result.counter("hits", namespace=NS + ".a") == 3
     assert result.counter("hits", namespace=NS + ".b") == 2
@@ -153,7 +157,7 @@ def test_same_name_in_two_steps_reports_each_step(runner):
              | "BeforeGroup" >> beam.ParDo(Hit())
              | beam.GroupByKey() | sorted_groups()
              | "AfterGroup" >> beam.ParDo(Hit()))
-    check(out, [("k", [1, 2, 4]), ("j", [3])])
+    check(out, grouped([("k", [1, 2, 4]), ("j", [3])]))
     result = runner.run(p)
     assert per_step(result, "counters", "shared", "BeforeGroup") == 4
     assert per_step(result, "counters", "shared", "AfterGroup") == 2
@@ -171,7 +175,7 @@ def test_counter_increments_and_decrements(runner):
         return x
 
     p = runner.pipeline()
-    check(p | beam.Create([1, 2]) | beam.Map(adjust), [1, 2])
+    check(p | beam.Create([1, 2]) | beam.Map(adjust), created([1, 2]))
     result = runner.run(p)
     assert result.counter("net", namespace=NS) == 6
 
@@ -189,7 +193,7 @@ def test_counter_never_incremented_reports_no_count(runner):
             yield x
 
     p = runner.pipeline()
-    check(p | beam.Create([1, 2, 3]) | beam.ParDo(Declares()), [1, 2, 3])
+    check(p | beam.Create([1, 2, 3]) | beam.ParDo(Declares()), created([1, 2, 3]))
     result = runner.run(p)
     assert result.counter("always", namespace=NS) == 3
     never = [m for m in result.metrics["counters"] if m.key.metric.namespace == NS and m.key.metric.name == "never"]
@@ -227,7 +231,7 @@ def test_distribution_of_negative_and_repeated_values(runner):
 
     values = [-7, 0, 3, 3, 12]
     p = runner.pipeline()
-    check(p | beam.Create(values) | beam.Map(record), values)
+    check(p | beam.Create(values) | beam.Map(record), created(values))
     result = runner.run(p)
     assert result.distribution("spread", namespace=NS) == (11, 5, -7, 12)
 
@@ -252,7 +256,7 @@ def test_gauge_reports_the_last_value_set(runner):
         return x
 
     p = runner.pipeline()
-    check(p | beam.Create(["only"]) | beam.Map(set_twice), ["only"])
+    check(p | beam.Create(["only"]) | beam.Map(set_twice), created(["only"]))
     result = runner.run(p)
     assert result.gauge("latest", namespace=NS) == 7
 
@@ -280,3 +284,85 @@ def test_committed_gauge(runner):
     result = runner.run(java_vector_pipeline(runner))
     assert per_step(result, "gauges", "my-gauge", "MyStep1", committed=True).value == 12
     assert result.gauge("my-gauge", namespace=NS, committed=True) == 12
+
+
+# --------------------------------------------------------------------------- string sets, bounded tries
+
+class _RecordInProcessAndTimer(beam.DoFn):
+    """Per element, adds ``process-<key>`` to a StringSet and the path (key, "process", value) to a
+    BoundedTrie; a timer per key adds ``timer-<key>`` and (key, "timer"). A timer fires in a later
+    bundle than the one that set it on every portable runner, so each metric is reported by at least
+    two bundles of the step and the result must merge them."""
+    REPORT = TimerSpec("report", TimeDomain.WATERMARK)
+
+    def __init__(self):
+        self.labels = Metrics.string_set(NS, "labels")
+        self.paths = Metrics.bounded_trie(NS, "paths")
+
+    def process(self, kv, report=beam.DoFn.TimerParam(REPORT)):
+        key, value = kv
+        self.labels.add(f"process-{key}")
+        self.paths.add([key, "process", value])
+        report.set(100)
+        yield kv
+
+    @on_timer(REPORT)
+    def on_report(self, key=beam.DoFn.KeyParam):
+        self.labels.add(f"timer-{key}")
+        self.paths.add([key, "timer"])
+
+
+_KEYED = [("a", "x"), ("b", "y"), ("a", "x"), ("a", "z")]
+
+
+def _recording_pipeline(runner):
+    p = runner.pipeline()
+    out = p | beam.Create(_KEYED) | "Record" >> beam.ParDo(_RecordInProcessAndTimer())
+    check(out, created(_KEYED))
+    return p
+
+
+@capability("metrics.string_sets")
+def test_string_set_is_union_over_bundles(runner):
+    # A StringSet reports each distinct string added once, whatever bundle added it: here process()
+    # and timer callbacks of one step, which run in different bundles.
+    result = runner.run(_recording_pipeline(runner))
+    expected = {"process-a", "process-b", "timer-a", "timer-b"}
+    assert per_step(result, "string_sets", "labels", "Record") == expected
+    assert result.string_set("labels", namespace=NS) == expected
+
+
+@capability("metrics.string_sets")
+def test_string_sets_per_step_and_namespace(runner):
+    # Like every metric, a StringSet is reported per step, namespace and name: two steps adding under
+    # one name report their own sets, a second namespace its own.
+    def adder(namespace, prefix):
+        labels = Metrics.string_set(namespace, "seen")
+
+        def add(x):
+            labels.add(f"{prefix}{x}")
+            return x
+        return add
+
+    p = runner.pipeline()
+    values = p | beam.Create(["u", "v", "u"])
+    check(values | "First" >> beam.Map(adder(NS, "1")), created(["u", "v", "u"]), label="first")
+    check(values | "Second" >> beam.Map(adder(NS, "2")) | "Other" >> beam.Map(adder(NS + ".other", "o")),
+          created(["u", "v", "u"]), label="second")
+    result = runner.run(p)
+    assert per_step(result, "string_sets", "seen", "First") == {"1u", "1v"}
+    assert per_step(result, "string_sets", "seen", "Second") == {"2u", "2v"}
+    assert result.string_set("seen", namespace=NS) == {"1u", "1v", "2u", "2v"}
+    assert result.string_set("seen", namespace=NS + ".other") == {"ou", "ov"}
+
+
+@capability("metrics.bounded_tries")
+def test_bounded_trie_holds_every_path_added_over_bundles(runner):
+    # A BoundedTrie within its bound (100 paths) reports every distinct path added, untruncated
+    # (each as its segments followed by the flag False), whatever bundle added it.
+    result = runner.run(_recording_pipeline(runner))
+    expected = {("a", "process", "x", False), ("a", "process", "z", False), ("b", "process", "y", False),
+                ("a", "timer", False), ("b", "timer", False)}
+    trie = per_step(result, "bounded_tries", "paths", "Record")
+    assert trie.get_result() == expected, trie.get_result()
+    assert result.bounded_trie("paths", namespace=NS) == expected

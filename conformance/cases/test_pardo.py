@@ -13,7 +13,7 @@ from apache_beam.transforms import window
 from apache_beam.utils.timestamp import Timestamp
 from apache_beam.utils.windowed_value import PaneInfoTiming, WindowedValue
 
-from conformance.api import (GLOBAL, MIN_TIMESTAMP, NO_FIRING, W, capability, check, el, satisfies,
+from conformance.api import (GLOBAL, MIN_TIMESTAMP, NO_FIRING, W, capability, check, created, el, grouped, satisfies,
                              value_at_time)
 
 _TIMING = {PaneInfoTiming.EARLY: "EARLY", PaneInfoTiming.ON_TIME: "ON_TIME",
@@ -27,7 +27,7 @@ _TIMING = {PaneInfoTiming.EARLY: "EARLY", PaneInfoTiming.ON_TIME: "ON_TIME",
 def test_map_applies_function_to_every_element(runner):
     # ParDo basics: Map emits exactly one output per input.
     p = runner.pipeline()
-    check(p | beam.Create([1, 2, 3, 3]) | beam.Map(lambda x: x * 10), [10, 20, 30, 30])
+    check(p | beam.Create([1, 2, 3, 3]) | beam.Map(lambda x: x * 10), created([10, 20, 30, 30]))
     runner.run(p)
 
 
@@ -36,7 +36,7 @@ def test_flatmap_zero_one_and_many_outputs(runner):
     # FlatMap: each input yields any number of outputs, including none.
     p = runner.pipeline()
     out = p | beam.Create([0, 1, 3]) | beam.FlatMap(lambda n: [n] * n)
-    check(out, [1, 3, 3, 3])
+    check(out, created([1, 3, 3, 3]))
     runner.run(p)
 
 
@@ -57,7 +57,7 @@ def test_flatmap_generator_many_outputs(runner):
 
     p = runner.pipeline()
     out = p | beam.Create([2, 50]) | beam.FlatMap(expand)
-    check(out, [(2, 0), (2, 1)] + [(50, i) for i in range(50)])
+    check(out, created([(2, 0), (2, 1)] + [(50, i) for i in range(50)]))
     runner.run(p)
 
 
@@ -76,7 +76,7 @@ def test_pardo_with_dofn_class_and_arguments(runner):
     # ParDo with a DoFn class: constructor state and extra process arguments reach every call.
     p = runner.pipeline()
     out = p | beam.Create(["a,b", ",c,", ""]) | beam.ParDo(_SplitWords(","), "!")
-    check(out, ["a!", "b!", "c!"])
+    check(out, created(["a!", "b!", "c!"]))
     runner.run(p)
 
 
@@ -85,8 +85,8 @@ def test_maptuple_and_flatmaptuple_unpack_elements(runner):
     # MapTuple/FlatMapTuple unpack each tuple element into positional arguments.
     p = runner.pipeline()
     pairs = p | beam.Create([("a", 1), ("b", 2)])
-    check(pairs | beam.MapTuple(lambda k, v: f"{k}={v}"), ["a=1", "b=2"], label="maptuple")
-    check(pairs | beam.FlatMapTuple(lambda k, v: [k] * v), ["a", "b", "b"], label="flatmaptuple")
+    check(pairs | beam.MapTuple(lambda k, v: f"{k}={v}"), created(["a=1", "b=2"]), label="maptuple")
+    check(pairs | beam.FlatMapTuple(lambda k, v: [k] * v), created(["a", "b", "b"]), label="flatmaptuple")
     runner.run(p)
 
 
@@ -95,7 +95,7 @@ def test_filter_keeps_matching_elements(runner):
     # Filter keeps exactly the elements for which the predicate is true (duplicates included).
     p = runner.pipeline()
     out = p | beam.Create([1, 2, 3, 4, 4, 5]) | beam.Filter(lambda x: x % 2 == 0)
-    check(out, [2, 4, 4])
+    check(out, created([2, 4, 4]))
     runner.run(p)
 
 
@@ -104,8 +104,9 @@ def test_chained_pardos_and_fanout_of_one_input(runner):
     # One PCollection consumed by two ParDos: each consumer sees every element.
     p = runner.pipeline()
     src = p | beam.Create([1, 2, 3])
-    check(src | "Double" >> beam.Map(lambda x: 2 * x) | "Inc" >> beam.Map(lambda x: x + 1), [3, 5, 7], label="chain")
-    check(src | "Neg" >> beam.Map(lambda x: -x), [-1, -2, -3], label="fanout")
+    check(src | "Double" >> beam.Map(lambda x: 2 * x) | "Inc" >> beam.Map(lambda x: x + 1), created([3, 5, 7]),
+          label="chain")
+    check(src | "Neg" >> beam.Map(lambda x: -x), created([-1, -2, -3]), label="fanout")
     runner.run(p)
 
 
@@ -127,9 +128,9 @@ def test_declared_tags_with_named_main(runner):
     # with_outputs('neg', 'odd', main='m'): each tagged output receives exactly its elements.
     p = runner.pipeline()
     res = p | beam.Create([-2, -1, 0, 1, 2, 3]) | beam.ParDo(_Classify()).with_outputs("neg", "odd", main="m")
-    check(res.m, [0, 2], label="main")
-    check(res.neg, [-2, -1], label="neg")
-    check(res["odd"], [1, 3], label="odd")
+    check(res.m, created([0, 2]), label="main")
+    check(res.neg, created([-2, -1]), label="neg")
+    check(res["odd"], created([1, 3]), label="odd")
     runner.run(p)
 
 
@@ -138,9 +139,9 @@ def test_undeclared_tags_accessed_after_with_outputs(runner):
     # with_outputs() with no tags: tags used by the DoFn are reachable by attribute/index afterwards.
     p = runner.pipeline()
     res = p | beam.Create([-2, -1, 0, 1, 2, 3]) | beam.ParDo(_Classify()).with_outputs()
-    check(res[None], [0, 2], label="main")
-    check(res.neg, [-2, -1], label="neg")
-    check(res["odd"], [1, 3], label="odd")
+    check(res[None], created([0, 2]), label="main")
+    check(res.neg, created([-2, -1]), label="neg")
+    check(res["odd"], created([1, 3]), label="odd")
     runner.run(p)
 
 
@@ -150,7 +151,7 @@ def test_declared_tag_receiving_no_elements_is_empty(runner):
     p = runner.pipeline()
     res = (p | beam.Create([0, 2, 4])
              | beam.ParDo(_Classify()).with_outputs("neg", "odd", "unused", main="m"))
-    check(res.m, [0, 2, 4], label="main")
+    check(res.m, created([0, 2, 4]), label="main")
     check(res.neg, [], label="neg")
     check(res.odd, [], label="odd")
     check(res.unused, [], label="unused")
@@ -168,9 +169,9 @@ def test_flatmap_with_tagged_outputs(runner):
 
     p = runner.pipeline()
     res = p | beam.Create([1, 2, 3]) | beam.FlatMap(route).with_outputs("copy", "big", main="main")
-    check(res.main, [1, 2, 3], label="main")
-    check(res.copy, [100, 200, 300], label="copy")
-    check(res.big, ["2", "3"], label="big")
+    check(res.main, created([1, 2, 3]), label="main")
+    check(res.copy, created([100, 200, 300]), label="copy")
+    check(res.big, created(["2", "3"]), label="big")
     runner.run(p)
 
 
@@ -268,7 +269,8 @@ def test_timestamped_value_output_keeps_its_timestamp(runner):
              | beam.Map(lambda x, ts=beam.DoFn.TimestampParam: window.TimestampedValue(x, ts + 2.5)))
     check(out, [el("a", 3.5, W(0, 10)), el("b", 23.5, W(20, 30))], label="shifted")
     # A following DoFn sees the new timestamp in TimestampParam.
-    check(out | beam.ParDo(_SeeTimestamp()), [("a", 3.5), ("b", 23.5)], label="seen")
+    check(out | beam.ParDo(_SeeTimestamp()), [el(("a", 3.5), 3.5, W(0, 10), NO_FIRING),
+                                              el(("b", 23.5), 23.5, W(20, 30), NO_FIRING)], label="seen")
     runner.run(p)
 
 
@@ -283,7 +285,8 @@ def test_pane_param_is_unknown_pane_without_gbk(runner):
     p = runner.pipeline()
     out = (p | beam.Create([("a", 1), ("b", 15)]) | value_at_time()
              | beam.WindowInto(window.FixedWindows(10)) | beam.ParDo(_SeePane()))
-    check(out, [("a", True, True, "UNKNOWN", 0, 0), ("b", True, True, "UNKNOWN", 0, 0)])
+    check(out, [el(("a", True, True, "UNKNOWN", 0, 0), 1, W(0, 10), NO_FIRING),
+                el(("b", True, True, "UNKNOWN", 0, 0), 15, W(10, 20), NO_FIRING)])
     runner.run(p)
 
 
@@ -293,7 +296,7 @@ def test_pane_param_after_gbk_is_on_time_only(runner):
     p = runner.pipeline()
     out = (p | beam.Create([("k", 1), ("k", 2), ("j", 3)]) | beam.GroupByKey()
              | beam.MapTuple(lambda k, vs: k) | beam.ParDo(_SeePane()))
-    check(out, [("k", True, True, "ON_TIME", 0, 0), ("j", True, True, "ON_TIME", 0, 0)])
+    check(out, grouped([("k", True, True, "ON_TIME", 0, 0), ("j", True, True, "ON_TIME", 0, 0)]))
     runner.run(p)
 
 
@@ -589,4 +592,22 @@ def test_exception_in_map_after_gbk_fails_job_with_message(runner):
 
     p = runner.pipeline()
     _ = p | beam.Create([("k", 1)]) | beam.GroupByKey() | beam.Map(explode)
+    runner.run_expecting_failure(p, match=message)
+
+
+@capability("pardo.failure")
+def test_exception_in_setup_fails_job_with_message(runner):
+    # SEMANTICS 8: an exception in setup fails the pipeline and surfaces the user's message (a runner
+    # may retry the work on a fresh instance, but setup fails every time, so the job still fails).
+    message = "conformance-boom-in-setup-7d3e"
+
+    class FailInSetup(beam.DoFn):
+        def setup(self):
+            raise RuntimeError(message)
+
+        def process(self, x):
+            yield x
+
+    p = runner.pipeline()
+    _ = p | beam.Create([1, 2, 3]) | beam.ParDo(FailInSetup())
     runner.run_expecting_failure(p, match=message)

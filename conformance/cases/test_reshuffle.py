@@ -4,7 +4,7 @@ from apache_beam.transforms import window
 from apache_beam.transforms.util import ReshufflePerKey
 
 from conformance.api import (END_OF_GLOBAL_WINDOW, GLOBAL, MIN_TIMESTAMP, NO_FIRING, ON_TIME_ONLY, W,
-                             capability, check, el, sorted_groups, stamped_by_value)
+                             capability, check, created, el, sorted_groups, stamped_by_value)
 
 
 @capability("reshuffle")
@@ -12,7 +12,7 @@ def test_reshuffle_keeps_every_element(runner):
     # Reshuffle is the identity on the multiset of elements (duplicates included).
     p = runner.pipeline()
     data = ["a", "b", "a", "", "c"] + [f"x{i}" for i in range(200)]
-    check(p | beam.Create(data) | beam.Reshuffle(), data)
+    check(p | beam.Create(data) | beam.Reshuffle(), created(data))
     runner.run(p)
 
 

@@ -13,10 +13,11 @@ import apache_beam as beam
 from apache_beam.io.restriction_trackers import OffsetRange, OffsetRestrictionTracker
 from apache_beam.io.watermark_estimators import ManualWatermarkEstimator, MonotonicWatermarkEstimator
 from apache_beam.transforms import window
-from apache_beam.transforms.core import RestrictionProvider
-from apache_beam.utils.timestamp import Duration, Timestamp
+from apache_beam.transforms.core import RestrictionProvider, WatermarkEstimatorProvider
+from apache_beam.utils.timestamp import MIN_TIMESTAMP, Duration, Timestamp
 
-from conformance.api import GLOBAL, W, capability, check, el, pane, sorted_groups
+from conformance.api import (GLOBAL, NO_FIRING, ON_TIME_ONLY, W, capability, check, created, el, grouped, pane,
+                             sorted_groups)
 
 
 # --------------------------------------------------------------------------- restriction providers
@@ -131,7 +132,7 @@ def offsets_of(*counts):
 def test_offset_range_split_in_pieces_emits_every_offset_once(runner):
     # Initial splits partition the restriction: the union is the whole range, once each.
     p = runner.pipeline()
-    check(p | beam.Create([7, 10, 1, 0]) | beam.ParDo(EmitOffsets()), offsets_of(7, 10, 1, 0))
+    check(p | beam.Create([7, 10, 1, 0]) | beam.ParDo(EmitOffsets()), created(offsets_of(7, 10, 1, 0)))
     runner.run(p)
 
 
@@ -139,7 +140,7 @@ def test_offset_range_split_in_pieces_emits_every_offset_once(runner):
 def test_split_into_single_offsets_emits_every_offset_once(runner):
     # A split may produce as many restrictions as positions; still exactly once each.
     p = runner.pipeline()
-    check(p | beam.Create([5, 12]) | beam.ParDo(EmitEachOffsetAlone()), offsets_of(5, 12))
+    check(p | beam.Create([5, 12]) | beam.ParDo(EmitEachOffsetAlone()), created(offsets_of(5, 12)))
     runner.run(p)
 
 
@@ -149,7 +150,7 @@ def test_custom_split_and_size_into_uneven_pieces(runner):
     texts = ["to be or not", "splittable", "a bc def"]
     p = runner.pipeline()
     out = p | beam.Create(texts) | beam.ParDo(EmitCharacters())
-    check(out, [(t, i, c) for t in texts for i, c in enumerate(t)])
+    check(out, created([(t, i, c) for t in texts for i, c in enumerate(t)]))
     runner.run(p)
 
 
@@ -158,7 +159,7 @@ def test_dofn_as_its_own_restriction_provider(runner):
     # RestrictionParam() without a provider uses the DoFn itself; halves cover the range once.
     p = runner.pipeline()
     out = p | beam.Create([(3, 9), (100, 103), (5, 5)]) | beam.ParDo(SelfProvidingRange())
-    check(out, list(range(3, 9)) + [100, 101, 102])
+    check(out, created(list(range(3, 9)) + [100, 101, 102]))
     runner.run(p)
 
 
@@ -170,8 +171,9 @@ def test_outputs_keep_element_timestamp_and_window(runner):
              | beam.Map(lambda nt: window.TimestampedValue(nt[0], nt[1]))
              | beam.WindowInto(window.FixedWindows(10))
              | beam.ParDo(EmitOffsets()))
-    check(out, [el((2, 0), 3, W(0, 10)), el((2, 1), 3, W(0, 10)),
-                el((3, 0), 14, W(10, 20)), el((3, 1), 14, W(10, 20)), el((3, 2), 14, W(10, 20))])
+    check(out, [el((2, 0), 3, W(0, 10), NO_FIRING), el((2, 1), 3, W(0, 10), NO_FIRING),
+                el((3, 0), 14, W(10, 20), NO_FIRING), el((3, 1), 14, W(10, 20), NO_FIRING),
+                    el((3, 2), 14, W(10, 20), NO_FIRING)])
     runner.run(p)
 
 
@@ -181,7 +183,7 @@ def test_split_outputs_group_downstream(runner):
     p = runner.pipeline()
     out = (p | beam.Create([4, 6]) | beam.ParDo(EmitOffsets())
              | beam.GroupByKey() | sorted_groups())
-    check(out, [(4, [0, 1, 2, 3]), (6, [0, 1, 2, 3, 4, 5])])
+    check(out, grouped([(4, [0, 1, 2, 3]), (6, [0, 1, 2, 3, 4, 5])]))
     runner.run(p)
 
 
@@ -211,7 +213,7 @@ class CheckpointingOffsets(beam.DoFn):
 def test_checkpoint_with_resume_delay_emits_every_offset_once(runner):
     # defer_remainder(delay) hands the rest back for resumption: nothing lost, nothing repeated.
     p = runner.pipeline()
-    check(p | beam.Create([5, 3]) | beam.ParDo(CheckpointingOffsets(batch=2, delay=0.05)), offsets_of(5, 3))
+    check(p | beam.Create([5, 3]) | beam.ParDo(CheckpointingOffsets(batch=2, delay=0.05)), created(offsets_of(5, 3)))
     runner.run(p)
 
 
@@ -225,7 +227,7 @@ def test_unbounded_per_element_sdf_resumes_until_done(runner):
     # An SDF declared unbounded is resumed after each checkpoint until its restriction is done.
     p = runner.pipeline()
     out = p | beam.Create([4, 2]) | beam.ParDo(UnboundedCheckpointingOffsets(batch=1, delay=0.02))
-    check(out, offsets_of(4, 2))
+    check(out, created(offsets_of(4, 2)))
     runner.run(p)
 
 
@@ -233,7 +235,7 @@ def test_unbounded_per_element_sdf_resumes_until_done(runner):
 def test_checkpoint_after_every_offset_without_delay(runner):
     # One position per invocation, resumed immediately: still the whole range exactly once.
     p = runner.pipeline()
-    check(p | beam.Create([6]) | beam.ParDo(CheckpointingOffsets(batch=1)), offsets_of(6))
+    check(p | beam.Create([6]) | beam.ParDo(CheckpointingOffsets(batch=1)), created(offsets_of(6)))
     runner.run(p)
 
 
@@ -245,7 +247,7 @@ def test_resumed_residuals_keep_element_timestamp_and_window(runner):
              | beam.Map(lambda nt: window.TimestampedValue(nt[0], nt[1]))
              | beam.WindowInto(window.FixedWindows(10))
              | beam.ParDo(CheckpointingOffsets(batch=1, delay=0.01)))
-    check(out, [el((4, i), 21, W(20, 30)) for i in range(4)])
+    check(out, [el((4, i), 21, W(20, 30), NO_FIRING) for i in range(4)])
     runner.run(p)
 
 
@@ -255,7 +257,7 @@ def test_checkpointed_outputs_sum_once_downstream(runner):
     p = runner.pipeline()
     out = (p | beam.Create([10, 7]) | beam.ParDo(CheckpointingOffsets(batch=3, delay=0.01))
              | beam.CombinePerKey(sum))
-    check(out, [(10, 45), (7, 21)])
+    check(out, grouped([(10, 45), (7, 21)]))
     runner.run(p)
 
 
@@ -304,8 +306,8 @@ def test_manual_watermark_drives_fixed_windows(runner):
     out = (p | beam.Create([8]) | beam.ParDo(ManualWatermarkOffsets(times))
              | beam.WindowInto(window.FixedWindows(3))
              | beam.GroupByKey() | sorted_groups())
-    check(out, [el((8, [0, 1, 2]), 2.999, W(0, 3)), el((8, [3, 4, 5]), 5.999, W(3, 6)),
-                el((8, [6, 7]), 8.999, W(6, 9))], label="groups")
+    check(out, [el((8, [0, 1, 2]), 2.999, W(0, 3), ON_TIME_ONLY), el((8, [3, 4, 5]), 5.999, W(3, 6), ON_TIME_ONLY),
+                el((8, [6, 7]), 8.999, W(6, 9), ON_TIME_ONLY)], label="groups")
     check(out | beam.Map(lambda kv: kv[0]), [el(8, timestamp=t, pane=pane(timing="ON_TIME"))
                                              for t in (2.999, 5.999, 8.999)], label="on-time")
     runner.run(p)
@@ -317,7 +319,7 @@ def test_manual_watermark_outputs_keep_their_timestamps(runner):
     times = [1, 4, 9, 16]
     p = runner.pipeline()
     out = p | beam.Create([4]) | beam.ParDo(ManualWatermarkOffsets(times, batch=1))
-    check(out, [el((4, i), t, GLOBAL) for i, t in enumerate(times)])
+    check(out, [el((4, i), t, GLOBAL, NO_FIRING) for i, t in enumerate(times)])
     runner.run(p)
 
 
@@ -329,8 +331,8 @@ def test_monotonic_watermark_drives_sessions(runner):
     out = (p | beam.Create([6]) | beam.ParDo(MonotonicOffsets(times))
              | beam.WindowInto(window.Sessions(3))
              | beam.GroupByKey() | sorted_groups())
-    check(out, [el((6, [0, 1, 2]), 4.999, W(0, 5)), el((6, [3, 4]), 13.999, W(10, 14)),
-                el((6, [5]), 22.999, W(20, 23))])
+    check(out, [el((6, [0, 1, 2]), 4.999, W(0, 5), ON_TIME_ONLY), el((6, [3, 4]), 13.999, W(10, 14), ON_TIME_ONLY),
+                el((6, [5]), 22.999, W(20, 23), ON_TIME_ONLY)])
     runner.run(p)
 
 
@@ -340,8 +342,149 @@ def test_monotonic_watermark_outputs_keep_their_timestamps(runner):
     times = [3, 5, 8]
     p = runner.pipeline()
     out = p | beam.Create([3]) | beam.ParDo(MonotonicOffsets(times))
-    check(out, [el((3, i), t, GLOBAL) for i, t in enumerate(times)])
+    check(out, [el((3, i), t, GLOBAL, NO_FIRING) for i, t in enumerate(times)])
     runner.run(p)
+
+
+# A watermark estimator is the SDF's promise that no output will be earlier than its watermark, and
+# the runner holds the SDF's output watermark there, not at its input's: downstream windows before
+# it close while the SDF goes on. Outputs alone cannot show that (a runner holding the watermark
+# until the SDF finishes gives the same panes), so the SDF below waits for it: after its outputs
+# for window [0, 10) it moves its watermark past that window and self-checkpoints until the
+# window's group has been seen downstream (a marker file, so these cases need workers that share
+# the test's filesystem, as the bundle finalization cases do), then emits its remaining outputs
+# and a flag saying whether the window fired first. It stops waiting after POLLS resumptions of
+# WAIT seconds each, so a runner that never lets the window fire fails the case instead of hanging.
+POLLS, WAIT = 300, 0.1
+EARLY_TIMES, HELD_AT, AFTER_TIMES = (1, 2, 3), 15, (21, 22)
+
+
+class _MarkFirstWindow(beam.DoFn):
+    """Creates ``fired`` in ``directory`` on seeing a group of window [0, 10)."""
+
+    def __init__(self, directory):
+        self.directory = directory
+
+    def process(self, kv, w=beam.DoFn.WindowParam):
+        if w.start == 0:
+            _touch(os.path.join(self.directory, "fired"))
+        yield kv
+
+
+class _WaitForWindowProvider(CountProvider):
+    """Positions: the early outputs, moving the watermark past window [0, 10), POLLS polls, the
+    outputs after the wait."""
+
+    def initial_restriction(self, directory):
+        return OffsetRange(0, len(EARLY_TIMES) + 1 + POLLS + len(AFTER_TIMES))
+
+
+@beam.DoFn.unbounded_per_element()
+class _WaitForWindow(beam.DoFn):
+    """Outputs ("early", i) at EARLY_TIMES, then moves its watermark to HELD_AT (``hold``) and
+    self-checkpoints until window [0, 10) was seen downstream; then ("fired first", bool) at 20 and
+    ("after", i) at AFTER_TIMES. Subclasses choose the estimator and how the watermark moves."""
+
+    def advance(self, estimator, ts):
+        """Called after each output at ``ts``; the watermark must not pass it."""
+
+    def hold(self, estimator):
+        """Move the watermark to HELD_AT; may yield outputs."""
+        return ()
+
+    def waiting(self, directory, tracker, estimator):
+        early = len(EARLY_TIMES)
+        first_after = early + 1 + POLLS
+        pos = tracker.current_restriction().start
+        while pos < early:
+            if not tracker.try_claim(pos):
+                return
+            yield window.TimestampedValue(("early", pos), EARLY_TIMES[pos])
+            self.advance(estimator, EARLY_TIMES[pos])
+            pos += 1
+        if pos == early:
+            if not tracker.try_claim(pos):
+                return
+            yield from self.hold(estimator)
+            pos += 1
+        fired = os.path.exists(os.path.join(directory, "fired"))
+        if pos < first_after:
+            if not fired:
+                if tracker.try_claim(pos):
+                    tracker.defer_remainder(Duration.of(WAIT))
+                return
+            pos = first_after
+        while tracker.try_claim(pos):
+            if pos == first_after:
+                yield window.TimestampedValue(("fired first", fired), 20)
+            index = pos - first_after
+            yield window.TimestampedValue(("after", index), AFTER_TIMES[index])
+            self.advance(estimator, AFTER_TIMES[index])
+            pos += 1
+
+
+class _WaitWithManualWatermark(_WaitForWindow):
+    def advance(self, estimator, ts):
+        estimator.set_watermark(Timestamp.of(ts))
+
+    def hold(self, estimator):
+        estimator.set_watermark(Timestamp.of(HELD_AT))
+        return ()
+
+    def process(self, directory, tracker=beam.DoFn.RestrictionParam(_WaitForWindowProvider()),
+                estimator=beam.DoFn.WatermarkEstimatorParam(ManualWatermarkEstimator.default_provider())):
+        yield from self.waiting(directory, tracker, estimator)
+
+
+class _MonotonicFromMinimum(WatermarkEstimatorProvider):
+    """MonotonicWatermarkEstimator starting at the minimum timestamp. (Beam 2.77's default provider
+    starts it at None, and its current_watermark() then compares an observed timestamp with None
+    and raises, which every checkpoint of such an SDF calls.)"""
+
+    def initial_estimator_state(self, element, restriction):
+        return MIN_TIMESTAMP
+
+    def create_watermark_estimator(self, estimator_state):
+        return MonotonicWatermarkEstimator(estimator_state)
+
+
+class _WaitWithMonotonicWatermark(_WaitForWindow):
+    """The monotonic estimator follows output timestamps: an output at HELD_AT moves it there."""
+
+    def hold(self, estimator):
+        yield window.TimestampedValue(("held", 0), HELD_AT)
+
+    def process(self, directory, tracker=beam.DoFn.RestrictionParam(_WaitForWindowProvider()),
+                estimator=beam.DoFn.WatermarkEstimatorParam(_MonotonicFromMinimum())):
+        yield from self.waiting(directory, tracker, estimator)
+
+
+def _run_waiting_sdf(runner, tmp_path, sdf, extra):
+    p = runner.pipeline()
+    out = (p | beam.Create([str(tmp_path)]) | beam.ParDo(sdf)
+             | beam.WindowInto(window.FixedWindows(10))
+             | beam.GroupByKey() | sorted_groups()
+             | beam.ParDo(_MarkFirstWindow(str(tmp_path))))
+    on_time = pane(first=True, last=True, timing="ON_TIME", index=0, nonspec=0)
+    check(out, [el(("early", [0, 1, 2]), 9.999, W(0, 10), on_time),
+                el(("fired first", [True]), 29.999, W(20, 30), on_time),
+                el(("after", [0, 1]), 29.999, W(20, 30), on_time)] + extra)
+    runner.run(p)
+
+
+@capability("sdf.watermark_estimation")
+def test_manual_watermark_closes_windows_while_sdf_runs(runner, tmp_path):
+    # Set past window [0, 10) by a ManualWatermarkEstimator, the SDF's watermark lets that window fire
+    # (on time, with all its values) before the SDF, waiting for it, goes on.
+    _run_waiting_sdf(runner, tmp_path, _WaitWithManualWatermark(), [])
+
+
+@capability("sdf.watermark_estimation")
+def test_monotonic_watermark_closes_windows_while_sdf_runs(runner, tmp_path):
+    # A MonotonicWatermarkEstimator's watermark follows the outputs: after one at 15 the SDF's watermark
+    # is past window [0, 10), which fires before the SDF, waiting for it, goes on.
+    held = pane(first=True, last=True, timing="ON_TIME", index=0, nonspec=0)
+    _run_waiting_sdf(runner, tmp_path, _WaitWithMonotonicWatermark(), [el(("held", [0]), 19.999, W(10, 20), held)])
 
 
 # --------------------------------------------------------------------------- bundle finalization
@@ -393,7 +536,7 @@ class FinalizeOffsets(beam.DoFn):
 def test_callbacks_run_after_the_bundle_commits(runner, tmp_path):
     # Every callback registered by a successful bundle is invoked once the bundle is committed.
     p = runner.pipeline()
-    check(p | beam.Create(["a", "b", "c"]) | beam.ParDo(FinalizePerElement(str(tmp_path))), ["a", "b", "c"])
+    check(p | beam.Create(["a", "b", "c"]) | beam.ParDo(FinalizePerElement(str(tmp_path))), created(["a", "b", "c"]))
     runner.run(p)
     assert wait_for_files(tmp_path, {"a", "b", "c"}) == {"a", "b", "c"}
 
@@ -402,7 +545,7 @@ def test_callbacks_run_after_the_bundle_commits(runner, tmp_path):
 def test_splittable_dofn_callbacks_cover_every_offset(runner, tmp_path):
     # Callbacks registered from every split piece of a splittable DoFn are all invoked.
     p = runner.pipeline()
-    check(p | beam.Create([5, 2]) | beam.ParDo(FinalizeOffsets(str(tmp_path))), offsets_of(5, 2))
+    check(p | beam.Create([5, 2]) | beam.ParDo(FinalizeOffsets(str(tmp_path))), created(offsets_of(5, 2)))
     runner.run(p)
     expected = {f"{n}-{i}" for n, i in offsets_of(5, 2)}
     assert wait_for_files(tmp_path, expected) == expected
@@ -415,6 +558,60 @@ def test_callbacks_after_group_by_key(runner, tmp_path):
     out = (p | beam.Create([("x", 1), ("y", 2), ("x", 3)]) | beam.GroupByKey()
              | beam.MapTuple(lambda k, vs: f"{k}{sum(vs)}")
              | beam.ParDo(FinalizePerElement(str(tmp_path))))
-    check(out, ["x4", "y2"])
+    check(out, grouped(["x4", "y2"]))
     runner.run(p)
     assert wait_for_files(tmp_path, {"x4", "y2"}) == {"x4", "y2"}
+
+
+# --------------------------------------------------------------------------- failures
+
+class _FailAtOffset(beam.DoFn):
+    """n -> (n, i) over restrictions split in pieces of 3; claiming offset ``at`` of element ``on`` raises."""
+
+    def __init__(self, message, on, at):
+        self._message, self._on, self._at = message, on, at
+
+    def process(self, n, tracker=beam.DoFn.RestrictionParam(CountProvider(piece=3))):
+        for pos in claimed_offsets(tracker):
+            if n == self._on and pos == self._at:
+                raise RuntimeError(self._message)
+            yield n, pos
+
+
+class _FailingSplitProvider(CountProvider):
+    """A provider whose initial split raises for element ``on``."""
+
+    def __init__(self, message, on):
+        super().__init__(piece=2)
+        self._message, self._on = message, on
+
+    def split(self, n, restriction):
+        if n == self._on:
+            raise ValueError(self._message)
+        yield from super().split(n, restriction)
+
+
+@capability("sdf.failure")
+def test_exception_in_splittable_process_fails_job_with_message(runner):
+    # SEMANTICS 8: an exception in a splittable DoFn's process, after it claimed part of its
+    # restriction (here in the third piece of element 8), fails the job with the user's message.
+    message = "conformance-boom-in-sdf-process-4f70"
+    p = runner.pipeline()
+    _ = p | beam.Create([5, 8]) | beam.ParDo(_FailAtOffset(message, on=8, at=7))
+    runner.run_expecting_failure(p, match=message)
+
+
+@capability("sdf.failure")
+def test_exception_in_restriction_split_fails_job_with_message(runner):
+    # An exception in the restriction provider (here its initial split, which runs before process)
+    # fails the job with the user's message too.
+    message = "conformance-boom-in-sdf-split-a3d5"
+
+    class Fn(beam.DoFn):
+        def process(self, n, tracker=beam.DoFn.RestrictionParam(_FailingSplitProvider(message, on=6))):
+            for pos in claimed_offsets(tracker):
+                yield n, pos
+
+    p = runner.pipeline()
+    _ = p | beam.Create([4, 6]) | beam.ParDo(Fn())
+    runner.run_expecting_failure(p, match=message)

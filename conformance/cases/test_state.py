@@ -7,7 +7,17 @@ elements of that scope, and is garbage-collected when the window expires
 Beam 2.77's Python SDK offers ReadModifyWriteStateSpec, BagStateSpec,
 CombiningValueStateSpec, SetStateSpec and OrderedListStateSpec; it has no MapStateSpec
 (and its SDK harness no map/multimap user state), so state.map has no case here.
+
+Reads across bundles: within one bundle the SDK serves a key's state from its own buffers, so
+a case whose reads all happen in the bundle that wrote passes on a runner whose state store
+returns nothing. A portable runner never fires a timer in the bundle that set it (timers go
+back to the runner over the data channel and return in a later ProcessBundleRequest), so the
+cases below also read their state in an event-time timer callback set in process (REPORT) and,
+after that callback writes, in a timer it sets (AGAIN): those reads cross bundles on every
+runner, whatever its bundle sizes.
 """
+import typing
+
 import pytest
 
 import apache_beam as beam
@@ -19,11 +29,45 @@ from apache_beam.transforms.userstate import (BagStateSpec, CombiningValueStateS
 from apache_beam.transforms.timeutil import TimeDomain
 from apache_beam.utils.timestamp import Timestamp
 
-from conformance.api import (END_OF_GLOBAL_WINDOW, GLOBAL, W, capability, check, el, keyed_input, one_of,
-                             satisfies)
+from conformance.api import (END_OF_GLOBAL_WINDOW, GLOBAL, MIN_TIMESTAMP, W, capability, check, el, keyed_input,
+                             one_of, satisfies)
 
 StateParam = beam.DoFn.StateParam
 TimerParam = beam.DoFn.TimerParam
+KeyParam = beam.DoFn.KeyParam
+
+# Event times (seconds) of the REPORT and AGAIN timers of globally windowed cases.
+REPORT_AT, AGAIN_AT = 100, 200
+
+
+def _stateful(fn):
+    """ParDo(fn) with any output: Beam infers a DoFn's output coder from process() alone, and the
+    timer callbacks below yield other shapes."""
+    return beam.ParDo(fn).with_output_types(typing.Any)
+
+
+def _created(value):
+    """An output of process() for an element of beam.Create: at the minimum timestamp, global window."""
+    return el(value, MIN_TIMESTAMP, GLOBAL)
+
+
+def _at(value, seconds):
+    """An output of a timer callback: at the timer's time, in the global window."""
+    return el(value, seconds, GLOBAL)
+
+
+def _stamped(values):
+    """The outputs of a globally windowed case below: a tuple naming its timer ("report" or "later":
+    REPORT, "again": AGAIN) at that timer's time, any other value at the minimum timestamp (an output
+    of process() for an element of beam.Create)."""
+    def at(value):
+        names = {part for part in value if isinstance(part, str)} if isinstance(value, tuple) else set()
+        if names & {"report", "later"}:
+            return _at(value, REPORT_AT)
+        if "again" in names:
+            return _at(value, AGAIN_AT)
+        return _created(value)
+    return [at(v) for v in values]
 
 
 def _secs(ts):
@@ -42,48 +86,99 @@ class _CountPerKey(beam.DoFn):
         yield kv[0], n
 
 
+class _CountThenReport(beam.DoFn):
+    """Counts each key's elements in value state, yielding the running count; REPORT reads the
+    final count in a later bundle and writes ten times it, which AGAIN reads back."""
+    COUNT = ReadModifyWriteStateSpec("count", coders.VarIntCoder())
+    REPORT = TimerSpec("report", TimeDomain.WATERMARK)
+    AGAIN = TimerSpec("again", TimeDomain.WATERMARK)
+
+    def process(self, kv, count=StateParam(COUNT), report=TimerParam(REPORT)):
+        n = (count.read() or 0) + 1
+        count.write(n)
+        report.set(REPORT_AT)
+        yield kv[0], n
+
+    @on_timer(REPORT)
+    def on_report(self, key=KeyParam, count=StateParam(COUNT), again=TimerParam(AGAIN)):
+        n = count.read() or 0
+        count.write(n * 10)
+        again.set(AGAIN_AT)
+        yield key, "report", n
+
+    @on_timer(AGAIN)
+    def on_again(self, key=KeyParam, count=StateParam(COUNT)):
+        yield key, "again", count.read()
+
+
 @capability("state.value")
 def test_value_counter_per_key(runner):
-    # SEMANTICS 7: value state is per key; each key counts its own elements 1..n.
+    # SEMANTICS 7: value state is per key; each key counts its own elements 1..n, and the count is
+    # still there in later bundles (timer callbacks), as is what a callback writes.
     p = runner.pipeline()
     data = [("a", 0), ("b", 0), ("a", 0), ("a", 0), ("b", 0)]
-    out = p | beam.Create(data) | beam.ParDo(_CountPerKey())
-    check(out, [("a", 1), ("a", 2), ("a", 3), ("b", 1), ("b", 2)])
+    out = p | beam.Create(data) | _stateful(_CountThenReport())
+    check(out, [_created(("a", 1)), _created(("a", 2)), _created(("a", 3)), _created(("b", 1)),
+                _created(("b", 2)), _at(("a", "report", 3), REPORT_AT), _at(("b", "report", 2), REPORT_AT),
+                _at(("a", "again", 30), AGAIN_AT), _at(("b", "again", 20), AGAIN_AT)])
     runner.run(p)
 
 
 @capability("state.value")
 def test_value_unwritten_reads_none_and_write_is_visible(runner):
-    # An unwritten value state reads as None; a write is visible to a read later in the same call.
+    # An unwritten value state reads as None; a write is visible to a read later in the same call
+    # and in a later bundle.
     class Fn(beam.DoFn):
         LAST = ReadModifyWriteStateSpec("last", coders.StrUtf8Coder())
+        REPORT = TimerSpec("report", TimeDomain.WATERMARK)
 
-        def process(self, kv, last=StateParam(LAST)):
+        def process(self, kv, last=StateParam(LAST), report=TimerParam(REPORT)):
             before = last.read()
             last.write(kv[1])
+            report.set(REPORT_AT)
             yield kv[0], before, last.read()
 
+        @on_timer(REPORT)
+        def on_report(self, key=KeyParam, last=StateParam(LAST)):
+            yield key, "later", last.read()
+
     p = runner.pipeline()
-    out = p | beam.Create([("a", "x"), ("b", "y")]) | beam.ParDo(Fn())
-    check(out, [("a", None, "x"), ("b", None, "y")])
+    out = p | beam.Create([("a", "x"), ("b", "y")]) | _stateful(Fn())
+    check(out, _stamped([("a", None, "x"), ("b", None, "y"), ("a", "later", "x"), ("b", "later", "y")]))
     runner.run(p)
 
 
 @capability("state.value")
 def test_value_cleared_state_reads_none(runner):
-    # A cleared value state reads as None, in the same call and for the next element of the key.
+    # A cleared value state reads as None, in the same call, for the next element of the key and in a
+    # later bundle; a value written there is read back by a timer it sets.
     class Fn(beam.DoFn):
         VALUE = ReadModifyWriteStateSpec("value", coders.VarIntCoder())
+        REPORT = TimerSpec("report", TimeDomain.WATERMARK)
+        AGAIN = TimerSpec("again", TimeDomain.WATERMARK)
 
-        def process(self, kv, value=StateParam(VALUE)):
+        def process(self, kv, value=StateParam(VALUE), report=TimerParam(REPORT)):
             before = value.read()
             value.write(kv[1])
             value.clear()
+            report.set(REPORT_AT)
             yield kv[0], before, value.read()
 
+        @on_timer(REPORT)
+        def on_report(self, key=KeyParam, value=StateParam(VALUE), again=TimerParam(AGAIN)):
+            cleared = value.read()
+            value.write(77)
+            again.set(AGAIN_AT)
+            yield key, "report", cleared
+
+        @on_timer(AGAIN)
+        def on_again(self, key=KeyParam, value=StateParam(VALUE)):
+            yield key, "again", value.read()
+
     p = runner.pipeline()
-    out = p | beam.Create([("a", 1), ("a", 2), ("a", 3), ("b", 4)]) | beam.ParDo(Fn())
-    check(out, [("a", None, None)] * 3 + [("b", None, None)])
+    out = p | beam.Create([("a", 1), ("a", 2), ("a", 3), ("b", 4)]) | _stateful(Fn())
+    check(out, _stamped([("a", None, None)] * 3 + [("b", None, None), ("a", "report", None), ("b", "report", None),
+                                                   ("a", "again", 77), ("b", "again", 77)]))
     runner.run(p)
 
 
@@ -91,74 +186,108 @@ def test_value_cleared_state_reads_none(runner):
 
 @capability("state.bag")
 def test_bag_accumulates_all_values_with_duplicates(runner):
-    # A bag keeps every added value (duplicates included) across the elements of a key.
+    # A bag keeps every added value (duplicates included) across the elements of a key and bundles.
     class Fn(beam.DoFn):
         BAG = BagStateSpec("bag", coders.VarIntCoder())
+        REPORT = TimerSpec("report", TimeDomain.WATERMARK)
 
-        def process(self, kv, bag=StateParam(BAG)):
+        def process(self, kv, bag=StateParam(BAG), report=TimerParam(REPORT)):
             bag.add(kv[1])
             contents = sorted(bag.read())
+            report.set(REPORT_AT)
             yield "size", kv[0], len(contents)
             if len(contents) == 3:
                 yield "full", kv[0], contents
 
+        @on_timer(REPORT)
+        def on_report(self, key=KeyParam, bag=StateParam(BAG)):
+            yield "later", key, sorted(bag.read())
+
     p = runner.pipeline()
     data = [("a", 2), ("b", 5), ("a", 1), ("b", 6), ("a", 2), ("b", 4)]
-    out = p | beam.Create(data) | beam.ParDo(Fn())
-    check(out, [("size", "a", 1), ("size", "a", 2), ("size", "a", 3), ("full", "a", [1, 2, 2]),
-                ("size", "b", 1), ("size", "b", 2), ("size", "b", 3), ("full", "b", [4, 5, 6])])
+    out = p | beam.Create(data) | _stateful(Fn())
+    check(out, _stamped([("size", "a", 1), ("size", "a", 2), ("size", "a", 3), ("full", "a", [1, 2, 2]),
+                         ("size", "b", 1), ("size", "b", 2), ("size", "b", 3), ("full", "b", [4, 5, 6]),
+                         ("later", "a", [1, 2, 2]), ("later", "b", [4, 5, 6])]))
     runner.run(p)
 
 
 @capability("state.bag")
 def test_bag_cleared_reads_empty(runner):
-    # A cleared bag reads empty, in the same call and for the next element of the key.
+    # A cleared bag reads empty, in the same call, for the next element of the key and in a later
+    # bundle; values added there are read back by a timer it sets.
     class Fn(beam.DoFn):
         BAG = BagStateSpec("bag", coders.VarIntCoder())
+        REPORT = TimerSpec("report", TimeDomain.WATERMARK)
+        AGAIN = TimerSpec("again", TimeDomain.WATERMARK)
 
-        def process(self, kv, bag=StateParam(BAG)):
+        def process(self, kv, bag=StateParam(BAG), report=TimerParam(REPORT)):
             before = list(bag.read())
             bag.add(kv[1])
             bag.add(kv[1] + 100)
             added = sorted(bag.read())
             bag.clear()
-            yield kv[0], before, added, list(bag.read())
+            report.set(REPORT_AT)
+            yield kv[0], "process", (before, added, list(bag.read()))
+
+        @on_timer(REPORT)
+        def on_report(self, key=KeyParam, bag=StateParam(BAG), again=TimerParam(AGAIN)):
+            cleared = list(bag.read())
+            bag.add(7)
+            bag.add(8)
+            again.set(AGAIN_AT)
+            yield key, "report", cleared
+
+        @on_timer(AGAIN)
+        def on_again(self, key=KeyParam, bag=StateParam(BAG)):
+            yield key, "again", sorted(bag.read())
 
     p = runner.pipeline()
-    out = p | beam.Create([("a", 1), ("a", 2), ("a", 3)]) | beam.ParDo(Fn())
-    check(out, [("a", [], [1, 101], []), ("a", [], [2, 102], []), ("a", [], [3, 103], [])])
+    out = p | beam.Create([("a", 1), ("a", 2), ("a", 3)]) | _stateful(Fn())
+    check(out, _stamped([("a", "process", ([], [1, 101], [])), ("a", "process", ([], [2, 102], [])),
+                         ("a", "process", ([], [3, 103], [])), ("a", "report", []), ("a", "again", [7, 8])]))
     runner.run(p)
 
 
 @capability("state.bag")
 def test_bag_flush_and_clear_every_two_elements(runner):
-    # Add after clear starts a fresh bag: 5 elements flushed in pairs give 2 flushes of 2 and 1 left over.
+    # Add after clear starts a fresh bag: 5 elements flushed in pairs give 2 flushes of 2 and 1 left
+    # over, which a timer reads in a later bundle.
     class Fn(beam.DoFn):
         BAG = BagStateSpec("bag", coders.VarIntCoder())
+        REPORT = TimerSpec("report", TimeDomain.WATERMARK)
 
-        def process(self, kv, bag=StateParam(BAG)):
+        def process(self, kv, bag=StateParam(BAG), report=TimerParam(REPORT)):
             bag.add(kv[1])
             contents = sorted(bag.read())
+            report.set(REPORT_AT)
             if len(contents) == 2:
                 bag.clear()
                 yield "flush", contents
             else:
                 yield "held", contents
 
+        @on_timer(REPORT)
+        def on_report(self, bag=StateParam(BAG)):
+            yield "left", sorted(bag.read())
+
     def verify(records):
         flushes = [r.value[1] for r in records if r.value[0] == "flush"]
         held = [r.value[1][0] for r in records if r.value[0] == "held" and len(r.value[1]) == 1]
+        left = [r.value[1] for r in records if r.value[0] == "left"]
         assert len(flushes) == 2 and all(len(f) == 2 for f in flushes), f"flushes {flushes}"
-        assert len(held) == 3 and len(records) == 5, f"held {held}"
+        assert len(held) == 3 and len(records) == 6, f"held {held}"
         flushed = [v for f in flushes for v in f]
         assert all(sum(v in held for v in f) == 1 for f in flushes), "each flush = one held value + one more"
         leftover = [v for v in held if v not in flushed]
         assert sorted(flushed + leftover) == [1, 2, 3, 4, 5], f"flushed {flushed}, leftover {leftover}"
+        assert left == [leftover], f"the timer read {left}, the value left over is {leftover}"
         return True
 
     p = runner.pipeline()
-    out = p | beam.Create([("a", v) for v in (1, 2, 3, 4, 5)]) | beam.ParDo(Fn())
-    check(out, satisfies(verify, "two flushes of two distinct values, three single-value bags, covering 1..5"))
+    out = p | beam.Create([("a", v) for v in (1, 2, 3, 4, 5)]) | _stateful(Fn())
+    check(out, satisfies(verify, "two flushes of two distinct values, three single-value bags, covering 1..5; "
+                                 "the value left over is read back in a later bundle"))
     runner.run(p)
 
 
@@ -166,21 +295,38 @@ def test_bag_flush_and_clear_every_two_elements(runner):
 
 @capability("state.combining")
 def test_combining_state_with_callable(runner):
-    # Combining state with a callable (sum) reads the combined value of every add of the key.
+    # Combining state with a callable (sum) reads the combined value of every add of the key, in the
+    # bundle that added and in later ones.
     class Fn(beam.DoFn):
         TOTAL = CombiningValueStateSpec("total", combine_fn=sum)
         COUNT = CombiningValueStateSpec("count", coders.VarIntCoder(), combiners.CountCombineFn())
+        REPORT = TimerSpec("report", TimeDomain.WATERMARK)
+        AGAIN = TimerSpec("again", TimeDomain.WATERMARK)
 
-        def process(self, kv, total=StateParam(TOTAL), count=StateParam(COUNT)):
+        def process(self, kv, total=StateParam(TOTAL), count=StateParam(COUNT), report=TimerParam(REPORT)):
             total.add(kv[1])
             count.add(1)
+            report.set(REPORT_AT)
             if count.read() == 3:
                 yield kv[0], total.read()
 
+        @on_timer(REPORT)
+        def on_report(self, key=KeyParam, total=StateParam(TOTAL), count=StateParam(COUNT),
+                      again=TimerParam(AGAIN)):
+            result = (key, "report", total.read(), count.read())
+            total.add(1000)
+            again.set(AGAIN_AT)
+            yield result
+
+        @on_timer(AGAIN)
+        def on_again(self, key=KeyParam, total=StateParam(TOTAL)):
+            yield key, "again", total.read()
+
     p = runner.pipeline()
     data = [("a", 5), ("b", 10), ("a", 2), ("b", 20), ("a", 9), ("b", 30)]
-    out = p | beam.Create(data) | beam.ParDo(Fn())
-    check(out, [("a", 16), ("b", 60)])
+    out = p | beam.Create(data) | _stateful(Fn())
+    check(out, _stamped([("a", 16), ("b", 60), ("a", "report", 16, 3), ("b", "report", 60, 3),
+                         ("a", "again", 1016), ("b", "again", 1060)]))
     runner.run(p)
 
 
@@ -210,40 +356,66 @@ class _MinMaxCount(beam.CombineFn):
 
 @capability("state.combining")
 def test_combining_state_with_combinefn(runner):
-    # Combining state runs a CombineFn: add_input per add, extract_output on read.
+    # Combining state runs a CombineFn: add_input per add, extract_output on read; accumulators
+    # written in one bundle merge with adds in a later one.
     class Fn(beam.DoFn):
         STATS = CombiningValueStateSpec("stats", _MinMaxCount())
+        REPORT = TimerSpec("report", TimeDomain.WATERMARK)
 
-        def process(self, kv, stats=StateParam(STATS)):
+        def process(self, kv, stats=StateParam(STATS), report=TimerParam(REPORT)):
             stats.add(kv[1])
+            report.set(REPORT_AT)
             result = stats.read()
             if result.endswith("/4"):
                 yield kv[0], result
 
+        @on_timer(REPORT)
+        def on_report(self, key=KeyParam, stats=StateParam(STATS)):
+            stats.add(100)
+            yield key, "later", stats.read()
+
     p = runner.pipeline()
     data = [("a", 7), ("a", -3), ("a", 12), ("a", 4), ("b", 1), ("b", 1), ("b", 1), ("b", 1)]
-    out = p | beam.Create(data) | beam.ParDo(Fn())
-    check(out, [("a", "-3..12/4"), ("b", "1..1/4")])
+    out = p | beam.Create(data) | _stateful(Fn())
+    check(out, _stamped([("a", "-3..12/4"), ("b", "1..1/4"),
+                         ("a", "later", "-3..100/5"), ("b", "later", "1..100/5")]))
     runner.run(p)
 
 
 @capability("state.combining")
 def test_combining_state_cleared_reads_empty_result(runner):
-    # Cleared combining state reads as the CombineFn's output for an empty accumulator (sum: 0).
+    # Cleared combining state reads as the CombineFn's output for an empty accumulator (sum: 0), in
+    # the same call, for the next element and in a later bundle.
     class Fn(beam.DoFn):
         TOTAL = CombiningValueStateSpec("total", combine_fn=sum)
+        REPORT = TimerSpec("report", TimeDomain.WATERMARK)
+        AGAIN = TimerSpec("again", TimeDomain.WATERMARK)
 
-        def process(self, kv, total=StateParam(TOTAL)):
+        def process(self, kv, total=StateParam(TOTAL), report=TimerParam(REPORT)):
             before = total.read()
             total.add(kv[1])
             total.add(kv[1])
             added = total.read()
             total.clear()
-            yield kv[0], before, added, total.read()
+            report.set(REPORT_AT)
+            yield kv[0], "process", (before, added, total.read())
+
+        @on_timer(REPORT)
+        def on_report(self, key=KeyParam, total=StateParam(TOTAL), again=TimerParam(AGAIN)):
+            cleared = total.read()
+            total.add(5)
+            again.set(AGAIN_AT)
+            yield key, "report", cleared
+
+        @on_timer(AGAIN)
+        def on_again(self, key=KeyParam, total=StateParam(TOTAL)):
+            yield key, "again", total.read()
 
     p = runner.pipeline()
-    out = p | beam.Create([("a", 3), ("a", 4), ("b", 5)]) | beam.ParDo(Fn())
-    check(out, [("a", 0, 6, 0), ("a", 0, 8, 0), ("b", 0, 10, 0)])
+    out = p | beam.Create([("a", 3), ("a", 4), ("b", 5)]) | _stateful(Fn())
+    check(out, _stamped([("a", "process", (0, 6, 0)), ("a", "process", (0, 8, 0)), ("b", "process", (0, 10, 0)),
+                         ("a", "report", 0), ("b", "report", 0),
+                         ("a", "again", 5), ("b", "again", 5)]))
     runner.run(p)
 
 
@@ -251,66 +423,94 @@ def test_combining_state_cleared_reads_empty_result(runner):
 
 @capability("state.set")
 def test_set_state_deduplicates(runner):
-    # Set state holds each distinct value once; membership reflects earlier adds of the key.
+    # Set state holds each distinct value once; membership reflects earlier adds of the key, in the
+    # bundle that added and in later ones.
     class Fn(beam.DoFn):
         SEEN = SetStateSpec("seen", coders.StrUtf8Coder())
         COUNT = CombiningValueStateSpec("count", coders.VarIntCoder(), combiners.CountCombineFn())
+        REPORT = TimerSpec("report", TimeDomain.WATERMARK)
 
-        def process(self, kv, seen=StateParam(SEEN), count=StateParam(COUNT)):
+        def process(self, kv, seen=StateParam(SEEN), count=StateParam(COUNT), report=TimerParam(REPORT)):
             key, value = kv
             yield "dup", key, value, value in set(seen.read())
             seen.add(value)
             count.add(1)
+            report.set(REPORT_AT)
             if count.read() == 5:
                 yield "all", key, sorted(seen.read())
 
+        @on_timer(REPORT)
+        def on_report(self, key=KeyParam, seen=StateParam(SEEN)):
+            seen.add("x")
+            yield "later", key, sorted(seen.read())
+
     p = runner.pipeline()
-    data = [("a", "x"), ("a", "y"), ("a", "x"), ("a", "z"), ("a", "y"), ("b", "x")]
-    out = p | beam.Create(data) | beam.ParDo(Fn())
-    check(out, [("dup", "a", "x", False), ("dup", "a", "x", True), ("dup", "a", "y", False),
-                ("dup", "a", "y", True), ("dup", "a", "z", False), ("dup", "b", "x", False),
-                ("all", "a", ["x", "y", "z"])])
+    data = [("a", "x"), ("a", "y"), ("a", "x"), ("a", "z"), ("a", "y"), ("b", "w")]
+    out = p | beam.Create(data) | _stateful(Fn())
+    check(out, _stamped([("dup", "a", "x", False), ("dup", "a", "x", True), ("dup", "a", "y", False),
+                         ("dup", "a", "y", True), ("dup", "a", "z", False), ("dup", "b", "w", False),
+                         ("all", "a", ["x", "y", "z"]), ("later", "a", ["x", "y", "z"]), ("later", "b", ["w", "x"])]))
     runner.run(p)
 
 
 @capability("state.set")
 def test_set_state_cleared_reads_empty(runner):
-    # A cleared set reads empty, in the same call and for the next element of the key.
+    # A cleared set reads empty, in the same call, for the next element of the key and in a later
+    # bundle; values added there are read back by a timer it sets.
     class Fn(beam.DoFn):
         SEEN = SetStateSpec("seen", coders.VarIntCoder())
+        REPORT = TimerSpec("report", TimeDomain.WATERMARK)
+        AGAIN = TimerSpec("again", TimeDomain.WATERMARK)
 
-        def process(self, kv, seen=StateParam(SEEN)):
+        def process(self, kv, seen=StateParam(SEEN), report=TimerParam(REPORT)):
             before = sorted(seen.read())
             seen.add(kv[1])
             seen.add(kv[1])
             seen.add(kv[1] + 1)
             added = sorted(seen.read())
             seen.clear()
-            yield kv[0], before, added, sorted(seen.read())
+            report.set(REPORT_AT)
+            yield kv[0], "process", (before, added, sorted(seen.read()))
+
+        @on_timer(REPORT)
+        def on_report(self, key=KeyParam, seen=StateParam(SEEN), again=TimerParam(AGAIN)):
+            cleared = sorted(seen.read())
+            seen.add(3)
+            seen.add(3)
+            seen.add(4)
+            again.set(AGAIN_AT)
+            yield key, "report", cleared
+
+        @on_timer(AGAIN)
+        def on_again(self, key=KeyParam, seen=StateParam(SEEN)):
+            yield key, "again", sorted(seen.read())
 
     p = runner.pipeline()
-    out = p | beam.Create([("a", 1), ("a", 10), ("b", 5)]) | beam.ParDo(Fn())
-    check(out, [("a", [], [1, 2], []), ("a", [], [10, 11], []), ("b", [], [5, 6], [])])
+    out = p | beam.Create([("a", 1), ("a", 10), ("b", 5)]) | _stateful(Fn())
+    check(out, _stamped([("a", "process", ([], [1, 2], [])), ("a", "process", ([], [10, 11], [])),
+                         ("b", "process", ([], [5, 6], [])),
+                         ("a", "report", []), ("b", "report", []), ("a", "again", [3, 4]), ("b", "again", [3, 4])]))
     runner.run(p)
 
 
 # --------------------------------------------------------------------------- state.ordered_list
 
 class _OrderedListFn(beam.DoFn):
-    """Adds (sort key, value) pairs; once `total` elements of a key arrived, reports `on_full(state)`."""
+    """Adds (sort key, value) pairs; a timer reports ``on_full(state)`` in a later bundle."""
     LIST = OrderedListStateSpec("list", coders.StrUtf8Coder())
-    COUNT = CombiningValueStateSpec("count", coders.VarIntCoder(), combiners.CountCombineFn())
+    REPORT = TimerSpec("report", TimeDomain.WATERMARK)
 
-    def __init__(self, total, on_full):
-        self._total = total
+    def __init__(self, on_full):
         self._on_full = on_full
 
-    def process(self, kv, ol=StateParam(LIST), count=StateParam(COUNT)):
+    def process(self, kv, ol=StateParam(LIST), report=TimerParam(REPORT)):
         sort_key, value = kv[1]
         ol.add((Timestamp(sort_key), value))
-        count.add(1)
-        if count.read() == self._total:
-            yield kv[0], self._on_full(ol)
+        report.set(REPORT_AT)
+
+    @on_timer(REPORT)
+    def on_report(self, key=KeyParam, ol=StateParam(LIST)):
+        yield key, self._on_full(ol)
 
 
 def _ordered_list_input(p):
@@ -327,9 +527,9 @@ def test_ordered_list_reads_in_sort_key_order(runner):
         return [_secs(t) for t, _ in items], sorted((_secs(t), v) for t, v in items)
 
     p = runner.pipeline()
-    out = _ordered_list_input(p) | beam.ParDo(_OrderedListFn(5, full))
-    check(out, [("a", ([10, 10, 20, 30, 40],
-                       [(10, "ten"), (10, "ten-bis"), (20, "twenty"), (30, "thirty"), (40, "forty")]))])
+    out = _ordered_list_input(p) | _stateful(_OrderedListFn(full))
+    listed = [(10, "ten"), (10, "ten-bis"), (20, "twenty"), (30, "thirty"), (40, "forty")]
+    check(out, [_at(("a", ([10, 10, 20, 30, 40], listed)), REPORT_AT)])
     runner.run(p)
 
 
@@ -342,8 +542,8 @@ def test_ordered_list_read_range_is_half_open(runner):
                 [v for _, v in ol.read_range(Timestamp(41), Timestamp(100))])
 
     p = runner.pipeline()
-    out = _ordered_list_input(p) | beam.ParDo(_OrderedListFn(5, full))
-    check(out, [("a", (["twenty", "thirty"], ["twenty", "thirty"], []))])
+    out = _ordered_list_input(p) | _stateful(_OrderedListFn(full))
+    check(out, [_at(("a", (["twenty", "thirty"], ["twenty", "thirty"], [])), REPORT_AT)])
     runner.run(p)
 
 
@@ -371,52 +571,88 @@ def test_ordered_list_clear_range_persists(runner):
             yield key, "later", sorted((_secs(t), v) for t, v in ol.read())
 
     p = runner.pipeline()
-    out = _ordered_list_input(p) | beam.ParDo(Fn())
+    out = _ordered_list_input(p) | _stateful(Fn())
     remaining = [(10, "ten"), (10, "ten-bis"), (40, "forty")]
-    check(out, [("a", "pruned", remaining), ("a", "later", remaining)])
+    check(out, [_at(("a", "pruned", remaining), 100), _at(("a", "later", remaining), 200)])
     runner.run(p)
 
 
 @capability("state.ordered_list")
 def test_ordered_list_cleared_reads_empty(runner):
-    # A cleared ordered list reads empty, in the same call and for the next element of the key.
+    # A cleared ordered list reads empty, in the same call, for the next element of the key and in a
+    # later bundle; entries added there are read back, in order, by a timer it sets.
     class Fn(beam.DoFn):
         LIST = OrderedListStateSpec("list", coders.VarIntCoder())
+        REPORT = TimerSpec("report", TimeDomain.WATERMARK)
+        AGAIN = TimerSpec("again", TimeDomain.WATERMARK)
 
-        def process(self, kv, ol=StateParam(LIST)):
+        def process(self, kv, ol=StateParam(LIST), report=TimerParam(REPORT)):
             before = list(ol.read())
             ol.add((Timestamp(kv[1]), kv[1]))
             ol.add((Timestamp(1), 1))
             added = [v for _, v in ol.read()]
             ol.clear()
-            yield kv[0], before, added, list(ol.read())
+            report.set(REPORT_AT)
+            yield kv[0], "process", (before, added, list(ol.read()))
+
+        @on_timer(REPORT)
+        def on_report(self, key=KeyParam, ol=StateParam(LIST), again=TimerParam(AGAIN)):
+            cleared = list(ol.read())
+            ol.add((Timestamp(9), 90))
+            ol.add((Timestamp(2), 20))
+            again.set(AGAIN_AT)
+            yield key, "report", cleared
+
+        @on_timer(AGAIN)
+        def on_again(self, key=KeyParam, ol=StateParam(LIST)):
+            yield key, "again", [v for _, v in ol.read()]
 
     p = runner.pipeline()
-    out = p | beam.Create([("a", 7), ("a", 5), ("b", 9)]) | beam.ParDo(Fn())
-    check(out, [("a", [], [1, 7], []), ("a", [], [1, 5], []), ("b", [], [1, 9], [])])
+    out = p | beam.Create([("a", 7), ("a", 5), ("b", 9)]) | _stateful(Fn())
+    check(out, _stamped([("a", "process", ([], [1, 7], [])), ("a", "process", ([], [1, 5], [])),
+                         ("b", "process", ([], [1, 9], [])),
+                         ("a", "report", []), ("b", "report", []),
+                         ("a", "again", [20, 90]), ("b", "again", [20, 90])]))
     runner.run(p)
 
 
 # --------------------------------------------------------------------------- state.windowed
 
 class _CountFromZero(beam.DoFn):
+    """Counts per key and window from 0; a timer at the window's end reports the count (from a later
+    bundle) in that window."""
     COUNT = ReadModifyWriteStateSpec("count", coders.VarIntCoder())
+    REPORT = TimerSpec("report", TimeDomain.WATERMARK)
 
-    def process(self, kv, count=StateParam(COUNT)):
+    def process(self, kv, count=StateParam(COUNT), report=TimerParam(REPORT), w=beam.DoFn.WindowParam):
         n = count.read() or 0
         count.write(n + 1)
+        report.set(w.max_timestamp())
         yield n
+
+    @on_timer(REPORT)
+    def on_report(self, count=StateParam(COUNT)):
+        yield f"total {count.read()}"
+
+
+def _counts_and_totals(out):
+    """Split _CountFromZero's output: the running counts (ints) and the timers' totals (strings)."""
+    return (out | "Counts" >> beam.Filter(lambda v: isinstance(v, int)),
+            out | "Totals" >> beam.Filter(lambda v: isinstance(v, str)))
 
 
 @capability("state.windowed")
 def test_value_state_partitioned_per_fixed_window(runner):
-    # SEMANTICS 7 (testValueStateFixedWindows): one key, windows [0,10) -> 0,1,2 and [10,20) -> 0,1.
+    # SEMANTICS 7 (testValueStateFixedWindows): one key, windows [0,10) -> 0,1,2 and [10,20) -> 0,1;
+    # each window's count is still there when its timer (at the window's end) reads it.
     p = runner.pipeline()
     out = (keyed_input(p, [("k", 0, 1), ("k", 0, 2), ("k", 0, 3), ("k", 0, 11), ("k", 0, 12)])
            | beam.WindowInto(window.FixedWindows(10))
-           | beam.ParDo(_CountFromZero()))
-    check(out, [el(0, window=W(0, 10)), el(1, window=W(0, 10)), el(2, window=W(0, 10)),
-                el(0, window=W(10, 20)), el(1, window=W(10, 20))])
+           | _stateful(_CountFromZero()))
+    counts, totals = _counts_and_totals(out)
+    check(counts, [el(0, window=W(0, 10)), el(1, window=W(0, 10)), el(2, window=W(0, 10)),
+                   el(0, window=W(10, 20)), el(1, window=W(10, 20))], label="counts")
+    check(totals, [el("total 3", 9.999, W(0, 10)), el("total 2", 19.999, W(10, 20))], label="totals")
     runner.run(p)
 
 
@@ -427,21 +663,26 @@ def test_state_partitioned_per_sliding_window(runner):
     p = runner.pipeline()
     out = (keyed_input(p, [("k", 0, 7), ("k", 0, 12)])
            | beam.WindowInto(window.SlidingWindows(15, 5))
-           | beam.ParDo(_CountFromZero()))
-    check(out, [el(0, window=W(-5, 10)), el(0, window=W(0, 15)), el(1, window=W(0, 15)),
-                el(0, window=W(5, 20)), el(1, window=W(5, 20)), el(0, window=W(10, 25))])
+           | _stateful(_CountFromZero()))
+    counts, totals = _counts_and_totals(out)
+    check(counts, [el(0, window=W(-5, 10)), el(0, window=W(0, 15)), el(1, window=W(0, 15)),
+                   el(0, window=W(5, 20)), el(1, window=W(5, 20)), el(0, window=W(10, 25))], label="counts")
+    check(totals, [el("total 1", 9.999, W(-5, 10)), el("total 2", 14.999, W(0, 15)),
+                   el("total 2", 19.999, W(5, 20)), el("total 1", 24.999, W(10, 25))], label="totals")
     runner.run(p)
 
 
 @capability("state.windowed")
 def test_same_state_id_in_two_pardos_is_not_shared(runner):
-    # SEMANTICS 7 (testValueStateSameId): two stateful ParDos with the same state id have separate state.
+    # SEMANTICS 7 (testValueStateSameId): two stateful ParDos with the same state id have separate
+    # state, in the bundle that writes and in later ones.
     p = runner.pipeline()
     data = [("a", 0), ("a", 0), ("a", 0), ("b", 0)]
     first = p | beam.Create(data) | "First" >> beam.ParDo(_CountPerKey())
-    second = first | "Second" >> beam.ParDo(_CountPerKey())
-    check(first, [("a", 1), ("a", 2), ("a", 3), ("b", 1)], label="first")
-    check(second, [("a", 1), ("a", 2), ("a", 3), ("b", 1)], label="second")
+    second = first | "Second" >> _stateful(_CountThenReport())
+    check(first, _stamped([("a", 1), ("a", 2), ("a", 3), ("b", 1)]), label="first")
+    check(second, _stamped([("a", 1), ("a", 2), ("a", 3), ("b", 1), ("a", "report", 3), ("b", "report", 1),
+                            ("a", "again", 30), ("b", "again", 10)]), label="second")
     runner.run(p)
 
 

@@ -22,7 +22,7 @@ from apache_beam.transforms import window
 from apache_beam.transforms.timeutil import TimeDomain
 from apache_beam.transforms.userstate import (BagStateSpec, ReadModifyWriteStateSpec, TimerSpec, on_timer)
 
-from conformance.api import GLOBAL, W, capability, check, el, keyed_input, pane
+from conformance.api import GLOBAL, NO_FIRING, W, capability, check, el, keyed_input, pane
 
 StateParam = beam.DoFn.StateParam
 TimerParam = beam.DoFn.TimerParam
@@ -266,7 +266,7 @@ def test_cleared_timer_does_not_fire(runner):
 
     p = runner.pipeline()
     out = keyed_input(p, [("k", 0, 1), ("j", 0, 2)]) | beam.ParDo(Fn())
-    check(out, [("processed", "k"), ("processed", "j")])
+    check(out, [el(("processed", "k"), 1, GLOBAL, NO_FIRING), el(("processed", "j"), 2, GLOBAL, NO_FIRING)])
     runner.run(p)
 
 
@@ -626,12 +626,14 @@ class _ParDoWithPayloadFlags(beam.ParDo):
 def test_time_sorted_input_delivers_each_key_in_timestamp_order(runner):
     # SEMANTICS 7 (@RequiresTimeSortedInput): elements of each key reach the DoFn in timestamp order,
     # whatever order they were created in. (Runner API flag: the Python SDK has no decorator for it.)
+    # Creation order, value order and timestamp order all differ, so a runner that sorts by value,
+    # or keeps arrival order, delivers another sequence.
     class Fn(beam.DoFn):
         SEEN = ReadModifyWriteStateSpec("seen", coders.PickleCoder())
         REPORT = TimerSpec("report", TimeDomain.WATERMARK)
 
-        def process(self, kv, seen=StateParam(SEEN), report=TimerParam(REPORT)):
-            seen.write((seen.read() or []) + [kv[1]])
+        def process(self, kv, seen=StateParam(SEEN), report=TimerParam(REPORT), ts=TimestampParam):
+            seen.write((seen.read() or []) + [(kv[1], _secs(ts))])
             report.set(1000)
 
         @on_timer(REPORT)
@@ -639,10 +641,12 @@ def test_time_sorted_input_delivers_each_key_in_timestamp_order(runner):
             yield key, seen.read()
 
     p = runner.pipeline()
-    data = [("k", v, v) for v in (5, 1, 4, 2, 3)] + [("j", v, v) for v in (9, 7, 8)]
+    data = [("k", "c", 5), ("k", "e", 1), ("k", "a", 4), ("k", "d", 2), ("k", "b", 3),
+            ("j", "x", 9), ("j", "z", 7), ("j", "y", 8)]
     out = keyed_input(p, data) | _ParDoWithPayloadFlags(
         Fn(), common_urns.requirements.REQUIRES_TIME_SORTED_INPUT.urn, requires_time_sorted_input=True)
-    check(out, [("k", [1, 2, 3, 4, 5]), ("j", [7, 8, 9])])
+    check(out, [el(("k", [("e", 1), ("d", 2), ("b", 3), ("a", 4), ("c", 5)]), 1000, GLOBAL),
+                el(("j", [("z", 7), ("y", 8), ("x", 9)]), 1000, GLOBAL)])
     runner.run(p)
 
 
@@ -671,3 +675,34 @@ def test_on_window_expiration_runs_once_per_key_and_window_with_state(runner):
     check(out, [el(("k", 0.0, 2), window=W(0, 10)), el(("k", 10.0, 1), window=W(10, 20)),
                 el(("j", 0.0, 1), window=W(0, 10))])
     runner.run(p)
+
+
+# --------------------------------------------------------------------------- timers.failure
+
+@capability("timers.failure")
+def test_exception_in_timer_callback_fails_job_with_message(runner):
+    # SEMANTICS 8: an exception in user code fails the job with the user's message; in an event-time
+    # timer callback too (which runs in a later bundle than the element that set the timer), here in a
+    # timer set by another timer's callback.
+    message = "conformance-boom-in-on-timer-8e41"
+
+    class Fn(beam.DoFn):
+        FIRST = TimerSpec("first", TimeDomain.WATERMARK)
+        SECOND = TimerSpec("second", TimeDomain.WATERMARK)
+
+        def process(self, kv, first=TimerParam(FIRST)):
+            first.set(10)
+            yield kv
+
+        @on_timer(FIRST)
+        def on_first(self, second=TimerParam(SECOND)):
+            second.set(20)
+
+        @on_timer(SECOND)
+        def on_second(self, key=KeyParam):
+            if key == "boom":
+                raise RuntimeError(message)
+
+    p = runner.pipeline()
+    _ = p | beam.Create([("fine", 1), ("boom", 2)]) | beam.ParDo(Fn())
+    runner.run_expecting_failure(p, match=message)

@@ -51,12 +51,13 @@ def test_fixed_then_sliding_with_gbk_after_each(runner):
     data = [("k", 1), ("k", 2), ("k", 12)]
     fixed = (p | beam.Create(data) | stamped_by_value() | "IntoFixed" >> beam.WindowInto(window.FixedWindows(10))
                | "Fixed" >> beam.GroupByKey() | "SumFixed" >> _sum_groups())
-    check(fixed, [el(("k", 3), 9.999, W(0, 10)), el(("k", 12), 19.999, W(10, 20))], label="fixed")
+    check(fixed, [el(("k", 3), 9.999, W(0, 10), ON_TIME_ONLY),
+                  el(("k", 12), 19.999, W(10, 20), ON_TIME_ONLY)], label="fixed")
     sliding = (fixed | "IntoSliding" >> beam.WindowInto(window.SlidingWindows(20, 10))
                      | "Sliding" >> beam.GroupByKey() | sorted_groups())
-    check(sliding, [el(("k", [3]), 9.999, W(-10, 10)),
-                    el(("k", [3, 12]), 19.999, W(0, 20)),
-                    el(("k", [12]), 29.999, W(10, 30))], label="sliding")
+    check(sliding, [el(("k", [3]), 9.999, W(-10, 10), ON_TIME_ONLY),
+                    el(("k", [3, 12]), 19.999, W(0, 20), ON_TIME_ONLY),
+                    el(("k", [12]), 29.999, W(10, 30), ON_TIME_ONLY)], label="sliding")
     runner.run(p)
 
 
@@ -69,7 +70,8 @@ def test_fixed_then_larger_fixed(runner):
              | "G10" >> beam.GroupByKey() | "Sum10" >> _sum_groups()
              | "Fixed30" >> beam.WindowInto(window.FixedWindows(30))
              | "G30" >> beam.GroupByKey() | sorted_groups())
-    check(out, [el(("k", [6, 11, 28]), 29.999, W(0, 30)), el(("k", [31, 59]), 59.999, W(30, 60))])
+    check(out, [el(("k", [6, 11, 28]), 29.999, W(0, 30), ON_TIME_ONLY),
+                el(("k", [31, 59]), 59.999, W(30, 60), ON_TIME_ONLY)])
     runner.run(p)
 
 
@@ -82,7 +84,7 @@ def test_fixed_then_smaller_fixed(runner):
              | "G10" >> beam.GroupByKey() | "Sum10" >> _sum_groups()
              | "Fixed3" >> beam.WindowInto(window.FixedWindows(3))
              | "G3" >> beam.GroupByKey() | sorted_groups())
-    check(out, [el(("k", [9]), 11.999, W(9, 12)), el(("k", [15]), 20.999, W(18, 21))])
+    check(out, [el(("k", [9]), 11.999, W(9, 12), ON_TIME_ONLY), el(("k", [15]), 20.999, W(18, 21), ON_TIME_ONLY)])
     runner.run(p)
 
 
@@ -96,7 +98,8 @@ def test_sessions_then_fixed(runner):
              | "IntoFixed" >> beam.WindowInto(window.FixedWindows(10))
              | "Fixed" >> beam.GroupByKey() | sorted_groups())
     # k: [1,7) -> 6.999; j: [2,6) -> 5.999; k: [14,18) -> 17.999
-    check(out, [el(("all", [("j", 1), ("k", 2)]), 9.999, W(0, 10)), el(("all", [("k", 1)]), 19.999, W(10, 20))])
+    check(out, [el(("all", [("j", 1), ("k", 2)]), 9.999, W(0, 10), ON_TIME_ONLY),
+                el(("all", [("k", 1)]), 19.999, W(10, 20), ON_TIME_ONLY)])
     runner.run(p)
 
 
@@ -117,7 +120,8 @@ def test_timestamped_value_from_map_sets_timestamp(runner):
     # Returning TimestampedValue from a Map sets the element's timestamp (ms precision, negative allowed).
     p = runner.pipeline()
     out = p | beam.Create([("a", 1.234), ("b", -5.0), ("c", 1e6)]) | stamped_by_value()
-    check(out, [el(("a", 1.234), 1.234, GLOBAL), el(("b", -5.0), -5.0, GLOBAL), el(("c", 1e6), 1e6, GLOBAL)])
+    check(out, [el(("a", 1.234), 1.234, GLOBAL, NO_FIRING), el(("b", -5.0), -5.0, GLOBAL, NO_FIRING),
+                el(("c", 1e6), 1e6, GLOBAL, NO_FIRING)])
     runner.run(p)
 
 
@@ -136,8 +140,8 @@ def test_timestamped_value_yielded_from_dofn_then_fixed_gbk(runner):
     p = runner.pipeline()
     out = (p | beam.Create([("a", [3, 14, 7]), ("b", [21])]) | beam.ParDo(_EmitAtSeveralTimes())
              | beam.WindowInto(window.FixedWindows(10)) | beam.GroupByKey() | sorted_groups())
-    check(out, [el(("a", [3, 7]), 9.999, W(0, 10)), el(("a", [14]), 19.999, W(10, 20)),
-                el(("b", [21]), 29.999, W(20, 30))])
+    check(out, [el(("a", [3, 7]), 9.999, W(0, 10), ON_TIME_ONLY), el(("a", [14]), 19.999, W(10, 20), ON_TIME_ONLY),
+                el(("b", [21]), 29.999, W(20, 30), ON_TIME_ONLY)])
     runner.run(p)
 
 
@@ -147,7 +151,7 @@ def test_timestamp_param_sees_assigned_timestamp(runner):
     p = runner.pipeline()
     out = (p | beam.Create([("a", 2.5), ("b", 40)]) | stamped_by_value() | beam.Reshuffle()
              | beam.Map(lambda kv, ts=beam.DoFn.TimestampParam: (kv[0], ts.micros // 1000)))
-    check(out, [("a", 2500), ("b", 40000)])
+    check(out, [el(("a", 2500), 2.5, GLOBAL, NO_FIRING), el(("b", 40000), 40, GLOBAL, NO_FIRING)])
     runner.run(p)
 
 
@@ -158,7 +162,8 @@ def test_window_into_uses_timestamp_not_value(runner):
     out = (p | beam.Create([("k", 1), ("k", 2)])
              | beam.Map(lambda kv: window.TimestampedValue(kv, 100 + kv[1] * 10))
              | beam.WindowInto(window.FixedWindows(10)) | beam.GroupByKey() | sorted_groups())
-    check(out, [el(("k", [1]), 119.999, W(110, 120)), el(("k", [2]), 129.999, W(120, 130))])
+    check(out, [el(("k", [1]), 119.999, W(110, 120), ON_TIME_ONLY),
+                el(("k", [2]), 129.999, W(120, 130), ON_TIME_ONLY)])
     runner.run(p)
 
 
@@ -168,7 +173,7 @@ def test_timestamps_keep_millisecond_precision(runner):
     p = runner.pipeline()
     stamps = [0.001, 0.002, 1.999, 2.0, 123456.789]
     out = (p | beam.Create([("k", t) for t in stamps]) | stamped_by_value() | beam.Reshuffle())
-    check(out, [el(("k", t), t, GLOBAL) for t in stamps])
+    check(out, [el(("k", t), t, GLOBAL, NO_FIRING) for t in stamps])
     runner.run(p)
 
 
@@ -225,11 +230,11 @@ def test_custom_parity_windowfn_with_gbk(runner):
     data = [("k", t) for t in (0.1, 0.9, 1.5, 2.0, 3.3, 3.9, 4.5)]
     out = (p | beam.Create(data) | stamped_by_value() | beam.WindowInto(ParityWindows())
              | beam.GroupByKey() | sorted_groups())
-    check(out, [el(("k", [0.1, 0.9]), 1.999, W(0, 2)),
-                el(("k", [1.5]), 1.999, W(1, 2)),
-                el(("k", [2.0]), 3.999, W(2, 4)),
-                el(("k", [3.3, 3.9]), 3.999, W(3, 4)),
-                el(("k", [4.5]), 5.999, W(4, 6))])
+    check(out, [el(("k", [0.1, 0.9]), 1.999, W(0, 2), ON_TIME_ONLY),
+                el(("k", [1.5]), 1.999, W(1, 2), ON_TIME_ONLY),
+                el(("k", [2.0]), 3.999, W(2, 4), ON_TIME_ONLY),
+                el(("k", [3.3, 3.9]), 3.999, W(3, 4), ON_TIME_ONLY),
+                el(("k", [4.5]), 5.999, W(4, 6), ON_TIME_ONLY)])
     runner.run(p)
 
 
@@ -240,11 +245,11 @@ def test_custom_windowfn_assigning_two_windows(runner):
     data = [("k", t) for t in (2.2, 3.5, 3.7, 5.0)]
     out = (p | beam.Create(data) | stamped_by_value() | beam.WindowInto(SecondAndPairWindows())
              | beam.GroupByKey() | sorted_groups())
-    check(out, [el(("k", [2.2]), 2.999, W(2, 3)),
-                el(("k", [3.5, 3.7]), 3.999, W(3, 4)),
-                el(("k", [2.2, 3.5, 3.7]), 3.999, W(2, 4)),
-                el(("k", [5.0]), 5.999, W(5, 6)),
-                el(("k", [5.0]), 5.999, W(4, 6))])
+    check(out, [el(("k", [2.2]), 2.999, W(2, 3), ON_TIME_ONLY),
+                el(("k", [3.5, 3.7]), 3.999, W(3, 4), ON_TIME_ONLY),
+                el(("k", [2.2, 3.5, 3.7]), 3.999, W(2, 4), ON_TIME_ONLY),
+                el(("k", [5.0]), 5.999, W(5, 6), ON_TIME_ONLY),
+                el(("k", [5.0]), 5.999, W(4, 6), ON_TIME_ONLY)])
     runner.run(p)
 
 
@@ -255,7 +260,7 @@ def test_custom_merging_windowfn_with_gbk(runner):
     data = [("k", 1), ("k", 3.5), ("k", 8), ("k", 12), ("k", 19.5), ("j", 4)]
     out = (p | beam.Create(data) | stamped_by_value() | beam.WindowInto(BucketMergingWindows())
              | beam.GroupByKey() | sorted_groups())
-    check(out, [el(("k", [1, 3.5, 8]), 8.999, W(1, 9)),
-                el(("k", [12, 19.5]), 20.499, W(12, 20.5)),
-                el(("j", [4]), 4.999, W(4, 5))])
+    check(out, [el(("k", [1, 3.5, 8]), 8.999, W(1, 9), ON_TIME_ONLY),
+                el(("k", [12, 19.5]), 20.499, W(12, 20.5), ON_TIME_ONLY),
+                el(("j", [4]), 4.999, W(4, 5), ON_TIME_ONLY)])
     runner.run(p)

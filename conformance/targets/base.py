@@ -102,7 +102,7 @@ class RunResult:
     metrics: dict
 
     def _query(self, kind: str, namespace: str | None, name: str):
-        return [m for m in self.metrics[kind]
+        return [m for m in self.metrics.get(kind, ())
                 if m.key.metric.name == name and (namespace is None or m.key.metric.namespace == namespace)]
 
     def metric(self, kind: str, name: str, namespace: str | None = None, committed: bool = False):
@@ -111,7 +111,7 @@ class RunResult:
         results = self._query(kind, namespace, name)
         if not results:
             raise CaseFailure(f"the runner reported no {kind[:-1]} named {name!r}; it reported: "
-                              f"{sorted({m.key.metric.name for m in self.metrics[kind]})}")
+                              f"{sorted({m.key.metric.name for m in self.metrics.get(kind, ())})}")
         values = []
         for m in results:
             value = m.committed if committed else (m.attempted if m.attempted is not None else m.committed)
@@ -133,6 +133,14 @@ class RunResult:
     def gauge(self, name: str, namespace: str | None = None, committed: bool = False):
         parts = self.metric("gauges", name, namespace, committed)
         return max(parts, key=lambda g: g.timestamp).value
+
+    def string_set(self, name: str, namespace: str | None = None, committed: bool = False) -> set:
+        """The union over every step that reported it."""
+        return set().union(*self.metric("string_sets", name, namespace, committed))
+
+    def bounded_trie(self, name: str, namespace: str | None = None, committed: bool = False) -> set:
+        """The paths, each a tuple of segments then a truncated flag, over every step that reported it."""
+        return set().union(*(t.get_result() for t in self.metric("bounded_tries", name, namespace, committed)))
 
 
 _DIFF = re.compile(re.escape(checks.DIFF_BEGIN) + r"\n(.*?)\n" + re.escape(checks.DIFF_END), re.S)
@@ -236,7 +244,7 @@ def _all_metrics(result) -> dict:
     try:
         return result.metrics().query(MetricsFilter())
     except Exception:  # a runner without metrics support: report none
-        return {"counters": [], "distributions": [], "gauges": []}
+        return {"counters": [], "distributions": [], "gauges": [], "string_sets": [], "bounded_tries": []}
 
 
 def _cancel_quietly(result) -> None:

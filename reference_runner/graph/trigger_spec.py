@@ -39,12 +39,41 @@ def from_proto(proto: beam_runner_api_pb2.Trigger) -> triggers.Trigger:
     raise UnknownTrigger(f"trigger {kind or '(none)'}")
 
 
+def fires_panes_in_batch(proto: beam_runner_api_pb2.Trigger) -> bool:
+    """Must a GroupByKey run this trigger even on bounded input? Not the default trigger, nor
+    Always (Reshuffle's): with all input there before the watermark passes any window's end,
+    both fire exactly one pane per key and window, at its end."""
+    return proto.WhichOneof("trigger") not in ("default", "always")
+
+
 def problems(proto: beam_runner_api_pb2.Trigger) -> list[str]:
     """What the engine cannot run in this trigger (an unknown kind), by name."""
     try:
         from_proto(proto)
     except UnknownTrigger as e:
         return [str(e)]
+    return []
+
+
+def waits_for_processing_time(proto: beam_runner_api_pb2.Trigger) -> bool:
+    """Does the trigger, or one of its sub-triggers, fire on processing time?"""
+    kind = proto.WhichOneof("trigger")
+    if kind in ("after_processing_time", "after_synchronized_processing_time"):
+        return True
+    return any(waits_for_processing_time(sub) for sub in _subtriggers(proto, kind))
+
+
+def _subtriggers(proto: beam_runner_api_pb2.Trigger, kind: str) -> list:
+    if kind == "after_end_of_window":
+        p = proto.after_end_of_window
+        return [t for name, t in (("early_firings", p.early_firings), ("late_firings", p.late_firings))
+                if p.HasField(name)]
+    if kind == "repeat":
+        return [proto.repeat.subtrigger]
+    if kind in ("after_each", "after_any", "after_all"):
+        return list(getattr(proto, kind).subtriggers)
+    if kind == "or_finally":
+        return [proto.or_finally.main, getattr(proto.or_finally, "finally")]
     return []
 
 

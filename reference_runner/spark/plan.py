@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from apache_beam.portability.api import beam_runner_api_pb2
 
 from reference_runner.engine import grouping
-from reference_runner.graph import fusion, urns, windowing
+from reference_runner.graph import fusion, trigger_spec, urns, windowing
 from reference_runner.graph.pipeline import PipelineGraph, is_stateful
 from reference_runner.worker import codecs, descriptors
 
@@ -50,9 +50,7 @@ class StagePlan:
     merge_in_sdk: bool = False           # a custom merging WindowFn: the SDK merges the windows
     timestamp_combiner: str = grouping.END_OF_WINDOW
     allowed_lateness: int = 0
-    # group: the Trigger proto (serialized) of a GroupByKey that fires panes by its trigger; empty
-    # for the default trigger and Always, one pane per key and window (as the reference runner)
-    trigger: bytes = b""
+    trigger: bytes = b""                 # a trigger that fires panes in batch (Runner API proto), else empty
     accumulating: bool = False
 
 
@@ -85,7 +83,7 @@ def plan(graph: PipelineGraph, stages: list[fusion.Stage], job_id: str) -> list[
             p.merging = windowing.merging(ws)
             p.timestamp_combiner = windowing.timestamp_combiner(ws)
             p.allowed_lateness = ws.allowed_lateness * 1000
-            if ws.trigger.WhichOneof("trigger") not in ("default", "always"):
+            if trigger_spec.fires_panes_in_batch(ws.trigger):
                 p.trigger = ws.trigger.SerializeToString()
                 p.accumulating = ws.accumulation_mode == beam_runner_api_pb2.AccumulationMode.ACCUMULATING
         plans.append(p)

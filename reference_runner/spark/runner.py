@@ -1,14 +1,13 @@
 """SparkRunner: run a Beam pipeline on Apache Spark through PySpark (batch)."""
 from __future__ import annotations
 
-import dataclasses
 import re
 from dataclasses import dataclass, field
 
 from apache_beam.options.pipeline_options import PipelineOptions
 from apache_beam.runners.runner import PipelineRunner
 
-from reference_runner.graph import fusion, prepare, urns
+from reference_runner.graph import fusion, prepare
 from reference_runner.runner import ReferenceResult
 from reference_runner.spark import plan as planning
 from reference_runner.spark import session
@@ -67,7 +66,7 @@ def run_proto(proto, settings: SparkSettings, job_group: str | None = None) -> l
     ``job_group``: Spark job group of the run, so that it can be cancelled (cancel_job_group)."""
     spark = session.get(settings.master, settings.conf)
     # Spark's Python workers run the user code themselves, whatever the environments say
-    graph = prepare.prepare(proto, _profile(proto))
+    graph = prepare.prepare(proto, prepare.SPARK)
     plans = planning.plan(graph, fusion.fuse(graph), Translation.job_id())
     parallelism = settings.parallelism or spark.sparkContext.defaultParallelism
     translation = Translation(spark, plans, parallelism, settings.bundle_size, settings.max_side_input_bytes)
@@ -79,15 +78,6 @@ def run_proto(proto, settings: SparkSettings, job_group: str | None = None) -> l
         raise SparkJobFailed(_python_error(e)) from None
     from apache_beam.portability.api import metrics_pb2
     return graph.with_step_names([metrics_pb2.MonitoringInfo.FromString(b) for b in infos])
-
-
-def _profile(proto) -> prepare.Profile:
-    """Spark runs triggers in batch (spark/tasks.py) but not TestStream. The front end's
-    streaming flag admits both together, so it is set only for pipelines without a TestStream
-    (with one, the check names TestStream as the reason)."""
-    if any(t.spec.urn == urns.TEST_STREAM for t in proto.components.transforms.values()):
-        return prepare.SPARK
-    return dataclasses.replace(prepare.SPARK, streaming=True)
 
 
 def cancel_job_group(job_group: str) -> None:

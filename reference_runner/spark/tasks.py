@@ -6,9 +6,10 @@ from __future__ import annotations
 import itertools
 import zlib
 
-from reference_runner.engine import grouping
+from apache_beam.portability.api import beam_runner_api_pb2
+
+from reference_runner.engine import grouping, panes
 from reference_runner.engine.manager import PLUS_INFINITY
-from reference_runner.engine.panes import TriggeredBuffer
 from reference_runner.engine.windows import MIN_TIMESTAMP
 from reference_runner.graph import trigger_spec
 from reference_runner.spark.plan import StagePlan, coders_of
@@ -112,14 +113,11 @@ def group_partition(plan: StagePlan, pairs):
     Sessions are merged per key here; a custom merging WindowFn's windows by the SDK, per key.
     A triggered GroupByKey fires its panes as the reference runner's does in batch: the key's
     elements arrive one by one in shuffle order while the watermark is at -inf, each evaluated
-    by the trigger, then the watermark jumps to +inf (on-time and final panes). Processing time
-    does not move, so a processing-time trigger fires only in those last panes."""
+    by the trigger, then the watermark jumps to +inf (on-time and final panes). The front end
+    refuses processing-time triggers in batch (graph/check.py): nothing drives that clock here."""
     worker = EmbeddedWorker(StateService()) if plan.merge_in_sdk else None
     try:
-        trigger = None
-        if plan.trigger:
-            from apache_beam.portability.api import beam_runner_api_pb2
-            trigger = trigger_spec.from_proto(beam_runner_api_pb2.Trigger.FromString(plan.trigger))
+        trigger = trigger_spec.from_proto(beam_runner_api_pb2.Trigger.FromString(plan.trigger)) if plan.trigger else None
         spec = grouping.Grouping(_codec(plan), merging=plan.merging, timestamp_combiner=plan.timestamp_combiner,
                                  allowed_lateness=plan.allowed_lateness,
                                  merge_fn=_window_merger(plan, worker) if worker else None,
@@ -139,7 +137,7 @@ def _group_one_key(spec: grouping.Grouping, elements: list) -> list:
         buffer = grouping.GroupBuffer(spec)
         buffer.add(elements)
         return buffer.fire(PLUS_INFINITY)  # bounded input: every window is complete
-    triggered = TriggeredBuffer(spec)
+    triggered = panes.TriggeredBuffer(spec)
     return triggered.add(elements, MIN_TIMESTAMP, 0) + triggered.on_watermark(PLUS_INFINITY, 0)
 
 
