@@ -27,6 +27,16 @@ def test_fuse_option_from_the_command_line():
         assert_that(_word_count(p), equal_to([("a", 1), ("b", 2), ("c", 2)]))
 
 
+def test_without_fusion_a_lifted_combine_still_extracts_in_its_merge_stage():
+    # Top.Smallest's merged accumulator holds values that only compact() makes encodable, and
+    # the SDK's merge phase does not compact: an extract in a stage of its own failed its assert.
+    options = beam.options.pipeline_options.PipelineOptions(["--reference_fuse=false"])
+    with beam.Pipeline(runner=ReferenceRunner(), options=options) as p:
+        smallest = (p | beam.Create([("a", 5), ("a", 8), ("a", 2), ("b", 6)])
+                    | beam.combiners.Top.SmallestPerKey(2))
+        assert_that(smallest, equal_to([("a", [2, 5]), ("b", [6])]))
+
+
 def test_unsupported_features_are_all_named_in_one_error():
     p = beam.Pipeline(runner=ReferenceRunner())
     keyed = p | beam.Create([("k", 1)])

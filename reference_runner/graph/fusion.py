@@ -7,6 +7,10 @@ input comes from the runner, it reads side inputs (the stage must wait for them)
 stateful (its keyed input must come straight from the runner, which keeps its state and
 timers per stage), or it processes splittable restrictions (the runner reschedules their
 residuals as stage input). A PCollection leaves a stage when something outside it consumes it.
+With fusion off every transform is a stage of its own, except a lifted combine's extract, which
+stays with its merge: Python's CombineFns may hand extract_output the merged accumulator
+uncompacted (Top with a key or reverse holds values that do not survive its coder), which only
+works in one bundle, as every Beam runner fuses them.
 """
 from __future__ import annotations
 
@@ -39,7 +43,7 @@ def fuse(graph: PipelineGraph, enabled: bool = True) -> list[Stage]:
         kind = KIND_OF.get(t.urn, "sdk")
         mains = t.main_inputs()
         home = None
-        if kind == "sdk" and enabled and len(mains) == 1 and not t.side_inputs() and not is_stateful(t) \
+        if kind == "sdk" and (enabled or t.urn == urns.COMBINE_EXTRACT_OUTPUTS) and len(mains) == 1 and not t.side_inputs() and not is_stateful(t) \
                 and t.urn not in urns.STAGE_ROOTS:
             upstream = stage_of_pcoll.get(mains[0])
             if upstream is not None and upstream.kind == "sdk":
