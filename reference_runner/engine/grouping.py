@@ -1,10 +1,15 @@
-"""GroupByKey: values gathered per (encoded key, window), merged windows, output timestamps."""
+"""GroupByKey: values gathered per (encoded key, window), merged windows, output timestamps.
+
+GroupBuffer groups as in batch (one pane per key and window, when the watermark passes its
+end); TriggeredBuffer (engine/panes.py) fires panes by a trigger. Both are a ``Buffer``, so
+the engine drives a GroupByKey the same way whichever it has.
+"""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
-from reference_runner.engine.windows import Interval, merge_overlapping
+from reference_runner.engine.windows import MIN_TIMESTAMP, Interval, merge_overlapping
 
 END_OF_WINDOW, EARLIEST, LATEST = "END_OF_WINDOW", "EARLIEST", "LATEST"
 
@@ -41,6 +46,27 @@ class Grouping:
     accumulating: bool = False
 
 
+class Buffer(Protocol):
+    """The buffered input of one GroupByKey. Every method but ``hold``, ``next_deadline`` and
+    ``len`` returns the grouped elements (panes) it fired, in a fixed order."""
+
+    def __len__(self) -> int: ...
+
+    def add(self, elements: list, watermark: int, now: int) -> list: ...
+
+    def on_watermark(self, watermark: int, now: int) -> list: ...
+
+    def on_processing_time(self, watermark: int, now: int) -> list: ...
+
+    def hold(self, watermark: int, default: int) -> int:
+        """The output watermark hold given the input ``watermark`` (``default``: none)."""
+        ...
+
+    def next_deadline(self) -> int | None:
+        """The earliest processing time it waits for (None: it does not wait for one)."""
+        ...
+
+
 @dataclass
 class _Group:
     key: Any
@@ -62,7 +88,8 @@ class GroupBuffer:
     def __len__(self) -> int:
         return sum(len(ws) for ws in self._by_key.values())
 
-    def add(self, elements) -> None:
+    def add(self, elements: list, watermark: int | None = None, now: int | None = None) -> list:
+        """Buffer the elements; nothing fires before the watermark passes a window's end."""
         split = self.grouping.codec.split
         for element in elements:
             key_bytes, key, value, timestamp, windows = split(element)
@@ -75,6 +102,20 @@ class GroupBuffer:
                     group = per_window[w] = _Group(key)
                 group.values.append(value)
                 group.timestamps.append(timestamp)
+        return []
+
+    def on_watermark(self, watermark: int, now: int) -> list:
+        return self.fire(watermark)
+
+    def on_processing_time(self, watermark: int, now: int) -> list:
+        return []  # no trigger: processing time fires nothing
+
+    def hold(self, watermark: int, default: int) -> int:
+        # A group's output timestamp may be any of its elements': nothing passes while one waits.
+        return MIN_TIMESTAMP if any(self._by_key.values()) else default
+
+    def next_deadline(self) -> int | None:
+        return None
 
     def fire(self, watermark: int) -> list:
         """Emit every group whose window's end the watermark has passed, in a fixed order."""

@@ -110,8 +110,7 @@ class TriggeredBuffer:
         """The earliest processing time some open window waits for."""
         deadlines = [self.trigger.deadline(win.state) for ws in self._by_key.values()
                      for win in ws.values() if not win.closed]
-        deadlines = [d for d in deadlines if d is not None]
-        return min(deadlines) if deadlines else None
+        return min((d for d in deadlines if d is not None), default=None)
 
     def hold(self, watermark: int, default: int) -> int:
         """The output watermark hold: pending element holds, and the end of every open window

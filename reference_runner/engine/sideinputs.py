@@ -23,7 +23,7 @@ is supplied by the executor.
 """
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 
 class SideInputBuffer:

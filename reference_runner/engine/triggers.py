@@ -37,13 +37,16 @@ class Node:
 
 
 class Trigger:
-    children: tuple = ()
+    @property
+    def children(self) -> tuple:
+        """The sub-triggers, parallel to a state Node's children."""
+        return ()
 
     def new(self) -> Node:
         return Node(children=[c.new() for c in self.children])
 
     def on_element(self, st: Node, ctx: Context) -> None:
-        for c, s in zip(self.children, st.children):
+        for c, s in zip(self.children, st.children, strict=True):
             if not s.finished:
                 c.on_element(s, ctx)
 
@@ -65,7 +68,7 @@ class Trigger:
 
     def deadline(self, st: Node) -> int | None:
         """The earliest processing time at which this trigger could fire (None: not waiting for one)."""
-        return _earliest(c.deadline(s) for c, s in zip(self.children, st.children) if not s.finished)
+        return _earliest(c.deadline(s) for c, s in zip(self.children, st.children, strict=True) if not s.finished)
 
 
 def _earliest(times) -> int | None:
@@ -277,10 +280,10 @@ class AfterAny(Trigger):
         return self.subs
 
     def should_fire(self, st, ctx):
-        return any(c.should_fire(s, ctx) for c, s in zip(self.subs, st.children))
+        return any(c.should_fire(s, ctx) for c, s in zip(self.subs, st.children, strict=True))
 
     def on_fire(self, st, ctx):
-        for c, s in zip(self.subs, st.children):
+        for c, s in zip(self.subs, st.children, strict=True):
             if c.should_fire(s, ctx):
                 c.on_fire(s, ctx)
         st.finished = True
@@ -296,10 +299,10 @@ class AfterAll(Trigger):
         return self.subs
 
     def should_fire(self, st, ctx):
-        return all(s.finished or c.should_fire(s, ctx) for c, s in zip(self.subs, st.children))
+        return all(s.finished or c.should_fire(s, ctx) for c, s in zip(self.subs, st.children, strict=True))
 
     def on_fire(self, st, ctx):
-        for c, s in zip(self.subs, st.children):
+        for c, s in zip(self.subs, st.children, strict=True):
             if not s.finished:
                 c.on_fire(s, ctx)
         st.finished = True

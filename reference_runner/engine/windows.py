@@ -5,6 +5,7 @@ from dataclasses import dataclass
 
 MIN_TIMESTAMP = -(2 ** 63) // 1000 * 1000  # Beam's minimum, rounded to whole milliseconds
 MAX_TIMESTAMP = (2 ** 63 - 1) // 1000 * 1000
+PLUS_INFINITY = MAX_TIMESTAMP + 1  # past every timestamp, as the watermark of finished input
 #: The global window ends one day before the maximum timestamp (Beam's convention).
 END_OF_GLOBAL_WINDOW = MAX_TIMESTAMP - 24 * 60 * 60 * 1_000_000
 
@@ -19,10 +20,10 @@ class Interval:
     def max_timestamp(self) -> int:
         return self.end - 1000
 
-    def intersects(self, other: "Interval") -> bool:
+    def intersects(self, other: Interval) -> bool:
         return self.start < other.end and other.start < self.end
 
-    def span(self, other: "Interval") -> "Interval":
+    def span(self, other: Interval) -> Interval:
         return Interval(min(self.start, other.start), max(self.end, other.end))
 
 

@@ -15,7 +15,8 @@ import itertools
 import zlib
 
 from reference_runner.engine.clock import VirtualClock
-from reference_runner.engine.manager import PLUS_INFINITY, ElementManager
+from reference_runner.engine.keyed import arm_expiry, decode
+from reference_runner.engine.manager import PLUS_INFINITY
 from reference_runner.engine.timers import TimerStore
 from reference_runner.engine.userstate import UserStateStore
 from reference_runner.graph.pipeline import Transform
@@ -77,7 +78,7 @@ class _KeyedRun:
             # OnWindowExpiration: a runner timer per key and window the elements reached, as
             # the reference runner's engine arms them
             if self._spec.expiry_family is not None:
-                ElementManager._arm_expiry(self._spec, self._timers, elements)
+                arm_expiry(self._spec, self._timers, decode(self._spec, elements))
 
     def end_of_chunk(self):
         """Every key of the chunk is complete: fire its timers, then forget its state. Nothing
