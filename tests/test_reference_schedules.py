@@ -8,7 +8,8 @@ from apache_beam.metrics.metric import MetricsFilter
 from apache_beam.testing.util import assert_that, equal_to
 
 from reference_runner import ReferenceRunner
-from reference_runner.bundling import Schedule, ScheduleError
+from reference_runner.bundling import ScheduleError
+from reference_runner.knobs import Knobs
 from reference_runner.engine import manager
 
 EXPECTED = [(0, 273), (1, 247), (2, 260)]  # sums of range(40) by x % 3
@@ -95,7 +96,7 @@ def test_options_from_the_command_line(tmp_path):
 ])
 def test_bad_knobs_are_named(knobs, message):
     with pytest.raises(ScheduleError, match=message):
-        Schedule(**knobs)
+        Knobs.parse(knobs)
 
 
 def test_replay_of_a_different_pipeline_is_refused(tmp_path):

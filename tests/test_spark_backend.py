@@ -237,15 +237,13 @@ def test_a_warm_executor_never_shows_a_stage_the_side_input_of_an_earlier_job():
 
 
 def test_reshuffle_is_a_repartition_not_a_group_by_key():
-    from reference_runner.graph import fusion, lifting, reshuffle, sdf
-    from reference_runner.graph.pipeline import PipelineGraph
-    from reference_runner.spark import plan as planning
+    from reference_runner.graph import plan as planning
+    from reference_runner.graph.prepare import SPARK
     p = beam.Pipeline()
     _ = p | beam.Create(range(10)) | beam.Reshuffle() | beam.Map(lambda x: x)
-    graph = PipelineGraph(sdf.expand(lifting.lift(reshuffle.replace(p.to_runner_api()))))
-    plans = planning.plan(graph, fusion.fuse(graph), "j")
-    assert [pl.kind for pl in plans].count("group") == 0  # Create's and the user's Reshuffle
-    assert sum(pl.redistribute for pl in plans) == 2
+    stages = planning.prepare(p.to_runner_api(), SPARK).stages
+    assert [s.kind for s in stages].count(planning.StageKind.GROUP) == 0  # Create's and the user's Reshuffle
+    assert sum(s.redistribute for s in stages) == 2
     with beam.Pipeline(runner=SparkRunner()) as p:
         out = (p | beam.Create([("a", 1), ("b", 2)]) | beam.Map(lambda kv: window.TimestampedValue(kv, kv[1]))
                | beam.WindowInto(window.FixedWindows(10)) | beam.Reshuffle()

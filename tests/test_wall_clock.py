@@ -14,7 +14,8 @@ from apache_beam.utils.timestamp import Duration
 
 from conformance.cases.test_sdf import CountProvider  # [0, n), unsplit
 from reference_runner import ReferenceRunner
-from reference_runner.bundling import Schedule, ScheduleError
+from reference_runner.bundling import ScheduleError
+from reference_runner.knobs import Knobs
 
 RESULTS: dict = {}
 RESUMED: list = []
@@ -97,4 +98,4 @@ def test_the_clock_option_and_its_validation():
         _ = _early_panes(p) | _collect("option")
     assert sorted(RESULTS["option"]) == _PANES
     with pytest.raises(ScheduleError, match="clock must be"):
-        Schedule(clock="sundial")
+        Knobs.parse({"clock": "sundial"})

@@ -7,8 +7,7 @@ import tempfile
 from concurrent import futures
 
 import grpc
-from apache_beam.portability.api import (beam_artifact_api_pb2_grpc, beam_job_api_pb2_grpc,
-                                         beam_provision_api_pb2_grpc)
+from apache_beam.portability.api import beam_artifact_api_pb2_grpc, beam_job_api_pb2_grpc, beam_provision_api_pb2_grpc
 
 from reference_runner.jobserver.artifacts import RetrievalService, StagingService, StagingSessions
 from reference_runner.jobserver.service import JobService, ProvisionService
@@ -60,7 +59,7 @@ class JobServer:
         beam_provision_api_pb2_grpc.add_ProvisionServiceServicer_to_server(
             ProvisionService(self.fn.address, self.address), self._server)
 
-    def start(self) -> "JobServer":
+    def start(self) -> JobServer:
         self._server.start()
         _LOG.info("job server listening on %s (Fn API on %s)", self.address, self.fn.address)
         return self

@@ -10,13 +10,21 @@ import threading
 import uuid
 
 import grpc
-from apache_beam.portability.api import (beam_job_api_pb2, beam_job_api_pb2_grpc, beam_provision_api_pb2,
-                                         beam_provision_api_pb2_grpc, beam_runner_api_pb2, endpoints_pb2)
+from apache_beam.portability.api import (
+    beam_job_api_pb2,
+    beam_job_api_pb2_grpc,
+    beam_provision_api_pb2,
+    beam_provision_api_pb2_grpc,
+    beam_runner_api_pb2,
+    endpoints_pb2,
+)
 
+from reference_runner.backends import ReferenceBackend, SparkBackend
+from reference_runner.bundling import ScheduleError
 from reference_runner.graph.check import UnsupportedPipeline
-from reference_runner.graph.prepare import REFERENCE, SPARK, prepare
 from reference_runner.jobserver.artifacts import StagingSessions
-from reference_runner.jobserver.jobs import JobRecord
+from reference_runner.jobserver.jobs import JobRecord, pooled_workers
+from reference_runner.knobs import Knobs
 from reference_runner.runner import ReferenceOptions
 
 _JOB_IDS = itertools.count(1)
@@ -26,7 +34,8 @@ MAX_PREPARED = 1000  # preparations waiting for Run; a client cannot pile up mor
 class JobService(beam_job_api_pb2_grpc.JobServiceServicer):
     def __init__(self, sessions: StagingSessions, pool, fn_endpoint: str, staging_endpoint: str,
                  max_pipeline_bytes: int, spark=None):
-        """``spark``: SparkSettings to run jobs on the Spark backend (None: the reference engine)."""
+        """``spark``: SparkSettings to run jobs on the Spark backend (None: the reference engine,
+        on SDK workers from ``pool``)."""
         self.spark = spark
         self.sessions = sessions
         self.pool = pool
@@ -43,10 +52,13 @@ class JobService(beam_job_api_pb2_grpc.JobServiceServicer):
             context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED,
                           f"pipeline of {size} bytes is over the limit of {self.max_pipeline_bytes}")
         try:
-            # The run goes through the same front end; the worker pool judges environments.
-            prepare(request.pipeline, SPARK if self.spark is not None else REFERENCE)
+            # The run goes through the same front end with the same options (and reuses this
+            # Plan); the worker pool judges environments.
+            self._backend(request.pipeline_options).prepare(request.pipeline)
         except UnsupportedPipeline as e:
             context.abort(grpc.StatusCode.UNIMPLEMENTED, str(e))
+        except ScheduleError as e:
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"bad reference runner option: {e}")
         except Exception as e:  # noqa: BLE001 - a malformed pipeline, whatever is wrong with it
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"malformed pipeline: {type(e).__name__}: {e}")
         preparation_id = f"{_slug(request.job_name)}-{uuid.uuid4().hex[:12]}"
@@ -71,11 +83,19 @@ class JobService(beam_job_api_pb2_grpc.JobServiceServicer):
         pipeline = self.sessions.pipeline(request.preparation_id, wait=60)
         self.sessions.close(request.preparation_id)
         name, options = prepared
-        job = JobRecord(f"job-{next(_JOB_IDS)}-{_slug(name)}", name, pipeline, options)
+        job = JobRecord(f"job-{next(_JOB_IDS)}-{_slug(name)}", name, pipeline, options, self._backend(options))
+        if isinstance(job.backend, ReferenceBackend):
+            job.backend.workers = pooled_workers(self.pool, pipeline, job.worker_log)
         with self._lock:
             self.jobs[job.job_id] = job
-        job.start(self.pool, self.fn_endpoint, self.spark)
+        job.start()
         return beam_job_api_pb2.RunJobResponse(job_id=job.job_id)
+
+    def _backend(self, options):
+        """The backend a job with these options runs on."""
+        if self.spark is not None:
+            return SparkBackend(self.spark)
+        return ReferenceBackend(Knobs.from_job_options(options), endpoint=self.fn_endpoint)
 
     def GetJobs(self, request, context):
         with self._lock:

@@ -17,8 +17,7 @@ import threading
 
 import grpc
 from apache_beam.portability import python_urns
-from apache_beam.portability.api import (beam_fn_api_pb2, beam_fn_api_pb2_grpc, beam_runner_api_pb2,
-                                         endpoints_pb2)
+from apache_beam.portability.api import beam_fn_api_pb2, beam_fn_api_pb2_grpc, beam_runner_api_pb2, endpoints_pb2
 
 from reference_runner.worker.embedded import EmbeddedWorker
 from reference_runner.worker.fnapi_server import FnApiServer

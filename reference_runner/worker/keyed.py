@@ -15,8 +15,7 @@ from apache_beam.utils.timestamp import Timestamp
 from reference_runner.engine import manager
 from reference_runner.engine.timers import TimerId, TimerUpdate
 from reference_runner.engine.windows import END_OF_GLOBAL_WINDOW
-from reference_runner.graph.fusion import Stage
-from reference_runner.graph.pipeline import Transform, is_stateful
+from reference_runner.graph.pipeline import Transform
 from reference_runner.worker.codecs import Coders, encode_nested
 
 
@@ -26,9 +25,9 @@ class TimerPastExpiration(ValueError):
 
 class KeyedStage:
     @classmethod
-    def heading(cls, stage: Stage, coders: Coders) -> "KeyedStage":
-        [head] = [t for t in stage.transforms if is_stateful(t)]  # fusion starts a stage at each one
-        return cls(head, coders)
+    def of(cls, head_id: str, coders: Coders) -> KeyedStage:
+        """The stage headed by stateful ParDo ``head_id`` (PlannedStage.keyed_head)."""
+        return cls(Transform(head_id, coders.components.transforms[head_id]), coders)
 
     def __init__(self, head: Transform, coders: Coders):
         """``head``: the stateful ParDo at the head of the stage; ``coders``: of the pipeline's

@@ -14,7 +14,7 @@ from apache_beam.utils import windowed_value
 
 from reference_runner.graph import urns
 from reference_runner.worker import attempt, codecs
-from reference_runner.worker.descriptors import data_port, name_by_content
+from reference_runner.graph.descriptors import data_port, name_by_content
 
 _GLOBAL = "merge/global"
 

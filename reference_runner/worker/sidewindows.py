@@ -2,8 +2,6 @@
 latest-pane bookkeeping (engine/sideinputs.py) needs to know about encoded elements, read with
 the SDK's coders and WindowFns.
 
-- triggered: whether a side input is kept pane by pane in batch too (its trigger is not the
-  default one).
 - pane_decoder: a side-input element -> (its encoded windows, its pane index, or None for the
   unknown pane of elements that did not come out of a GroupByKey).
 - side_window_needs: a main-input element of a stage reading side inputs -> the side windows
@@ -25,13 +23,6 @@ from apache_beam.utils.windowed_value import PaneInfoTiming
 from reference_runner.worker.codecs import Coders
 
 _MEMO_LIMIT = 10_000  # main windows whose mapping is remembered (a long stream has many)
-
-
-def triggered(windowing_strategy) -> bool:
-    """A PCollection whose windowing strategy has a trigger other than the default: whoever
-    produced it may have fired several panes per window (the continuation trigger of a triggered
-    GroupByKey is what its output carries)."""
-    return windowing_strategy.trigger.WhichOneof("trigger") not in ("default", None)
 
 
 def pane_decoder(coders: Coders, pcoll_id: str) -> Callable[[bytes], tuple[list[bytes], int | None]]:

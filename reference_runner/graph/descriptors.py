@@ -10,6 +10,10 @@ from reference_runner.graph import urns
 from reference_runner.graph.fusion import Stage
 
 
+#: where a Plan's descriptors point before a backend instantiates them (plan.Descriptor)
+ENDPOINT_PLACEHOLDER = "@runner-endpoint@"
+
+
 @dataclass
 class StageDescriptor:
     proto: beam_fn_api_pb2.ProcessBundleDescriptor
@@ -43,6 +47,26 @@ def build(stage: Stage, components: beam_runner_api_pb2.Components, descriptor_i
     if by_content:
         name_by_content(pbd)
     return StageDescriptor(pbd, input_id, outputs)
+
+
+def instantiate(serialized: bytes, input_transform: str, output_transforms: dict[str, str],
+                descriptor_id: str, endpoint: str, by_content: bool) -> StageDescriptor:
+    """A descriptor built with ENDPOINT_PLACEHOLDER, named ``descriptor_id`` and pointed at
+    ``endpoint`` (the runner's Fn API address; "embedded" in process)."""
+    pbd = beam_fn_api_pb2.ProcessBundleDescriptor.FromString(serialized)
+    pbd.id = descriptor_id
+    for transform in pbd.transforms.values():
+        if transform.spec.urn in (urns.DATA_INPUT, urns.DATA_OUTPUT):
+            port = beam_fn_api_pb2.RemoteGrpcPort.FromString(transform.spec.payload)
+            if port.api_service_descriptor.url == ENDPOINT_PLACEHOLDER:
+                port.api_service_descriptor.url = endpoint
+                transform.spec.payload = port.SerializeToString()
+    for service in (pbd.state_api_service_descriptor, pbd.timer_api_service_descriptor):
+        if service.url == ENDPOINT_PLACEHOLDER:
+            service.url = endpoint
+    if by_content:
+        name_by_content(pbd)
+    return StageDescriptor(pbd, input_transform, dict(output_transforms))
 
 
 def name_by_content(pbd: beam_fn_api_pb2.ProcessBundleDescriptor) -> str:
