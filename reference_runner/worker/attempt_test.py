@@ -12,7 +12,8 @@ from apache_beam.utils.windowed_value import WindowedValue
 
 from reference_runner.bundling import Split
 from reference_runner.graph import fusion, prepare
-from reference_runner.worker import attempt, descriptors
+from reference_runner.graph import descriptors
+from reference_runner.worker import attempt
 from reference_runner.worker.codecs import Coders, split_elements
 from reference_runner.worker.embedded import EmbeddedWorker
 from reference_runner.worker.state import StateService
