@@ -14,7 +14,6 @@ import argparse
 import os
 import signal
 import statistics
-import subprocess
 import sys
 import time
 
@@ -22,9 +21,9 @@ import apache_beam as beam
 import grpc
 from apache_beam.options.pipeline_options import PipelineOptions
 from apache_beam.portability.api import beam_job_api_pb2, beam_job_api_pb2_grpc
-from apache_beam.testing.util import assert_that, equal_to
 from apache_beam.runners.portability.portable_runner import PortableRunner
 from apache_beam.runners.runner import PipelineResult, PipelineState
+from apache_beam.testing.util import assert_that, equal_to
 
 from benchmarks.processes import start_listening
 from benchmarks.report import write_json

@@ -41,8 +41,8 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Callable, Iterable
 
 from benchmarks.processes import start_listening
 from benchmarks.report import write_json

@@ -1,13 +1,11 @@
 """beam-conformance baseline: an expectations file from a run's failures, and its update."""
 import json
 
-import pytest
 import yaml
 
 from conformance import baseline
 from conformance.cli import main
 from conformance.expectations import Expectations, parse
-
 from test_report import case, results_doc
 
 DIFF = ("output differs from the Beam model:\n"

@@ -11,8 +11,13 @@ import pytest
 from apache_beam.metrics import Metrics
 from apache_beam.metrics.metric import MetricsFilter
 from apache_beam.options.pipeline_options import PipelineOptions
-from apache_beam.portability.api import (beam_artifact_api_pb2, beam_artifact_api_pb2_grpc, beam_job_api_pb2,
-                                         beam_job_api_pb2_grpc, beam_runner_api_pb2)
+from apache_beam.portability.api import (
+    beam_artifact_api_pb2,
+    beam_artifact_api_pb2_grpc,
+    beam_job_api_pb2,
+    beam_job_api_pb2_grpc,
+    beam_runner_api_pb2,
+)
 from apache_beam.testing.util import assert_that, equal_to
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st

@@ -8,15 +8,13 @@ from apache_beam.portability.api import beam_fn_api_pb2
 from apache_beam.testing.util import assert_that, equal_to
 from apache_beam.transforms import window
 from apache_beam.transforms.timeutil import TimeDomain
-from apache_beam.transforms.userstate import (BagStateSpec, ReadModifyWriteStateSpec, TimerSpec,
-                                              on_timer)
+from apache_beam.transforms.userstate import BagStateSpec, ReadModifyWriteStateSpec, TimerSpec, on_timer
 
 from reference_runner import ReferenceRunner
 from reference_runner.engine import manager
 from reference_runner.engine.timers import TimerId, TimerStore, TimerUpdate
 from reference_runner.graph.check import UnsupportedPipeline
 from reference_runner.worker.state import StateService
-
 
 # --------------------------------------------------------------------------- whole pipelines
 

@@ -145,6 +145,7 @@ def test_a_timer_set_after_its_window_expires_fails_the_job_by_name():
 
 def test_a_streaming_pipeline_is_refused_up_front_naming_the_backend_and_teststream():
     from apache_beam.testing import test_stream
+
     from reference_runner.graph.check import UnsupportedPipeline
     stream = test_stream.TestStream().add_elements([1, 2]).advance_watermark_to_infinity()
     with pytest.raises(UnsupportedPipeline, match=r"(?s)the Spark backend cannot run.*TestStream"):
@@ -176,6 +177,7 @@ def test_a_count_trigger_fires_early_panes_in_batch_then_the_on_time_pane():
 
 def test_a_processing_time_trigger_is_refused_in_batch_by_name():
     from apache_beam.transforms import trigger
+
     from reference_runner.graph.check import UnsupportedPipeline
     with pytest.raises(UnsupportedPipeline, match=r"(?s)the Spark backend cannot run.*processing-time trigger"):
         with beam.Pipeline(runner=SparkRunner()) as p:

@@ -9,6 +9,7 @@ import sys
 import time
 
 import pytest
+
 from conformance.targets.processes import free_port
 
 pyspark = pytest.importorskip("pyspark")

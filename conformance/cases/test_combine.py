@@ -5,8 +5,20 @@ import apache_beam as beam
 from apache_beam.transforms import combiners, window
 from apache_beam.transforms.window import TimestampCombiner
 
-from conformance.api import (END_OF_GLOBAL_WINDOW, GLOBAL, ON_TIME_ONLY, W, capability, check, created, el, grouped,
-                             satisfies, sorted_groups, stamped_by_value)
+from conformance.api import (
+    END_OF_GLOBAL_WINDOW,
+    GLOBAL,
+    ON_TIME_ONLY,
+    W,
+    capability,
+    check,
+    created,
+    el,
+    grouped,
+    satisfies,
+    sorted_groups,
+    stamped_by_value,
+)
 
 
 class MinMaxCount(beam.CombineFn):

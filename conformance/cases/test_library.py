@@ -15,17 +15,31 @@ import threading
 
 import apache_beam as beam
 import pytest
+from apache_beam.coders import coders
 from apache_beam.pvalue import AsSingleton
 from apache_beam.transforms import combiners, trigger, window
 from apache_beam.transforms.deduplicate import Deduplicate, DeduplicatePerKey
 from apache_beam.transforms.util import GroupByEncryptedKey, LogElements, Reify, WithKeys
-from apache_beam.coders import coders
 from apache_beam.utils.secret import RawSecret, Secret
 from apache_beam.utils.timestamp import Duration, Timestamp
 
-from conformance.api import (END_OF_GLOBAL_WINDOW, GLOBAL, MIN_TIMESTAMP, NO_FIRING, ON_TIME_ONLY, W,
-                             capability, check, el, keyed_input, one_of, satisfies, sort_values,
-                             sorted_groups, value_at_time)
+from conformance.api import (
+    END_OF_GLOBAL_WINDOW,
+    GLOBAL,
+    MIN_TIMESTAMP,
+    NO_FIRING,
+    ON_TIME_ONLY,
+    W,
+    capability,
+    check,
+    el,
+    keyed_input,
+    one_of,
+    satisfies,
+    sort_values,
+    sorted_groups,
+    value_at_time,
+)
 from conformance.checks import confirmed_in_process
 
 ACCUMULATING = trigger.AccumulationMode.ACCUMULATING

@@ -11,8 +11,17 @@ runs again in each shape the SDK offers; ``--pipeline-shape`` re-runs any select
 import pytest
 
 from conformance.api import capability
-from conformance.cases import (test_combine, test_flatten, test_gbk, test_pardo, test_processing_time_bounded,
-                               test_sdf, test_side_inputs, test_state, test_timers)
+from conformance.cases import (
+    test_combine,
+    test_flatten,
+    test_gbk,
+    test_pardo,
+    test_processing_time_bounded,
+    test_sdf,
+    test_side_inputs,
+    test_state,
+    test_timers,
+)
 from conformance.shapes import SHAPES
 
 REPRESENTATIVE = [

@@ -16,9 +16,19 @@ from apache_beam.transforms import window
 from apache_beam.transforms.core import RestrictionProvider, WatermarkEstimatorProvider
 from apache_beam.utils.timestamp import MIN_TIMESTAMP, Duration, Timestamp
 
-from conformance.api import (GLOBAL, NO_FIRING, ON_TIME_ONLY, W, capability, check, created, el, grouped, pane,
-                             sorted_groups)
-
+from conformance.api import (
+    GLOBAL,
+    NO_FIRING,
+    ON_TIME_ONLY,
+    W,
+    capability,
+    check,
+    created,
+    el,
+    grouped,
+    pane,
+    sorted_groups,
+)
 
 # --------------------------------------------------------------------------- restriction providers
 

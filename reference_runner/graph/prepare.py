@@ -19,8 +19,7 @@ from dataclasses import dataclass
 
 from apache_beam.portability.api import beam_runner_api_pb2
 
-from reference_runner.graph import (check, lifting, opaque_coders, reshuffle, sdf, transcode,
-                                    unfuse)
+from reference_runner.graph import check, lifting, opaque_coders, reshuffle, sdf, transcode, unfuse
 from reference_runner.graph.pipeline import PipelineGraph
 
 
