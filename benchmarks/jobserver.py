@@ -74,7 +74,8 @@ def round_trip(stub, pipeline) -> float:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.jobserver", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--jobs", type=int, default=20, help="jobs per server (default 20; the first of each is warm-up)")
+    parser.add_argument("--jobs", type=int, default=20,
+                        help="jobs per server (default 20; the first of each is warm-up)")
     parser.add_argument("--json", default=None, metavar="PATH", help="also write the figures as JSON to PATH")
     args = parser.parse_args(argv)
     # The pool starts each worker as `python -c ...`: that must be this interpreter.

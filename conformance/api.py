@@ -52,6 +52,6 @@ def capability(capability_id: str):
     return pytest.mark.capability(capability_id)
 
 
-__all__ = ["ANY", "CaseFailure", "END_OF_GLOBAL_WINDOW", "GLOBAL", "MAX_TIMESTAMP", "MIN_TIMESTAMP", "NO_FIRING", "ON_TIME_ONLY", "W",
-           "capability", "check", "check_all", "created", "el", "grouped", "keyed_input", "one_of", "pane", "satisfies", "sort_values", "sorted_groups",
-           "stamped_by_value", "value_at_time"]
+__all__ = ["ANY", "CaseFailure", "END_OF_GLOBAL_WINDOW", "GLOBAL", "MAX_TIMESTAMP", "MIN_TIMESTAMP", "NO_FIRING",
+           "ON_TIME_ONLY", "W", "capability", "check", "check_all", "created", "el", "grouped", "keyed_input", "one_of",
+           "pane", "satisfies", "sort_values", "sorted_groups", "stamped_by_value", "value_at_time"]

@@ -280,7 +280,10 @@ def test_cancel_stops_a_busy_job_promptly(server):
     _ = p | beam.Create([1]) | beam.Map(sleep_long)
     result = p.run()
     stub = _stub(server)
-    state = lambda: stub.GetState(beam_job_api_pb2.GetJobStateRequest(job_id=result._job_id), timeout=10).state
+
+    def state():
+        return stub.GetState(beam_job_api_pb2.GetJobStateRequest(job_id=result._job_id), timeout=10).state
+
     deadline = time.time() + 30
     while state() != beam_job_api_pb2.JobState.RUNNING and time.time() < deadline:
         time.sleep(0.05)

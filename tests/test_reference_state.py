@@ -208,7 +208,8 @@ def test_timer_set_after_window_expiration_fails_the_job():
     _ = (p | beam.Create([("k", 1)]) | beam.Map(lambda kv: window.TimestampedValue(kv, 1))
          | beam.WindowInto(window.FixedWindows(10), allowed_lateness=5)
          | beam.ParDo(_TimerAfterExpiry()))
-    with pytest.raises(Exception, match=r"timer ts-late of .* set for Timestamp\(15\.999000\), after its window's expiration"):
+    with pytest.raises(Exception,
+                       match=r"timer ts-late of .* set for Timestamp\(15\.999000\), after its window's expiration"):
         p.run()
 
 

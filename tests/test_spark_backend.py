@@ -26,8 +26,8 @@ def test_word_count_with_a_side_input():
 
 def test_a_stage_with_two_outputs_feeds_both():
     with beam.Pipeline(runner=SparkRunner()) as p:
-        parts = (p | beam.Create(range(6))
-                 | beam.Map(lambda x: beam.pvalue.TaggedOutput("odd", x) if x % 2 else x).with_outputs("odd", main="even"))
+        split = beam.Map(lambda x: beam.pvalue.TaggedOutput("odd", x) if x % 2 else x).with_outputs("odd", main="even")
+        parts = p | beam.Create(range(6)) | split
         assert_that(parts.even, equal_to([0, 2, 4]), label="even")
         assert_that(parts.odd, equal_to([1, 3, 5]), label="odd")
 
@@ -139,7 +139,8 @@ def test_a_timer_set_after_its_window_expires_fails_the_job_by_name():
     _ = (p | beam.Create([("k", 1)]) | beam.Map(lambda kv: window.TimestampedValue(kv, 1))
          | beam.WindowInto(window.FixedWindows(10), allowed_lateness=5)
          | beam.ParDo(_TimerAfterExpiry()))
-    with pytest.raises(SparkJobFailed, match=r"timer ts-late of .* set for Timestamp\(15\.999000\), after its window's expiration"):
+    with pytest.raises(SparkJobFailed,
+                       match=r"timer ts-late of .* set for Timestamp\(15\.999000\), after its window's expiration"):
         p.run()
 
 

@@ -46,6 +46,7 @@ REWRITING_SHAPES = [s for s in SHAPES if s != "none"]
 
 @capability("shapes.pre_optimized")
 @pytest.mark.parametrize("shape", REWRITING_SHAPES)
-@pytest.mark.parametrize("case", REPRESENTATIVE, ids=lambda case: f"{case.__module__.rsplit('.', 1)[-1][5:]}.{case.__name__[5:]}")
+@pytest.mark.parametrize("case", REPRESENTATIVE,
+                         ids=lambda case: f"{case.__module__.rsplit('.', 1)[-1][5:]}.{case.__name__[5:]}")
 def test_pre_optimized(runner, case, shape):
     case(runner.shaped(shape))

@@ -128,8 +128,7 @@ class SelfProvidingRange(beam.DoFn, RestrictionProvider):
         yield OffsetRange(middle, restriction.stop)
 
     def process(self, bounds, tracker=beam.DoFn.RestrictionParam()):
-        for pos in claimed_offsets(tracker):
-            yield pos
+        yield from claimed_offsets(tracker)
 
 
 def offsets_of(*counts):

@@ -21,7 +21,8 @@ def from_proto(proto: beam_runner_api_pb2.Trigger) -> triggers.Trigger:
     if kind == "element_count":
         return triggers.AfterCount(proto.element_count.element_count)
     if kind == "after_processing_time":
-        return triggers.AfterProcessingTime(tuple(_transform(t) for t in proto.after_processing_time.timestamp_transforms))
+        transforms = proto.after_processing_time.timestamp_transforms
+        return triggers.AfterProcessingTime(tuple(_transform(t) for t in transforms))
     if kind == "after_synchronized_processing_time":
         return triggers.AfterSynchronizedProcessingTime()
     if kind == "after_end_of_window":
