@@ -64,11 +64,15 @@ def waits_for_processing_time(proto: beam_runner_api_pb2.Trigger) -> bool:
     return any(waits_for_processing_time(sub) for sub in _subtriggers(proto, kind))
 
 
-def _subtriggers(proto: beam_runner_api_pb2.Trigger, kind: str) -> list:
+def _subtriggers(proto: beam_runner_api_pb2.Trigger, kind: str | None) -> list[beam_runner_api_pb2.Trigger]:
     if kind == "after_end_of_window":
         p = proto.after_end_of_window
-        return [t for name, t in (("early_firings", p.early_firings), ("late_firings", p.late_firings))
-                if p.HasField(name)]
+        subs = []
+        if p.HasField("early_firings"):
+            subs.append(p.early_firings)
+        if p.HasField("late_firings"):
+            subs.append(p.late_firings)
+        return subs
     if kind == "repeat":
         return [proto.repeat.subtrigger]
     if kind in ("after_each", "after_any", "after_all"):
