@@ -14,7 +14,6 @@ import argparse
 import os
 import signal
 import statistics
-import subprocess
 import sys
 import time
 
@@ -22,9 +21,9 @@ import apache_beam as beam
 import grpc
 from apache_beam.options.pipeline_options import PipelineOptions
 from apache_beam.portability.api import beam_job_api_pb2, beam_job_api_pb2_grpc
-from apache_beam.testing.util import assert_that, equal_to
 from apache_beam.runners.portability.portable_runner import PortableRunner
 from apache_beam.runners.runner import PipelineResult, PipelineState
+from apache_beam.testing.util import assert_that, equal_to
 
 from benchmarks.processes import start_listening
 from benchmarks.report import write_json
@@ -75,7 +74,8 @@ def round_trip(stub, pipeline) -> float:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.jobserver", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--jobs", type=int, default=20, help="jobs per server (default 20; the first of each is warm-up)")
+    parser.add_argument("--jobs", type=int, default=20,
+                        help="jobs per server (default 20; the first of each is warm-up)")
     parser.add_argument("--json", default=None, metavar="PATH", help="also write the figures as JSON to PATH")
     args = parser.parse_args(argv)
     # The pool starts each worker as `python -c ...`: that must be this interpreter.

@@ -41,8 +41,8 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Callable, Iterable
 
 from benchmarks.processes import start_listening
 from benchmarks.report import write_json
@@ -183,11 +183,13 @@ def _snippet(module: str, function: str = "", normalise=lists_unordered, note=""
 
 
 EXAMPLES = [
-    Example("wordcount_minimal", EX + "wordcount_minimal", ("--input", "{inputs}/text.txt", "--output", "{out}/counts")),
+    Example("wordcount_minimal", EX + "wordcount_minimal",
+            ("--input", "{inputs}/text.txt", "--output", "{out}/counts")),
     Example("wordcount", EX + "wordcount", ("--input", "{inputs}/text.txt", "--output", "{out}/counts")),
     Example("wordcount_with_metrics", EX + "wordcount_with_metrics",
             ("--input", "{inputs}/text.txt", "--output", "{out}/counts")),
-    Example("wordcount_debugging", EX + "wordcount_debugging", ("--input", "{inputs}/text.txt", "--output", "{out}/counts"),
+    Example("wordcount_debugging", EX + "wordcount_debugging",
+            ("--input", "{inputs}/text.txt", "--output", "{out}/counts"),
             note="asserts its own result in the pipeline"),
     Example("dataframe/wordcount", EX + "dataframe.wordcount",
             ("--input", "{inputs}/text.txt", "--output", "{out}/counts"), normalise=csv_headers_once,
@@ -206,7 +208,8 @@ EXAMPLES = [
             ("--input", "{inputs}/crops.csv", "--output", "{out}/optimum"), needs=("scipy",)),
     Example("complete/game/user_score", EX + "complete.game.user_score",
             ("--input", "{inputs}/game.csv", "--output", "{out}/scores")),
-    Example("cookbook/coders", EX + "cookbook.coders", ("--input", "{inputs}/matches.json", "--output", "{out}/points")),
+    Example("cookbook/coders", EX + "cookbook.coders",
+            ("--input", "{inputs}/matches.json", "--output", "{out}/points")),
     Example("cookbook/custom_ptransform", EX + "cookbook.custom_ptransform",
             ("--input", "{inputs}/animals.txt", "--output", "{out}/counts"),
             note="three pipelines in a row writing the same output"),
@@ -334,7 +337,8 @@ def make_inputs(directory: str) -> None:
     write("email.tsv", "".join(f"{p}\t{p.split()[1].lower()}@example.com\n" for p in people[:7]))
     write("phone.tsv", "".join(f"{p}\t412-555-01{n:02d}\n" for n, p in enumerate(people[3:])))
     write("snailmail.tsv", "".join(f"{p}\t{n} Main St, Pittsburgh, PA\n" for n, p in enumerate(people[::2])))
-    write("matrix.txt", "".join(f"{r}: " + " ".join(str(rng.randint(-3, 3)) for _ in range(4)) + "\n" for r in range(4)))
+    write("matrix.txt",
+          "".join(f"{r}: " + " ".join(str(rng.randint(-3, 3)) for _ in range(4)) + "\n" for r in range(4)))
     write("vector.txt", "1 2 0 -1\n")
     write("crops.csv", "OP01,8,12,0,12\nOP02,30,14,3,12\nOP03,25,7,3,14\nOP04,87,7,2,2\nOP05,19,1,7,10\n")
     write("rides.csv", "DOLocationID,passenger_count\n" + "".join(

@@ -16,7 +16,6 @@ import operator
 import statistics
 import sys
 import time
-import typing
 
 import apache_beam as beam
 from apache_beam.testing.util import assert_that, equal_to
@@ -43,7 +42,7 @@ def beam_word_count(runner, words: int, chunk_size: int, vocabulary: int, typed:
     split = beam.FlatMap(lambda c, n=chunk_size, v=vocabulary: words_of(n, v, c))
     pair = beam.Map(lambda w: (w, 1))
     if typed:
-        split, pair = split.with_output_types(str), pair.with_output_types(typing.Tuple[str, int])
+        split, pair = split.with_output_types(str), pair.with_output_types(tuple[str, int])
     with beam.Pipeline(runner=runner) as p:
         counts = p | beam.Create(range(words // chunk_size)) | split | pair | beam.CombinePerKey(sum)
         assert_that(counts, equal_to(expected(words, vocabulary)))

@@ -18,9 +18,9 @@ import time
 
 import apache_beam as beam
 from apache_beam.io.restriction_trackers import OffsetRange, OffsetRestrictionTracker
+from apache_beam.io.watermark_estimators import ManualWatermarkEstimator
 from apache_beam.transforms import window
 from apache_beam.transforms.core import RestrictionProvider
-from apache_beam.io.watermark_estimators import ManualWatermarkEstimator
 from apache_beam.utils.timestamp import Timestamp
 
 from benchmarks.report import write_json

@@ -107,7 +107,7 @@ def update(existing: dict, run: dict, included: list[KnownFailure] = ()) -> tupl
     covered = _coverage(entries, records)
     notes: list[str] = []
     kept: list[dict] = []
-    for i, (item, entry) in enumerate(zip(raw, own)):
+    for i, (item, entry) in enumerate(zip(raw, own, strict=True)):
         decided = covered.get(i, [])
         passing = [r for r in decided if r["outcome"] in PASSING]
         still = [r for r in decided if r["outcome"] not in PASSING]  # failing, or skipped by it

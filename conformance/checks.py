@@ -105,7 +105,7 @@ class _Verify(beam.DoFn):
                 part, record = r
                 actual[part].append(record)
         failures = []
-        for part, (expected, produced) in enumerate(zip(self._expected, actual)):
+        for part, (expected, produced) in enumerate(zip(self._expected, actual, strict=True)):
             verdict = elements.compare(expected, produced)
             if not verdict.ok:
                 where = f"check '{self._label}'" + (f" part {part}" if len(self._expected) > 1 else "")

@@ -13,8 +13,9 @@ lower (see SEMANTICS.md, section 1).
 from __future__ import annotations
 
 import collections
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any
 
 # Millisecond values of Beam's time constants.
 MIN_TIMESTAMP_MS = -9223372036854775

@@ -64,11 +64,11 @@ class Expectations:
         self._used: set[int] = set()
 
     @classmethod
-    def empty(cls) -> "Expectations":
+    def empty(cls) -> Expectations:
         return cls([])
 
     @classmethod
-    def load(cls, path: str, _depth: int = 0) -> "Expectations":
+    def load(cls, path: str, _depth: int = 0) -> Expectations:
         try:
             with open(path) as f:
                 data = yaml.safe_load(f) or {}

@@ -7,8 +7,9 @@ All input is on time (batch): no triggers, lateness or watermark holds are model
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Callable, Iterable, NamedTuple
+from typing import NamedTuple
 
 from conformance.elements import END_OF_GLOBAL_WINDOW_MS
 

@@ -304,6 +304,7 @@ class _Recorder:
 
     def selection(self) -> dict:
         import pkgutil
+
         import conformance.cases
         packaged = {m.name for m in pkgutil.iter_modules(conformance.cases.__path__) if m.name.startswith("test_")}
         return {"deselected": self.deselected, "case_modules_not_collected": sorted(packaged - self.case_modules)}

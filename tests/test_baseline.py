@@ -1,19 +1,18 @@
 """beam-conformance baseline: an expectations file from a run's failures, and its update."""
 import json
 
-import pytest
 import yaml
 
 from conformance import baseline
 from conformance.cli import main
 from conformance.expectations import Expectations, parse
-
 from test_report import case, results_doc
 
 DIFF = ("output differs from the Beam model:\n"
         "check 'check1': expected 2 element(s), runner produced 1; 1 missing, 0 unexpected (checked: value)\n"
         "  missing (expected, not produced) (1):\n    2")
-JOB_FAILED = ("the job failed on my-runner:\n    RuntimeError: Pipeline failed.\n    Traceback (most recent call last):\n"
+JOB_FAILED = ("the job failed on my-runner:\n    RuntimeError: Pipeline failed.\n"
+              "    Traceback (most recent call last):\n"
               "      File \"x.py\", line 1\n    NotImplementedError: beam:transform:teststream:v1")
 
 

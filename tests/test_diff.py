@@ -5,7 +5,6 @@ import pytest
 
 from conformance import diff
 from conformance.cli import main, write_reports
-
 from test_report import case, results_doc
 
 

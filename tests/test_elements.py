@@ -5,8 +5,19 @@ import pytest
 from apache_beam.utils.timestamp import Timestamp
 
 from conformance import elements
-from conformance.elements import (ANY, END_OF_GLOBAL_WINDOW_MS, GLOBAL, ON_TIME_ONLY, Pane, Record, W, el,
-                                  one_of, pane, satisfies)
+from conformance.elements import (
+    ANY,
+    END_OF_GLOBAL_WINDOW_MS,
+    GLOBAL,
+    ON_TIME_ONLY,
+    Pane,
+    Record,
+    W,
+    el,
+    one_of,
+    pane,
+    satisfies,
+)
 
 
 def rec(value, ts_ms=0, window=GLOBAL, p=ON_TIME_ONLY):

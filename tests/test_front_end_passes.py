@@ -1,7 +1,6 @@
 """The front end's passes for pipelines as SDKs submit them (graph/prepare.py): executable stages
 expanded, SDK-lifted combines re-lifted, re-encodings moved into the SDK, unknown coders
 length-prefixed so the runner reads only standard coders."""
-import typing
 
 import apache_beam as beam
 import pytest
@@ -86,8 +85,8 @@ def test_flatten_inputs_of_other_coders_are_transcoded_by_the_sdk():
 def test_group_by_key_whose_output_recodes_the_key_gets_an_sdk_transcode():
     # Python types this GroupByKey's output key as Any while its input key is str.
     p = beam.Pipeline()
-    ints = p | "Ints" >> beam.Create([("k", 1)]).with_output_types(typing.Tuple[str, int])
-    strs = p | "Strs" >> beam.Create([("k", "a")]).with_output_types(typing.Tuple[str, str])
+    ints = p | "Ints" >> beam.Create([("k", 1)]).with_output_types(tuple[str, int])
+    strs = p | "Strs" >> beam.Create([("k", "a")]).with_output_types(tuple[str, str])
     _ = (ints, strs) | beam.Flatten() | beam.GroupByKey()
     proto = transcode.transcode_in_sdk(p.to_runner_api())
     components = proto.components

@@ -11,8 +11,13 @@ import pytest
 from apache_beam.metrics import Metrics
 from apache_beam.metrics.metric import MetricsFilter
 from apache_beam.options.pipeline_options import PipelineOptions
-from apache_beam.portability.api import (beam_artifact_api_pb2, beam_artifact_api_pb2_grpc, beam_job_api_pb2,
-                                         beam_job_api_pb2_grpc, beam_runner_api_pb2)
+from apache_beam.portability.api import (
+    beam_artifact_api_pb2,
+    beam_artifact_api_pb2_grpc,
+    beam_job_api_pb2,
+    beam_job_api_pb2_grpc,
+    beam_runner_api_pb2,
+)
 from apache_beam.testing.util import assert_that, equal_to
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -275,7 +280,10 @@ def test_cancel_stops_a_busy_job_promptly(server):
     _ = p | beam.Create([1]) | beam.Map(sleep_long)
     result = p.run()
     stub = _stub(server)
-    state = lambda: stub.GetState(beam_job_api_pb2.GetJobStateRequest(job_id=result._job_id), timeout=10).state
+
+    def state():
+        return stub.GetState(beam_job_api_pb2.GetJobStateRequest(job_id=result._job_id), timeout=10).state
+
     deadline = time.time() + 30
     while state() != beam_job_api_pb2.JobState.RUNNING and time.time() < deadline:
         time.sleep(0.05)

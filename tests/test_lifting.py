@@ -1,7 +1,7 @@
 """Combiner lifting: when the front end lifts CombinePerKey, and that lifted and unlifted runs agree."""
 import apache_beam as beam
-from apache_beam.portability.api import beam_runner_api_pb2
 import pytest
+from apache_beam.portability.api import beam_runner_api_pb2
 from apache_beam.testing.util import assert_that, equal_to
 from apache_beam.transforms import combiners, trigger, window
 

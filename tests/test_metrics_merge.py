@@ -1,9 +1,9 @@
 """User metrics reported by several bundles merge into one value per metric (reference_runner/metrics.py)."""
 from apache_beam.metrics import monitoring_infos as mi
 from apache_beam.metrics.cells import BoundedTrieData, DistributionData, GaugeData
+from apache_beam.metrics.metric import MetricsFilter
 from apache_beam.portability.api import beam_job_api_pb2
 from apache_beam.runners.portability.portable_runner import PortableMetrics
-from apache_beam.metrics.metric import MetricsFilter
 
 from reference_runner.metrics import merge_user_metrics
 

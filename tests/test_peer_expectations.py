@@ -30,7 +30,8 @@ PEERS = {
     "reference": ["--target", "reference"],
     # the schedules issue 3 asks to hold: the same verdicts whatever the bundling
     "reference:bundle_size=1": ["--target", "reference:bundle_size=1"],
-    "reference:bundle_size=random,splits=random,seed=7": ["--target", "reference:bundle_size=random,splits=random,seed=7"],
+    "reference:bundle_size=random,splits=random,seed=7":
+        ["--target", "reference:bundle_size=random,splits=random,seed=7"],
     "reference:faults=0.2,seed=3": ["--target", "reference:faults=0.2,seed=3"],
     "reference:fuse=false": ["--target", "reference:fuse=false"],
     "beam-local-job-service": ["--target", "grpc", "--target-name", "beam-local-job-service",

@@ -14,7 +14,6 @@ from reference_runner.execute import Job, JobFailed
 from reference_runner.graph import urns
 
 
-
 class _OneOffsetPerCall(beam.DoFn):
     """Claims one offset per call, then self-checkpoints the rest; counts its calls."""
 

@@ -8,15 +8,13 @@ from apache_beam.portability.api import beam_fn_api_pb2
 from apache_beam.testing.util import assert_that, equal_to
 from apache_beam.transforms import window
 from apache_beam.transforms.timeutil import TimeDomain
-from apache_beam.transforms.userstate import (BagStateSpec, ReadModifyWriteStateSpec, TimerSpec,
-                                              on_timer)
+from apache_beam.transforms.userstate import BagStateSpec, ReadModifyWriteStateSpec, TimerSpec, on_timer
 
 from reference_runner import ReferenceRunner
 from reference_runner.engine import manager
 from reference_runner.engine.timers import TimerId, TimerStore, TimerUpdate
 from reference_runner.graph.check import UnsupportedPipeline
 from reference_runner.worker.state import StateService
-
 
 # --------------------------------------------------------------------------- whole pipelines
 
@@ -210,7 +208,8 @@ def test_timer_set_after_window_expiration_fails_the_job():
     _ = (p | beam.Create([("k", 1)]) | beam.Map(lambda kv: window.TimestampedValue(kv, 1))
          | beam.WindowInto(window.FixedWindows(10), allowed_lateness=5)
          | beam.ParDo(_TimerAfterExpiry()))
-    with pytest.raises(Exception, match=r"timer ts-late of .* set for Timestamp\(15\.999000\), after its window's expiration"):
+    with pytest.raises(Exception,
+                       match=r"timer ts-late of .* set for Timestamp\(15\.999000\), after its window's expiration"):
         p.run()
 
 

@@ -13,7 +13,6 @@ import pytest
 
 from conformance import capabilities
 from conformance.cli import write_reports
-
 from test_report import case, results_doc, sample
 
 CHROMIUM = os.environ.get("CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
@@ -70,7 +69,8 @@ def _write(docs, directory: Path, previous=None) -> Path:
 
 
 MESSAGE = ("output differs from the Beam model:\ncheck 'check1': expected 3 element(s), runner produced 2; "
-           "1 missing, 0 unexpected (checked: value, timestamp, window, pane)\n  missing (expected, not produced) (1):\n"
+           "1 missing, 0 unexpected (checked: value, timestamp, window, pane)\n"
+           "  missing (expected, not produced) (1):\n"
            "    ('a_rather_long_key_name_for_wrapping', [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16]) "
            "@ 9.999s in [0s, 10s) pane(ON_TIME first last index=0 nonspec=0)")
 

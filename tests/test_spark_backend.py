@@ -26,8 +26,8 @@ def test_word_count_with_a_side_input():
 
 def test_a_stage_with_two_outputs_feeds_both():
     with beam.Pipeline(runner=SparkRunner()) as p:
-        parts = (p | beam.Create(range(6))
-                 | beam.Map(lambda x: beam.pvalue.TaggedOutput("odd", x) if x % 2 else x).with_outputs("odd", main="even"))
+        split = beam.Map(lambda x: beam.pvalue.TaggedOutput("odd", x) if x % 2 else x).with_outputs("odd", main="even")
+        parts = p | beam.Create(range(6)) | split
         assert_that(parts.even, equal_to([0, 2, 4]), label="even")
         assert_that(parts.odd, equal_to([1, 3, 5]), label="odd")
 
@@ -139,12 +139,14 @@ def test_a_timer_set_after_its_window_expires_fails_the_job_by_name():
     _ = (p | beam.Create([("k", 1)]) | beam.Map(lambda kv: window.TimestampedValue(kv, 1))
          | beam.WindowInto(window.FixedWindows(10), allowed_lateness=5)
          | beam.ParDo(_TimerAfterExpiry()))
-    with pytest.raises(SparkJobFailed, match=r"timer ts-late of .* set for Timestamp\(15\.999000\), after its window's expiration"):
+    with pytest.raises(SparkJobFailed,
+                       match=r"timer ts-late of .* set for Timestamp\(15\.999000\), after its window's expiration"):
         p.run()
 
 
 def test_a_streaming_pipeline_is_refused_up_front_naming_the_backend_and_teststream():
     from apache_beam.testing import test_stream
+
     from reference_runner.graph.check import UnsupportedPipeline
     stream = test_stream.TestStream().add_elements([1, 2]).advance_watermark_to_infinity()
     with pytest.raises(UnsupportedPipeline, match=r"(?s)the Spark backend cannot run.*TestStream"):
@@ -176,6 +178,7 @@ def test_a_count_trigger_fires_early_panes_in_batch_then_the_on_time_pane():
 
 def test_a_processing_time_trigger_is_refused_in_batch_by_name():
     from apache_beam.transforms import trigger
+
     from reference_runner.graph.check import UnsupportedPipeline
     with pytest.raises(UnsupportedPipeline, match=r"(?s)the Spark backend cannot run.*processing-time trigger"):
         with beam.Pipeline(runner=SparkRunner()) as p:

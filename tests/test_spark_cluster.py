@@ -9,6 +9,7 @@ import sys
 import time
 
 import pytest
+
 from conformance.targets.processes import free_port
 
 pyspark = pytest.importorskip("pyspark")
@@ -54,7 +55,8 @@ def standalone_cluster(tmp_path_factory):
 
 
 def test_cases_run_on_a_standalone_cluster(standalone_cluster, tmp_path):
-    command = [sys.executable, "-m", "pytest", "--pyargs", "conformance", "--target", f"spark:master={standalone_cluster}",
+    command = [sys.executable, "-m", "pytest", "--pyargs", "conformance",
+               "--target", f"spark:master={standalone_cluster}",
                "-p", "no:cacheprovider", "-q", "--results-dir", str(tmp_path),
                # a spread of stage kinds: shuffles, sessions merged per key, broadcast side inputs,
                # multimap side inputs, metrics from executors, DoFn teardown

@@ -4,8 +4,6 @@ on both backends."""
 import json
 import sys
 
-import pytest
-
 SERVER = f"{sys.executable} -m reference_runner.jobserver --port {{port}}"
 USER_TYPES_BATCH = ["--pyargs", "conformance.cases.test_user_types", "-m", "not streaming"]
 # A few of the representative cases, in the fused shape (the most rewritten)

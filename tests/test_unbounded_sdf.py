@@ -3,11 +3,10 @@ resumes it only when the rest of the pipeline has caught up, and holds the stage
 watermark at what the watermark estimator promised, so windows downstream fire (and their
 state goes) while the source is still producing."""
 import apache_beam as beam
-from apache_beam.testing.util import assert_that, equal_to
-from apache_beam.transforms import window
-
 from apache_beam.io.restriction_trackers import OffsetRange, OffsetRestrictionTracker
 from apache_beam.io.watermark_estimators import ManualWatermarkEstimator
+from apache_beam.testing.util import assert_that, equal_to
+from apache_beam.transforms import window
 from apache_beam.utils.timestamp import Timestamp
 
 from reference_runner import ReferenceRunner

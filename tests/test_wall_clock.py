@@ -3,6 +3,7 @@
 self-checkpoint) instead of jumping to them; the virtual clock (the default) gives the same
 results without waiting. Only lower bounds on elapsed time are asserted: waiting at least as
 long as asked is the wall clock's correctness property; how much longer depends on the machine."""
+import itertools
 import time
 
 import apache_beam as beam
@@ -87,7 +88,7 @@ def test_a_resume_delay_is_waited_for_on_the_wall_clock(clock):
     assert sorted(x for x, _, _ in RESULTS.pop(f"resume-{clock}")) == [0, 1, 2, 3]
     if clock == "wall":
         # every resume came at least the requested 0.1 s after the call that deferred it
-        gaps = [b[1] - a[1] for a, b in zip(RESUMED, RESUMED[1:]) if (a[0], b[0]) == ("deferred", "resumed")]
+        gaps = [b[1] - a[1] for a, b in itertools.pairwise(RESUMED) if (a[0], b[0]) == ("deferred", "resumed")]
         assert len(gaps) >= 3 and all(gap >= 0.1 for gap in gaps), gaps
 
 

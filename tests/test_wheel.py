@@ -45,9 +45,9 @@ def test_wheel_installs_into_a_fresh_venv_and_runs_from_an_empty_directory(tmp_p
     # the index (or pip's cache); no byte-compiling, which only costs time here
     _run([sys.executable, "-m", "pip", "--python", python, "install", "-q", "--no-compile", str(wheel)], empty, env)
 
-    where = json.loads(_run([python, "-c", "import json, sys, conformance, reference_runner; "
-                                           "print(json.dumps([conformance.__file__, reference_runner.__file__, sys.path]))"],
-                            empty, env))
+    script = ("import json, sys, conformance, reference_runner; "
+              "print(json.dumps([conformance.__file__, reference_runner.__file__, sys.path]))")
+    where = json.loads(_run([python, "-c", script], empty, env))
     for path in where[:2]:
         assert path.startswith(str(venv_dir)), where
     assert not [p for p in where[2] if p.startswith(str(ROOT))], where[2]

@@ -21,7 +21,7 @@ def test_bytes_keys_and_values(runner):
     p = runner.pipeline()
     every_byte = bytes(range(256))
     data = [(b"", b"x"), (b"\x00", every_byte), (b"\xff\xfe", b""), (b"", b"\x00\x00"), (every_byte, b"\x80")]
-    out = _grouped(p, data, typing.Tuple[bytes, bytes])
+    out = _grouped(p, data, tuple[bytes, bytes])
     check(out, grouped([(b"", sorted([b"x", b"\x00\x00"], key=repr)), (b"\x00", [every_byte]), (b"\xff\xfe", [b""]),
                         (every_byte, [b"\x80"])]))
     runner.run(p)
@@ -34,7 +34,7 @@ def test_utf8_string_keys_and_values(runner):
     p = runner.pipeline()
     data = [("", ""), ("é", "naïve"), ("e\u0301", "decomposed"), ("日本", "語"), ("😀", "a\x00b\n"),
             ("é", "Ωmega"), ("", "empty key")]
-    out = _grouped(p, data, typing.Tuple[str, str])
+    out = _grouped(p, data, tuple[str, str])
     check(out, grouped([("", sorted(["", "empty key"], key=repr)), ("é", sorted(["naïve", "Ωmega"], key=repr)),
                         ("e\u0301", ["decomposed"]), ("日本", ["語"]), ("😀", ["a\x00b\n"])]))
     runner.run(p)
@@ -46,7 +46,7 @@ def test_varint_keys_and_values(runner):
     p = runner.pipeline()
     extremes = [0, -1, 2 ** 63 - 1, -2 ** 63]
     data = [(k, v) for k in extremes for v in (k, 1, 127, 128, -128)]
-    out = _grouped(p, data, typing.Tuple[int, int])
+    out = _grouped(p, data, tuple[int, int])
     check(out, grouped([(k, sorted([k, 1, 127, 128, -128], key=repr)) for k in extremes]))
     runner.run(p)
 
@@ -60,7 +60,7 @@ def test_double_values(runner):
     def describe(v):
         return "nan" if math.isnan(v) else v.hex()
 
-    out = (_grouped(p, [("k", v) for v in values], typing.Tuple[str, float])
+    out = (_grouped(p, [("k", v) for v in values], tuple[str, float])
            | beam.MapTuple(lambda k, vs: (k, sorted(describe(v) for v in vs))))
     check(out, grouped([("k", sorted(describe(v) for v in values))]))
     runner.run(p)
@@ -71,7 +71,7 @@ def test_double_keys(runner):
     # Doubles are deterministic keys: infinities, -0.0 and fractions group by their 8-byte encoding.
     p = runner.pipeline()
     data = [(math.inf, "a"), (-math.inf, "b"), (0.5, "c"), (-0.0, "d"), (math.inf, "e"), (0.5, "f")]
-    out = (_grouped(p, data, typing.Tuple[float, str]) | beam.MapTuple(lambda k, vs: (k.hex(), vs)))
+    out = (_grouped(p, data, tuple[float, str]) | beam.MapTuple(lambda k, vs: (k.hex(), vs)))
     check(out, grouped([(math.inf.hex(), ["a", "e"]), ((-math.inf).hex(), ["b"]), ((0.5).hex(), ["c", "f"]),
                         ((-0.0).hex(), ["d"])]))
     runner.run(p)
@@ -82,7 +82,7 @@ def test_bool_keys_and_values(runner):
     # beam:coder:bool:v1 keys and values stay booleans (not ints).
     p = runner.pipeline()
     data = [(True, False), (False, True), (True, True), (False, False)]
-    out = (_grouped(p, data, typing.Tuple[bool, bool])
+    out = (_grouped(p, data, tuple[bool, bool])
            | beam.MapTuple(lambda k, vs: ((type(k).__name__, k), [(type(v).__name__, v) for v in vs])))
     check(out, grouped([(("bool", True), [("bool", False), ("bool", True)]),
                         (("bool", False), [("bool", False), ("bool", True)])]))
@@ -93,10 +93,10 @@ def test_bool_keys_and_values(runner):
 def test_nested_tuple_keys_and_values(runner):
     # beam:coder:kv:v1 / tuple coders nest: tuple keys group component-wise, nested tuple values survive.
     p = runner.pipeline()
-    Key = typing.Tuple[str, int]
-    Value = typing.Tuple[int, typing.Tuple[str, bytes]]
+    Key = tuple[str, int]
+    Value = tuple[int, tuple[str, bytes]]
     data = [(("a", 1), (1, ("x", b"\x01"))), (("a", 2), (2, ("", b""))), (("a", 1), (-3, ("ü", b"\xff")))]
-    out = _grouped(p, data, typing.Tuple[Key, Value])
+    out = _grouped(p, data, tuple[Key, Value])
     check(out, grouped([(("a", 1), sorted([(1, ("x", b"\x01")), (-3, ("ü", b"\xff"))], key=repr)),
                         (("a", 2), [(2, ("", b""))])]))
     runner.run(p)
@@ -108,7 +108,7 @@ def test_iterable_values(runner):
     p = runner.pipeline()
     long = list(range(-500, 500))
     data = [("empty", []), ("short", [3, 1, 2]), ("long", long), ("short", [0])]
-    out = (p | beam.Create(data).with_output_types(typing.Tuple[str, typing.Iterable[int]])
+    out = (p | beam.Create(data).with_output_types(tuple[str, typing.Iterable[int]])
              | beam.GroupByKey()
              | beam.MapTuple(lambda k, vs: (k, sorted((list(v) for v in vs), key=repr))))
     check(out, grouped([("empty", [[]]), ("short", sorted([[3, 1, 2], [0]], key=repr)), ("long", [long])]))
@@ -120,7 +120,7 @@ def test_none_and_nullable_values(runner):
     # beam:coder:nullable:v1 (Optional[int]) values: None and integers both round-trip.
     p = runner.pipeline()
     data = [("k", None), ("k", 0), ("k", -7), ("j", None)]
-    out = (p | beam.Create(data).with_output_types(typing.Tuple[str, typing.Optional[int]])
+    out = (p | beam.Create(data).with_output_types(tuple[str, int | None])
              | beam.GroupByKey()
              | beam.MapTuple(lambda k, vs: (k, sorted(vs, key=lambda v: (v is not None, v or 0)))))
     check(out, grouped([("k", [None, -7, 0]), ("j", [None])]))
@@ -132,7 +132,7 @@ def test_none_and_nullable_keys(runner):
     # A nullable key coder is deterministic: None is a key of its own, distinct from "" and "None".
     p = runner.pipeline()
     data = [(None, 1), ("", 2), ("None", 3), (None, 4)]
-    out = (p | beam.Create(data).with_output_types(typing.Tuple[typing.Optional[str], int])
+    out = (p | beam.Create(data).with_output_types(tuple[str | None, int])
              | beam.GroupByKey() | beam.MapTuple(lambda k, vs: (k, sorted(vs))))
     check(out, grouped([(None, [1, 4]), ("", [2]), ("None", [3])]))
     runner.run(p)
@@ -167,7 +167,7 @@ def test_list_values_of_strings(runner):
     # A list-of-strings value coder keeps order, empty strings and empty lists.
     p = runner.pipeline()
     data = [("k", ["b", "", "a"]), ("k", []), ("j", ["ü"])]
-    out = (p | beam.Create(data).with_output_types(typing.Tuple[str, typing.List[str]])
+    out = (p | beam.Create(data).with_output_types(tuple[str, list[str]])
              | beam.GroupByKey()
              | beam.MapTuple(lambda k, vs: (k, sorted((list(v) for v in vs), key=repr))))
     check(out, grouped([("k", sorted([["b", "", "a"], []], key=repr)), ("j", [["ü"]])]))

@@ -5,8 +5,20 @@ import apache_beam as beam
 from apache_beam.transforms import combiners, window
 from apache_beam.transforms.window import TimestampCombiner
 
-from conformance.api import (END_OF_GLOBAL_WINDOW, GLOBAL, ON_TIME_ONLY, W, capability, check, created, el, grouped,
-                             satisfies, sorted_groups, stamped_by_value)
+from conformance.api import (
+    END_OF_GLOBAL_WINDOW,
+    GLOBAL,
+    ON_TIME_ONLY,
+    W,
+    capability,
+    check,
+    created,
+    el,
+    grouped,
+    satisfies,
+    sorted_groups,
+    stamped_by_value,
+)
 
 
 class MinMaxCount(beam.CombineFn):
@@ -101,7 +113,8 @@ def test_per_key_builtins(runner):
     check(kvs | "Sum" >> beam.CombinePerKey(sum), grouped([("a", 6), ("b", 30)]), label="sum")
     check(kvs | "Min" >> beam.CombinePerKey(min), grouped([("a", -1), ("b", 10)]), label="min")
     check(kvs | "Max" >> beam.CombinePerKey(max), grouped([("a", 4), ("b", 20)]), label="max")
-    check(kvs | "Mean" >> beam.CombinePerKey(combiners.MeanCombineFn()), grouped([("a", 2.0), ("b", 15.0)]), label="mean")
+    check(kvs | "Mean" >> beam.CombinePerKey(combiners.MeanCombineFn()), grouped([("a", 2.0), ("b", 15.0)]),
+          label="mean")
     check(kvs | "Count" >> combiners.Count.PerKey(), grouped([("a", 3), ("b", 2)]), label="count")
     check(kvs | "Top2" >> combiners.Top.LargestPerKey(2), grouped([("a", [4, 3]), ("b", [20, 10])]), label="top")
     runner.run(p)

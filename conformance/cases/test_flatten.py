@@ -1,11 +1,9 @@
 """Flatten: union of PCollections and its corner cases (SEMANTICS.md, section 3)."""
-import typing
 
 import apache_beam as beam
 from apache_beam.transforms import window
 
 from conformance.api import NO_FIRING, W, capability, check, created, el, grouped, sorted_groups, stamped_by_value
-
 
 # --------------------------------------------------------------------------- basic
 
@@ -143,9 +141,9 @@ def test_ints_and_strs_with_different_coders_then_gbk(runner):
     # transcoded to the output's coder; the union then groups correctly.
     p = runner.pipeline()
     ints = (p | "Ints" >> beam.Create([1, 2, 300]).with_output_types(int)
-              | "KeyInts" >> beam.Map(lambda x: ("k", x)).with_output_types(typing.Tuple[str, int]))
+              | "KeyInts" >> beam.Map(lambda x: ("k", x)).with_output_types(tuple[str, int]))
     strs = (p | "Strs" >> beam.Create(["a", "bb"]).with_output_types(str)
-              | "KeyStrs" >> beam.Map(lambda x: ("k", x)).with_output_types(typing.Tuple[str, str]))
+              | "KeyStrs" >> beam.Map(lambda x: ("k", x)).with_output_types(tuple[str, str]))
     out = ((ints, strs) | beam.Flatten() | beam.GroupByKey()
            | beam.MapTuple(lambda k, vs: (k, sorted(vs, key=repr))))
     check(out, grouped([("k", sorted([1, 2, 300, "a", "bb"], key=repr))]))
@@ -167,9 +165,9 @@ def test_bare_ints_and_strs_with_different_coders(runner):
 def test_kv_inputs_with_different_value_coders_grouped(runner):
     # SEMANTICS 3: KVs whose value coders differ (varint, bytes, double) flatten and group under one key coder.
     p = runner.pipeline()
-    a = p | "A" >> beam.Create([("x", 1), ("y", 2)]).with_output_types(typing.Tuple[str, int])
-    b = p | "B" >> beam.Create([("x", b"\x00\xff")]).with_output_types(typing.Tuple[str, bytes])
-    c = p | "C" >> beam.Create([("y", 2.5), ("x", -0.5)]).with_output_types(typing.Tuple[str, float])
+    a = p | "A" >> beam.Create([("x", 1), ("y", 2)]).with_output_types(tuple[str, int])
+    b = p | "B" >> beam.Create([("x", b"\x00\xff")]).with_output_types(tuple[str, bytes])
+    c = p | "C" >> beam.Create([("y", 2.5), ("x", -0.5)]).with_output_types(tuple[str, float])
     out = ((a, b, c) | beam.Flatten() | beam.GroupByKey()
            | beam.MapTuple(lambda k, vs: (k, sorted((type(v).__name__, v) for v in vs))))
     check(out, grouped([("x", [("bytes", b"\x00\xff"), ("float", -0.5), ("int", 1)]),

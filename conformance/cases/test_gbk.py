@@ -1,14 +1,22 @@
 """GroupByKey: grouping per key, window and pane (SEMANTICS.md, sections 4 and 8)."""
 import hashlib
-import typing
 
 import apache_beam as beam
 from apache_beam import coders
 from apache_beam.transforms import window
 
-from conformance.api import (END_OF_GLOBAL_WINDOW, GLOBAL, ON_TIME_ONLY, W, capability, check, el, grouped,
-                             sorted_groups, stamped_by_value)
-
+from conformance.api import (
+    END_OF_GLOBAL_WINDOW,
+    GLOBAL,
+    ON_TIME_ONLY,
+    W,
+    capability,
+    check,
+    el,
+    grouped,
+    sorted_groups,
+    stamped_by_value,
+)
 
 # --------------------------------------------------------------------------- global window
 
@@ -298,7 +306,7 @@ def test_keys_claiming_equality_but_encoding_differently_stay_apart(runner):
     data = [("a", 1), ("b", 2), ("a", 3), ("c", 4)]
     out = (p | beam.Create(data)
              | beam.MapTuple(lambda name, v: (AllEqualKey(name), v)).with_output_types(
-                 typing.Tuple[AllEqualKey, int])
+                 tuple[AllEqualKey, int])
              | beam.GroupByKey()
              | beam.MapTuple(lambda k, vs: (k.name, sorted(vs))))
     check(out, grouped([("a", [1, 3]), ("b", [2]), ("c", [4])]))
@@ -312,7 +320,7 @@ def test_keys_never_equal_in_python_but_encoding_alike_group(runner):
     data = [("a", 1), ("b", 2), ("a", 3), ("a", 4)]
     out = (p | beam.Create(data)
              | beam.MapTuple(lambda name, v: (NeverEqualKey(name), v)).with_output_types(
-                 typing.Tuple[NeverEqualKey, int])
+                 tuple[NeverEqualKey, int])
              | beam.GroupByKey()
              | beam.MapTuple(lambda k, vs: (k.name, sorted(vs))))
     check(out, grouped([("a", [1, 3, 4]), ("b", [2])]))
@@ -325,7 +333,7 @@ def test_float_zero_and_negative_zero_keys_stay_apart(runner):
     import math
     p = runner.pipeline()
     data = [(0.0, "pos"), (-0.0, "neg"), (0.0, "pos2")]
-    out = (p | beam.Create(data).with_output_types(typing.Tuple[float, str]) | beam.GroupByKey()
+    out = (p | beam.Create(data).with_output_types(tuple[float, str]) | beam.GroupByKey()
              | beam.MapTuple(lambda k, vs: ("-0.0" if math.copysign(1.0, k) < 0 else "+0.0", sorted(vs))))
     check(out, grouped([("+0.0", ["pos", "pos2"]), ("-0.0", ["neg"])]))
     runner.run(p)
@@ -408,7 +416,7 @@ def test_hundred_thousand_values_under_one_key(runner):
 def test_empty_input_gives_empty_output_and_downstream_pardo_runs(runner):
     # A GBK over no elements produces no groups; the ParDo after it runs on nothing and the job succeeds.
     p = runner.pipeline()
-    grouped = p | beam.Create([]).with_output_types(typing.Tuple[str, int]) | beam.GroupByKey()
+    grouped = p | beam.Create([]).with_output_types(tuple[str, int]) | beam.GroupByKey()
     after = grouped | beam.MapTuple(lambda k, vs: (k, sum(vs)))
     check(grouped, [], label="grouped")
     check(after, [], label="after_pardo")
@@ -419,7 +427,7 @@ def test_empty_input_gives_empty_output_and_downstream_pardo_runs(runner):
 def test_empty_input_in_fixed_windows(runner):
     # A windowed GBK over no elements produces no groups (no window is ever created, nothing fires).
     p = runner.pipeline()
-    out = (p | beam.Create([]).with_output_types(typing.Tuple[str, int])
+    out = (p | beam.Create([]).with_output_types(tuple[str, int])
              | beam.WindowInto(window.FixedWindows(10)) | beam.GroupByKey()
              | beam.MapTuple(lambda k, vs: (k, len(list(vs)))))
     check(out, [])

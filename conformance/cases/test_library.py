@@ -15,17 +15,31 @@ import threading
 
 import apache_beam as beam
 import pytest
+from apache_beam.coders import coders
 from apache_beam.pvalue import AsSingleton
 from apache_beam.transforms import combiners, trigger, window
 from apache_beam.transforms.deduplicate import Deduplicate, DeduplicatePerKey
 from apache_beam.transforms.util import GroupByEncryptedKey, LogElements, Reify, WithKeys
-from apache_beam.coders import coders
 from apache_beam.utils.secret import RawSecret, Secret
 from apache_beam.utils.timestamp import Duration, Timestamp
 
-from conformance.api import (END_OF_GLOBAL_WINDOW, GLOBAL, MIN_TIMESTAMP, NO_FIRING, ON_TIME_ONLY, W,
-                             capability, check, el, keyed_input, one_of, satisfies, sort_values,
-                             sorted_groups, value_at_time)
+from conformance.api import (
+    END_OF_GLOBAL_WINDOW,
+    GLOBAL,
+    MIN_TIMESTAMP,
+    NO_FIRING,
+    ON_TIME_ONLY,
+    W,
+    capability,
+    check,
+    el,
+    keyed_input,
+    one_of,
+    satisfies,
+    sort_values,
+    sorted_groups,
+    value_at_time,
+)
 from conformance.checks import confirmed_in_process
 
 ACCUMULATING = trigger.AccumulationMode.ACCUMULATING
@@ -128,7 +142,8 @@ def test_combine_globally_view_over_triggered_windows(runner):
     # window got no data sees the default.
     p = runner.pipeline()
     side = (_stamped(p, [(1, 1), (2, 2), (3, 3), (4, 4), (10, 12), (20, 13), (30, 14)], "Side")
-            | "SideWindows" >> beam.WindowInto(window.FixedWindows(10), trigger=trigger.Repeatedly(trigger.AfterCount(2)),
+            | "SideWindows" >> beam.WindowInto(window.FixedWindows(10),
+                                               trigger=trigger.Repeatedly(trigger.AfterCount(2)),
                                                accumulation_mode=ACCUMULATING))
     view = side | beam.CombineGlobally(sum).as_singleton_view()
     readers = (_stamped(p, [("a", 5), ("b", 15), ("c", 25)], "Readers")
@@ -404,7 +419,8 @@ def test_latest_globally_and_per_key(runner):
     out = _labelled(globally=timed | "Globally" >> combiners.Latest.Globally(),
                     empty=p | "Empty" >> beam.Create([]) | "GloballyEmpty" >> combiners.Latest.Globally(),
                     per_key=kvs | "PerKey" >> combiners.Latest.PerKey())
-    injected = [el(("globally", "last"), MIN_TIMESTAMP, GLOBAL, NO_FIRING), el(("empty", None), MIN_TIMESTAMP, GLOBAL, NO_FIRING)]
+    injected = [el(("globally", "last"), MIN_TIMESTAMP, GLOBAL, NO_FIRING),
+                el(("empty", None), MIN_TIMESTAMP, GLOBAL, NO_FIRING)]
     grouped = [el(("per_key", kv), END_OF_GLOBAL_WINDOW, GLOBAL, ON_TIME_ONLY) for kv in [("a", 2), ("b", 4)]]
     check(out, one_of(injected + grouped + [el(("per_key", ("c", 5)), END_OF_GLOBAL_WINDOW, GLOBAL, ON_TIME_ONLY)],
                       injected + grouped + [el(("per_key", ("c", 6)), END_OF_GLOBAL_WINDOW, GLOBAL, ON_TIME_ONLY)]))
@@ -508,7 +524,8 @@ def test_reify_timestamp_window_and_in_value(runner):
     w0, w1 = window.IntervalWindow(0, 10), window.IntervalWindow(10, 20)
     in_value = timed | "TimestampInValue" >> Reify.TimestampInValue() | "Unwrap" >> beam.MapTuple(
         lambda k, tv: (k, tv.value, tv.timestamp))
-    out = _labelled(window=timed | "Window" >> Reify.Window(), window_in_value=timed | "WindowInValue" >> Reify.WindowInValue(),
+    out = _labelled(window=timed | "Window" >> Reify.Window(),
+                    window_in_value=timed | "WindowInValue" >> Reify.WindowInValue(),
                     timestamp_in_value=in_value, timestamp=timed | "Timestamp" >> Reify.Timestamp())
     check(out, [el(("window", (("a", 1), Timestamp(1.5), w0)), 1.5, W(0, 10)),
                 el(("window", (("b", 2), Timestamp(12), w1)), 12, W(10, 20)),

@@ -95,7 +95,8 @@ def _read_grouped_side(runner, mode):
     p = runner.pipeline()
     streams = p | _two_streams(*_SIDE_AND_MAIN)
     grouped = (streams["side"]
-               | "SideWindows" >> beam.WindowInto(window.FixedWindows(10), trigger=trigger.Repeatedly(trigger.AfterCount(1)),
+               | "SideWindows" >> beam.WindowInto(window.FixedWindows(10),
+                                                  trigger=trigger.Repeatedly(trigger.AfterCount(1)),
                                                   accumulation_mode=mode)
                | beam.GroupByKey() | beam.MapTuple(lambda k, vs: (k, sorted(vs))))
     out = (streams["main"] | "MainWindows" >> beam.WindowInto(window.FixedWindows(10))
@@ -216,7 +217,8 @@ def test_periodic_impulse_with_data(runner):
 def test_periodic_sequence_from_several_inputs(runner):
     # PeriodicSequence: each input (start, stop, interval) gives its own sequence.
     p = runner.pipeline()
-    out = (p | beam.Create([(Timestamp(_PAST), Timestamp(_PAST + 3), 1), (Timestamp(_PAST + 100), Timestamp(_PAST + 102), 2)])
+    out = (p | beam.Create([(Timestamp(_PAST), Timestamp(_PAST + 3), 1),
+                            (Timestamp(_PAST + 100), Timestamp(_PAST + 102), 2)])
            | PeriodicSequence() | beam.Map(lambda t: float(t)))
     check(out, [el(float(t), t, GLOBAL) for t in (_PAST, _PAST + 1, _PAST + 2, _PAST + 100)])
     runner.run(p)

@@ -13,8 +13,19 @@ from apache_beam.transforms import window
 from apache_beam.utils.timestamp import Timestamp
 from apache_beam.utils.windowed_value import PaneInfoTiming, WindowedValue
 
-from conformance.api import (GLOBAL, MIN_TIMESTAMP, NO_FIRING, W, capability, check, created, el, grouped, satisfies,
-                             value_at_time)
+from conformance.api import (
+    GLOBAL,
+    MIN_TIMESTAMP,
+    NO_FIRING,
+    W,
+    capability,
+    check,
+    created,
+    el,
+    grouped,
+    satisfies,
+    value_at_time,
+)
 
 _TIMING = {PaneInfoTiming.EARLY: "EARLY", PaneInfoTiming.ON_TIME: "ON_TIME",
            PaneInfoTiming.LATE: "LATE", PaneInfoTiming.UNKNOWN: "UNKNOWN"}

@@ -11,8 +11,17 @@ runs again in each shape the SDK offers; ``--pipeline-shape`` re-runs any select
 import pytest
 
 from conformance.api import capability
-from conformance.cases import (test_combine, test_flatten, test_gbk, test_pardo, test_processing_time_bounded,
-                               test_sdf, test_side_inputs, test_state, test_timers)
+from conformance.cases import (
+    test_combine,
+    test_flatten,
+    test_gbk,
+    test_pardo,
+    test_processing_time_bounded,
+    test_sdf,
+    test_side_inputs,
+    test_state,
+    test_timers,
+)
 from conformance.shapes import SHAPES
 
 REPRESENTATIVE = [
@@ -37,6 +46,7 @@ REWRITING_SHAPES = [s for s in SHAPES if s != "none"]
 
 @capability("shapes.pre_optimized")
 @pytest.mark.parametrize("shape", REWRITING_SHAPES)
-@pytest.mark.parametrize("case", REPRESENTATIVE, ids=lambda case: f"{case.__module__.rsplit('.', 1)[-1][5:]}.{case.__name__[5:]}")
+@pytest.mark.parametrize("case", REPRESENTATIVE,
+                         ids=lambda case: f"{case.__module__.rsplit('.', 1)[-1][5:]}.{case.__name__[5:]}")
 def test_pre_optimized(runner, case, shape):
     case(runner.shaped(shape))

@@ -3,8 +3,20 @@ import apache_beam as beam
 from apache_beam.transforms import window
 from apache_beam.transforms.util import ReshufflePerKey
 
-from conformance.api import (END_OF_GLOBAL_WINDOW, GLOBAL, MIN_TIMESTAMP, NO_FIRING, ON_TIME_ONLY, W,
-                             capability, check, created, el, sorted_groups, stamped_by_value)
+from conformance.api import (
+    END_OF_GLOBAL_WINDOW,
+    GLOBAL,
+    MIN_TIMESTAMP,
+    NO_FIRING,
+    ON_TIME_ONLY,
+    W,
+    capability,
+    check,
+    created,
+    el,
+    sorted_groups,
+    stamped_by_value,
+)
 
 
 @capability("reshuffle")

@@ -16,9 +16,19 @@ from apache_beam.transforms import window
 from apache_beam.transforms.core import RestrictionProvider, WatermarkEstimatorProvider
 from apache_beam.utils.timestamp import MIN_TIMESTAMP, Duration, Timestamp
 
-from conformance.api import (GLOBAL, NO_FIRING, ON_TIME_ONLY, W, capability, check, created, el, grouped, pane,
-                             sorted_groups)
-
+from conformance.api import (
+    GLOBAL,
+    NO_FIRING,
+    ON_TIME_ONLY,
+    W,
+    capability,
+    check,
+    created,
+    el,
+    grouped,
+    pane,
+    sorted_groups,
+)
 
 # --------------------------------------------------------------------------- restriction providers
 
@@ -118,8 +128,7 @@ class SelfProvidingRange(beam.DoFn, RestrictionProvider):
         yield OffsetRange(middle, restriction.stop)
 
     def process(self, bounds, tracker=beam.DoFn.RestrictionParam()):
-        for pos in claimed_offsets(tracker):
-            yield pos
+        yield from claimed_offsets(tracker)
 
 
 def offsets_of(*counts):

@@ -5,7 +5,6 @@ from apache_beam.transforms import window
 
 from conformance.api import NO_FIRING, W, capability, check, created, el, grouped, value_at_time
 
-
 # ---------------------------------------------------------------------------
 # side_inputs.singleton
 

@@ -56,7 +56,8 @@ def _pipeline(runner):
 def _global_triggered_sum(side, count, mode):
     """The side values summed in the global window, fired every ``count`` elements."""
     return (side
-            | "SideWindow" >> beam.WindowInto(window.GlobalWindows(), trigger=trigger.Repeatedly(trigger.AfterCount(count)),
+            | "SideWindow" >> beam.WindowInto(window.GlobalWindows(),
+                                              trigger=trigger.Repeatedly(trigger.AfterCount(count)),
                                               accumulation_mode=mode)
             | "SideSum" >> beam.CombineGlobally(sum).without_defaults())
 
@@ -118,7 +119,8 @@ def _pane_list_case(runner, mode, expected):
     p = _pipeline(runner)
     streams = p | "Stream" >> stream
     panes = (streams["side"]
-             | "SideWindow" >> beam.WindowInto(window.GlobalWindows(), trigger=trigger.Repeatedly(trigger.AfterCount(2)),
+             | "SideWindow" >> beam.WindowInto(window.GlobalWindows(),
+                                               trigger=trigger.Repeatedly(trigger.AfterCount(2)),
                                                accumulation_mode=mode)
              | "Key" >> beam.Map(lambda v: (None, v))
              | "Group" >> beam.GroupByKey()

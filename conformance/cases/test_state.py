@@ -18,19 +18,35 @@ runner, whatever its bundle sizes.
 """
 import typing
 
-import pytest
-
 import apache_beam as beam
+import pytest
 from apache_beam.coders import coders
 from apache_beam.testing import test_stream
 from apache_beam.transforms import combiners, window
-from apache_beam.transforms.userstate import (BagStateSpec, CombiningValueStateSpec, OrderedListStateSpec,
-                                              ReadModifyWriteStateSpec, SetStateSpec, TimerSpec, on_timer)
 from apache_beam.transforms.timeutil import TimeDomain
+from apache_beam.transforms.userstate import (
+    BagStateSpec,
+    CombiningValueStateSpec,
+    OrderedListStateSpec,
+    ReadModifyWriteStateSpec,
+    SetStateSpec,
+    TimerSpec,
+    on_timer,
+)
 from apache_beam.utils.timestamp import Timestamp
 
-from conformance.api import (END_OF_GLOBAL_WINDOW, GLOBAL, MIN_TIMESTAMP, W, capability, check, el, keyed_input,
-                             one_of, satisfies)
+from conformance.api import (
+    END_OF_GLOBAL_WINDOW,
+    GLOBAL,
+    MIN_TIMESTAMP,
+    W,
+    capability,
+    check,
+    el,
+    keyed_input,
+    one_of,
+    satisfies,
+)
 
 StateParam = beam.DoFn.StateParam
 TimerParam = beam.DoFn.TimerParam

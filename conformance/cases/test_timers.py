@@ -12,15 +12,14 @@ RequiresTimeSortedInput. The last two are Runner API features (ParDoPayload fiel
 on_window_expiration_timer_family_spec and requires_time_sorted_input, with their
 pipeline requirements), so their cases set those fields on the submitted pipeline directly.
 """
-import pytest
-
 import apache_beam as beam
+import pytest
 from apache_beam.coders import coders
 from apache_beam.portability import common_urns
 from apache_beam.testing import test_stream
 from apache_beam.transforms import window
 from apache_beam.transforms.timeutil import TimeDomain
-from apache_beam.transforms.userstate import (BagStateSpec, ReadModifyWriteStateSpec, TimerSpec, on_timer)
+from apache_beam.transforms.userstate import BagStateSpec, ReadModifyWriteStateSpec, TimerSpec, on_timer
 
 from conformance.api import GLOBAL, NO_FIRING, W, capability, check, el, keyed_input, pane
 

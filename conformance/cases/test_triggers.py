@@ -137,8 +137,8 @@ def test_early_on_time_and_late_firings_with_final_pane_at_expiry(runner):
     # AfterWatermark(early=AfterCount(3), late=AfterCount(2)), discarding, lateness 1000
     # (after Python test_fixed_watermark_with_early_late, one element per step): early abc,
     # def; on-time gh; late vw, xy; the pending z is the final pane when the window expires.
-    stream = _one_per_step(test_stream.TestStream(), zip("abcdefgh", range(8)))
-    stream = _one_per_step(stream.advance_watermark_to(150), zip("vwxyz", range(5)))
+    stream = _one_per_step(test_stream.TestStream(), zip("abcdefgh", range(8), strict=True))
+    stream = _one_per_step(stream.advance_watermark_to(150), zip("vwxyz", range(5), strict=True))
     stream = stream.advance_watermark_to_infinity()
     p = _pipeline(runner)
     trig = trigger.AfterWatermark(early=trigger.AfterCount(3), late=trigger.AfterCount(2))
@@ -432,8 +432,8 @@ def test_repeatedly_after_any_count_or_watermark(runner):
     # SEMANTICS 5 / Python test_repeatedly_after_first: Repeatedly(AfterAny(AfterCount(3),
     # AfterWatermark())), accumulating: abc, abcdef (count), abcdefg (watermark), then each
     # late element fires at once (+x, +y, +z); the still-open window emits a final pane.
-    stream = _one_per_step(test_stream.TestStream(), zip("abcdefg", range(7))).advance_watermark_to(200)
-    stream = _one_per_step(stream, zip("xyz", range(3))).advance_watermark_to_infinity()
+    stream = _one_per_step(test_stream.TestStream(), zip("abcdefg", range(7), strict=True)).advance_watermark_to(200)
+    stream = _one_per_step(stream, zip("xyz", range(3), strict=True)).advance_watermark_to_infinity()
     p = _pipeline(runner)
     trig = trigger.Repeatedly(trigger.AfterAny(trigger.AfterCount(3), trigger.AfterWatermark()))
     out = _grouped(p, stream, window.FixedWindows(100), trig, ACCUMULATING, lateness=1000)

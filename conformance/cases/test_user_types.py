@@ -23,10 +23,10 @@ from apache_beam.coders import coders
 from apache_beam.internal.cloudpickle import cloudpickle
 from apache_beam.testing import test_stream
 from apache_beam.transforms import window
-from apache_beam.transforms.userstate import BagStateSpec, TimerSpec, on_timer
 from apache_beam.transforms.timeutil import TimeDomain
+from apache_beam.transforms.userstate import BagStateSpec, TimerSpec, on_timer
 
-from conformance.api import GLOBAL, W, capability, check, el, keyed_input, stamped_by_value
+from conformance.api import GLOBAL, W, capability, check, el, stamped_by_value
 
 _SOURCE = '''
 """User types of a conformance case: not importable by any other process."""

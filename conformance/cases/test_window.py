@@ -5,8 +5,19 @@ import apache_beam as beam
 from apache_beam.coders import coders
 from apache_beam.transforms import window
 
-from conformance.api import (END_OF_GLOBAL_WINDOW, GLOBAL, MIN_TIMESTAMP, NO_FIRING, ON_TIME_ONLY, W,
-                             capability, check, el, sorted_groups, stamped_by_value)
+from conformance.api import (
+    END_OF_GLOBAL_WINDOW,
+    GLOBAL,
+    MIN_TIMESTAMP,
+    NO_FIRING,
+    ON_TIME_ONLY,
+    W,
+    capability,
+    check,
+    el,
+    sorted_groups,
+    stamped_by_value,
+)
 
 
 def _sum_groups():

@@ -92,7 +92,7 @@ class Column:
     summary: dict
     wall_time_s: float
     # changes since a previous run of this target (None: no previous run given)
-    changes: "diff.TargetDiff | None" = None
+    changes: diff.TargetDiff | None = None
 
     def changed_cases(self, case_ids) -> list:
         """The changes (since the previous run) among the given cases."""

@@ -19,8 +19,9 @@ from dataclasses import dataclass, field
 from reference_runner.graph import urns
 from reference_runner.graph.pipeline import PipelineGraph, Transform, is_stateful
 
-KIND_OF = {urns.IMPULSE: "impulse", urns.TEST_STREAM: "test_stream", urns.FLATTEN: "flatten", urns.GROUP_BY_KEY: "group",
-           urns.KEYS_TO_BYTES: "flatten", urns.KEYS_FROM_BYTES: "flatten", urns.RESHUFFLE: "flatten"}
+KIND_OF = {urns.IMPULSE: "impulse", urns.TEST_STREAM: "test_stream", urns.FLATTEN: "flatten",
+           urns.GROUP_BY_KEY: "group", urns.KEYS_TO_BYTES: "flatten", urns.KEYS_FROM_BYTES: "flatten",
+           urns.RESHUFFLE: "flatten"}
 
 
 @dataclass
@@ -43,8 +44,8 @@ def fuse(graph: PipelineGraph, enabled: bool = True) -> list[Stage]:
         kind = KIND_OF.get(t.urn, "sdk")
         mains = t.main_inputs()
         home = None
-        if kind == "sdk" and (enabled or t.urn == urns.COMBINE_EXTRACT_OUTPUTS) and len(mains) == 1 and not t.side_inputs() and not is_stateful(t) \
-                and t.urn not in urns.STAGE_ROOTS:
+        if kind == "sdk" and (enabled or t.urn == urns.COMBINE_EXTRACT_OUTPUTS) and len(mains) == 1 \
+                and not t.side_inputs() and not is_stateful(t) and t.urn not in urns.STAGE_ROOTS:
             upstream = stage_of_pcoll.get(mains[0])
             if upstream is not None and upstream.kind == "sdk":
                 home = upstream

@@ -180,8 +180,9 @@ def _lift_one(components: beam_runner_api_pb2.Components, tid: str) -> None:
         keyed_out = _coder(components, f"{tid}/bytes_keyed_output", urns.KV_CODER, [key_coder, output_coder])
         bytes_in = _pcollection(components, f"{tid}/bytes_keyed_input", keyed_in, in_windowing, bounded)
         bytes_out = _pcollection(components, f"{tid}/bytes_keyed_output", keyed_out, out_windowing, bounded)
-        parts.append(("KeysToBytes", _rekey(components, original_key, "KeysToBytesUnlessStr" if unless_str else "KeysToBytes") if in_sdk else urns.KEYS_TO_BYTES,
-                      main, bytes_in))
+        to_bytes = (_rekey(components, original_key, "KeysToBytesUnlessStr" if unless_str else "KeysToBytes")
+                    if in_sdk else urns.KEYS_TO_BYTES)
+        parts.append(("KeysToBytes", to_bytes, main, bytes_in))
         main, final_result = bytes_in, result
         result = bytes_out
 
@@ -197,8 +198,9 @@ def _lift_one(components: beam_runner_api_pb2.Components, tid: str) -> None:
               ("MergeAccumulators", urns.COMBINE_MERGE_ACCUMULATORS, grouped, merged),
               ("ExtractOutputs", urns.COMBINE_EXTRACT_OUTPUTS, merged, result)]
     if as_bytes:
-        parts.append(("KeysFromBytes", _rekey(components, original_key, "KeysFromBytesUnlessStr" if unless_str else "KeysFromBytes") if in_sdk
-                      else urns.KEYS_FROM_BYTES, result, final_result))
+        from_bytes = (_rekey(components, original_key, "KeysFromBytesUnlessStr" if unless_str else "KeysFromBytes")
+                      if in_sdk else urns.KEYS_FROM_BYTES)
+        parts.append(("KeysFromBytes", from_bytes, result, final_result))
     del combine.subtransforms[:]
     for name, urn, source, target in parts:
         part_id = f"{tid}/lifted/{name}"

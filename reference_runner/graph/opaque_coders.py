@@ -42,7 +42,7 @@ def length_prefix_unknown(proto: beam_runner_api_pb2.Pipeline) -> beam_runner_ap
     return out if changed else proto
 
 
-def _timer_coders(transform: beam_runner_api_pb2.PTransform, rewrite: "_Rewrite") -> bool:
+def _timer_coders(transform: beam_runner_api_pb2.PTransform, rewrite: _Rewrite) -> bool:
     payload = beam_runner_api_pb2.ParDoPayload.FromString(transform.spec.payload)
     changed = False
     for spec in payload.timer_family_specs.values():

@@ -113,7 +113,8 @@ class PipelineGraph:
 
 def _topological(leaves: list[Transform], producer: dict[str, str]) -> list[Transform]:
     by_id = {t.id: t for t in leaves}
-    ordered, state = [], {}
+    ordered: list[Transform] = []
+    state: dict[str, str] = {}  # transform id -> "visiting" | "done"
 
     def visit(t: Transform) -> None:
         if state.get(t.id) == "done":

@@ -15,12 +15,13 @@ then the capability check (graph/check.py), which names everything unsupported a
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Literal
 
 from apache_beam.portability.api import beam_runner_api_pb2
 
-from reference_runner.graph import (check, lifting, opaque_coders, reshuffle, sdf, transcode,
-                                    unfuse)
+from reference_runner.graph import check, lifting, opaque_coders, reshuffle, sdf, transcode, unfuse
 from reference_runner.graph.pipeline import PipelineGraph
 
 
@@ -36,11 +37,15 @@ REFERENCE = Profile("the reference runner", streaming=True, reshuffle_leaf=False
 SPARK = Profile("the Spark backend", streaming=False, reshuffle_leaf=True)
 
 
+# Pipeline proto -> Pipeline proto: a copy, or the input unchanged (a pass never edits its input)
+PipelinePass = Callable[[beam_runner_api_pb2.Pipeline], beam_runner_api_pb2.Pipeline]
+
+
 @dataclass(frozen=True)
 class Pass:
     name: str
-    apply: object              # Pipeline proto -> Pipeline proto (a copy, or the input unchanged)
-    when: str = "always"       # "always", "lift" (only when lifting), "reshuffle_leaf"
+    apply: PipelinePass
+    when: Literal["always", "lift", "reshuffle_leaf"] = "always"  # "lift": only when lifting
 
 
 PASSES = [

@@ -23,16 +23,19 @@ class _WithKeyCoder(beam.DoFn):
     DoFn without setup or teardown lets warm workers reuse its stage (worker/warm.py)."""
 
     def __init__(self, coder_id: str, components: bytes):
-        from apache_beam.runners import pipeline_context
-        self._coder_id, self._components = coder_id, components
-        context = pipeline_context.PipelineContext(beam_runner_api_pb2.Components.FromString(components))
-        self._impl = context.coders[coder_id].get_impl()
+        self._load(coder_id, components)
 
     def __getstate__(self):
         return {"coder_id": self._coder_id, "components": self._components}
 
     def __setstate__(self, state):
-        self.__init__(state["coder_id"], state["components"])
+        self._load(state["coder_id"], state["components"])
+
+    def _load(self, coder_id: str, components: bytes) -> None:
+        from apache_beam.runners import pipeline_context
+        self._coder_id, self._components = coder_id, components
+        context = pipeline_context.PipelineContext(beam_runner_api_pb2.Components.FromString(components))
+        self._impl = context.coders[coder_id].get_impl()
 
 
 class KeysToBytes(_WithKeyCoder):

@@ -54,7 +54,11 @@ def transcode_in_sdk(proto: beam_runner_api_pb2.Pipeline) -> beam_runner_api_pb2
     return out
 
 
-def _needed_coder(components, transform: beam_runner_api_pb2.PTransform) -> tuple | None:
+# a coder as the runner compares it: (urn, component coder ids)
+_CoderSpec = tuple[str, tuple[str, ...]]
+
+
+def _needed_coder(components, transform: beam_runner_api_pb2.PTransform) -> tuple[_CoderSpec, str | None] | None:
     """The coder every input of this runner transform must have, as (urn, component ids), and
     the id of a coder of the pipeline's that is it, if any (None: nothing to require)."""
     if len(transform.outputs) != 1:
@@ -73,7 +77,7 @@ def _needed_coder(components, transform: beam_runner_api_pb2.PTransform) -> tupl
     return needed, next((cid for cid, c in components.coders.items() if _spec(c) == needed), None)
 
 
-def _spec(coder: beam_runner_api_pb2.Coder) -> tuple:
+def _spec(coder: beam_runner_api_pb2.Coder) -> _CoderSpec:
     return coder.spec.urn, tuple(coder.component_coder_ids)
 
 
@@ -88,7 +92,9 @@ def _mismatched_inputs(components, transform: beam_runner_api_pb2.PTransform) ->
 
 def _transcode_inputs(components, transform_id: str, producers: dict) -> list[str]:
     transform = components.transforms[transform_id]
-    (urn, parts), coder_id = _needed_coder(components, transform)
+    needed = _needed_coder(components, transform)
+    assert needed is not None, "called only for transforms with mismatched inputs, which need a coder"
+    (urn, parts), coder_id = needed
     if coder_id is None:
         coder_id = f"{transform_id}/input_coder"
         components.coders[coder_id].spec.urn = urn

@@ -21,7 +21,8 @@ def from_proto(proto: beam_runner_api_pb2.Trigger) -> triggers.Trigger:
     if kind == "element_count":
         return triggers.AfterCount(proto.element_count.element_count)
     if kind == "after_processing_time":
-        return triggers.AfterProcessingTime(tuple(_transform(t) for t in proto.after_processing_time.timestamp_transforms))
+        transforms = proto.after_processing_time.timestamp_transforms
+        return triggers.AfterProcessingTime(tuple(_transform(t) for t in transforms))
     if kind == "after_synchronized_processing_time":
         return triggers.AfterSynchronizedProcessingTime()
     if kind == "after_end_of_window":
@@ -63,11 +64,15 @@ def waits_for_processing_time(proto: beam_runner_api_pb2.Trigger) -> bool:
     return any(waits_for_processing_time(sub) for sub in _subtriggers(proto, kind))
 
 
-def _subtriggers(proto: beam_runner_api_pb2.Trigger, kind: str) -> list:
+def _subtriggers(proto: beam_runner_api_pb2.Trigger, kind: str | None) -> list[beam_runner_api_pb2.Trigger]:
     if kind == "after_end_of_window":
         p = proto.after_end_of_window
-        return [t for name, t in (("early_firings", p.early_firings), ("late_firings", p.late_firings))
-                if p.HasField(name)]
+        subs = []
+        if p.HasField("early_firings"):
+            subs.append(p.early_firings)
+        if p.HasField("late_firings"):
+            subs.append(p.late_firings)
+        return subs
     if kind == "repeat":
         return [proto.repeat.subtrigger]
     if kind in ("after_each", "after_any", "after_all"):
