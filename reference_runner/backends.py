@@ -3,6 +3,7 @@ what executes it: a Backend turns a pipeline proto into a Plan with its own Prof
 capability check, the job server's Prepare and the run give the same answer) and runs a Plan
 under a Control, through which the caller cancels or drains the run and reads its metrics
 while it runs."""
+
 from __future__ import annotations
 
 import threading
@@ -23,7 +24,7 @@ class Control:
     (committed: successful bundles once each; failed: what failed attempts reported)."""
 
     def __init__(self, job_id: str = "", message: Callable[[str], None] | None = None):
-        self.job_id = job_id                  # names the run to the backend (descriptor ids, Spark job group)
+        self.job_id = job_id  # names the run to the backend (descriptor ids, Spark job group)
         self.message = message or (lambda text: None)  # progress notes for the caller
         self.cancelled = threading.Event()
         self.draining = threading.Event()
@@ -60,8 +61,9 @@ class Control:
         """As the Job API reports them: attempted (every attempt) and committed."""
         with self._lock:
             committed, failed = list(self.committed), list(self.failed)
-        return beam_job_api_pb2.MetricResults(attempted=merge_user_metrics(committed + failed),
-                                              committed=merge_user_metrics(committed))
+        return beam_job_api_pb2.MetricResults(
+            attempted=merge_user_metrics(committed + failed), committed=merge_user_metrics(committed)
+        )
 
     def _snapshot(self) -> list:
         with self._lock:
@@ -70,7 +72,7 @@ class Control:
 
 @dataclass
 class Outcome:
-    drained: bool = False      # the run ended because it was drained, not on its own
+    drained: bool = False  # the run ended because it was drained, not on its own
 
 
 class Backend(Protocol):
@@ -94,8 +96,9 @@ class ReferenceBackend:
 
     def prepare(self, proto: beam_runner_api_pb2.Pipeline) -> planning.Plan:
         # in process, the runner embeds every environment's user code itself: judge them too
-        return planning.prepare(proto, self.profile, fuse=self.knobs.fuse, lift=self.knobs.lift,
-                                environments=self._endpoint == "embedded")
+        return planning.prepare(
+            proto, self.profile, fuse=self.knobs.fuse, lift=self.knobs.lift, environments=self._endpoint == "embedded"
+        )
 
     def run(self, plan: planning.Plan, control: Control) -> Outcome:
         from reference_runner.execute import Job, JobCancelled
@@ -145,6 +148,7 @@ class SparkBackend:
 
     def __init__(self, settings=None):
         from reference_runner.spark.runner import SparkSettings
+
         self.settings = settings or SparkSettings()
 
     def prepare(self, proto: beam_runner_api_pb2.Pipeline) -> planning.Plan:
@@ -153,6 +157,7 @@ class SparkBackend:
 
     def run(self, plan: planning.Plan, control: Control) -> Outcome:
         from reference_runner.spark.runner import run_plan
+
         control.message(f"running on Spark ({self.settings.master})")
         run_plan(plan, self.settings, control)
         return Outcome()

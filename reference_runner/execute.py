@@ -1,6 +1,7 @@
 """The in-process executor's run loop: a Plan's stages on the engine (ElementManager), bundle by
 bundle on one SDK worker (worker/bundles.py), until every watermark is +inf, the job is
 cancelled, or a drain has finished it."""
+
 from __future__ import annotations
 
 import logging
@@ -35,8 +36,14 @@ class Job:
     new input and finish what it has (manager.ElementManager.drain): ``run`` then returns
     normally and ``drained`` is True."""
 
-    def __init__(self, plan: Plan, knobs: Knobs | None = None, control: Control | None = None,
-                 job_id: str = "", endpoint: str = "embedded"):
+    def __init__(
+        self,
+        plan: Plan,
+        knobs: Knobs | None = None,
+        control: Control | None = None,
+        job_id: str = "",
+        endpoint: str = "embedded",
+    ):
         knobs = knobs or Knobs()
         self.plan = plan
         self.control = control or Control()  # where user metrics go as bundles commit
@@ -45,11 +52,11 @@ class Job:
         self.policy = bundling.Replay(knobs.replay) if knobs.replay else knobs.schedule().policy()
         self.clock = clock.make(knobs.clock)
         self.trace_path = knobs.trace
-        self.job_id = job_id        # prefixes descriptor ids: a reused worker may have run other jobs
-        self.endpoint = endpoint    # the runner's Fn API address, for a worker out of process
+        self.job_id = job_id  # prefixes descriptor ids: a reused worker may have run other jobs
+        self.endpoint = endpoint  # the runner's Fn API address, for a worker out of process
         self._cancelled = threading.Event()
         self._drain = threading.Event()
-        self.drained = False          # the drain was applied (the job did not end on its own)
+        self.drained = False  # the drain was applied (the job did not end on its own)
 
     def cancel(self) -> None:
         self._cancelled.set()
@@ -86,10 +93,17 @@ class Job:
             if stage.descriptor is not None:
                 described[stage.id] = self._instantiate(stage.descriptor, stage.id)
                 worker.register(described[stage.id].proto)
-        em = manager.ElementManager(specs, bundle_policy=self.policy, clock=self.clock,
-                                    side_decoders=stage_specs.side_decoders(plan, coders))
-        em.start({p: [stage_specs.impulse_element(coders, p)]
-                  for s in plan.stages if s.kind == StageKind.IMPULSE for p in s.outputs})
+        em = manager.ElementManager(
+            specs, bundle_policy=self.policy, clock=self.clock, side_decoders=stage_specs.side_decoders(plan, coders)
+        )
+        em.start(
+            {
+                p: [stage_specs.impulse_element(coders, p)]
+                for s in plan.stages
+                if s.kind == StageKind.IMPULSE
+                for p in s.outputs
+            }
+        )
         bundles = BundleRunner(worker, self.state, coders, self._keep_metrics, self.policy, trace)
         sides = SideSnapshots(self.state, coders, worker)
         truncators: dict[str, StageDescriptor] = {}
@@ -116,14 +130,24 @@ class Job:
                     truncators[stage.id] = self._instantiate(stage.truncation, f"{stage.id}/truncate")
                     worker.register(truncators[stage.id].proto)
                 descriptor = truncators[stage.id]
-            record = dict(bundle=bundle.id,
-                          input_watermark=manager.format_watermark(em.input_watermark[bundle.stage]),
-                          output_watermark=manager.format_watermark(em.output_watermark[bundle.stage]))
+            record = dict(
+                bundle=bundle.id,
+                input_watermark=manager.format_watermark(em.input_watermark[bundle.stage]),
+                output_watermark=manager.format_watermark(em.output_watermark[bundle.stage]),
+            )
             try:
-                committed = bundles.run(stage, descriptor, bundle.inputs, bundle.timers or (),
-                                        None if bundle.truncate else keyed.get(stage.id), bundle.truncate, record)
-                em.commit(bundle, committed.outputs, committed.residuals, timers=committed.timers,
-                          deferred=committed.deferred)
+                committed = bundles.run(
+                    stage,
+                    descriptor,
+                    bundle.inputs,
+                    bundle.timers or (),
+                    None if bundle.truncate else keyed.get(stage.id),
+                    bundle.truncate,
+                    record,
+                )
+                em.commit(
+                    bundle, committed.outputs, committed.residuals, timers=committed.timers, deferred=committed.deferred
+                )
                 committed.finalize()  # only a committed bundle is finalized
             except BundleError as e:
                 raise JobFailed(str(e)) from None
@@ -139,9 +163,14 @@ class Job:
         if stage.group is None or not stage.group.merge_in_sdk:
             return None
         [main] = stage.inputs
-        return merging.WindowMerger(worker, f"{self.job_id}{stage.id}/merge_windows",
-                                    self.plan.graph.windowing_of(main), self.plan.components,
-                                    self.coders.window_coder(main), self.endpoint)
+        return merging.WindowMerger(
+            worker,
+            f"{self.job_id}{stage.id}/merge_windows",
+            self.plan.graph.windowing_of(main),
+            self.plan.components,
+            self.coders.window_coder(main),
+            self.endpoint,
+        )
 
     def _keep_metrics(self, user_infos: list, committed: bool) -> None:
         # consolidated as bundles commit: a long-running job keeps one entry per metric

@@ -5,6 +5,7 @@ and the options a Job API client sends the job server.
 Each knob has one reader that accepts its value as typed or as text and names the knob when it
 refuses one (ScheduleError).
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -37,6 +38,7 @@ def _choice(*allowed: str) -> Callable[[Any], str]:
         if value not in allowed:
             raise ValueError
         return value
+
     return read
 
 
@@ -62,42 +64,69 @@ def _path(value) -> str | None:
 @dataclass(frozen=True)
 class Knob:
     read: Callable[[Any], Any]
-    expected: str                 # what the error says a good value is
+    expected: str  # what the error says a good value is
     help: str
-    remote: bool = True           # may a Job API client set it (not: paths on the server's disk)
+    remote: bool = True  # may a Job API client set it (not: paths on the server's disk)
 
 
 KNOBS: dict[str, Knob] = {
-    "seed": Knob(_integer, "an integer",
-                 "seed of every scheduling decision (bundle sizes, split points, injected faults); the "
-                 "same seed and pipeline give the same run"),
-    "bundle_size": Knob(_bundle_size, "'whole', 'random' or a positive integer",
-                        "elements per bundle: 'whole' (all pending input of a stage), a positive integer N, "
-                        "or 'random' (seeded sizes, small ones likely)"),
-    "splits": Knob(_choice(NONE, RANDOM), "'none' or 'random'",
-                   "'random': at a seeded position of some bundles the runner sends a "
-                   "ProcessBundleSplitRequest with a seeded fraction while the bundle runs, and "
-                   "reschedules the residual"),
-    "faults": Knob(_probability, "a number in [0, 1)",
-                   "probability in [0, 1) that a bundle attempt fails part-way in the worker; the runner "
-                   "discards that attempt and retries the bundle"),
-    "fuse": Knob(_flag, "'true' or 'false'",
-                 "fuse ParDo and Window transforms into stages (false: every transform is its own stage, "
-                 "exercising cross-stage paths)"),
-    "lift": Knob(_flag, "'true' or 'false'",
-                 "lift CombinePerKey into precombine, GroupByKey, merge and extract (false: run the "
-                 "composite's own subtransforms)"),
-    "clock": Knob(_choice("virtual", "wall"), "'virtual' or 'wall'",
-                  "processing time: 'virtual' (deterministic; when nothing else can progress it jumps to "
-                  "the next processing-time timer, trigger deadline or TestStream step) or 'wall' (real "
-                  "time: the runner waits for timers, and a TestStream's processing-time advance waits "
-                  "that long)"),
-    "trace": Knob(_path, "a file path",
-                  "write one JSON line per bundle attempt (stage, elements, split, fault, attempt, "
-                  "watermarks, outcome) to PATH", remote=False),
-    "replay": Knob(_path, "a file path",
-                   "take every scheduling decision from a trace written by --reference_trace, reproducing "
-                   "that run", remote=False),
+    "seed": Knob(
+        _integer,
+        "an integer",
+        "seed of every scheduling decision (bundle sizes, split points, injected faults); the "
+        "same seed and pipeline give the same run",
+    ),
+    "bundle_size": Knob(
+        _bundle_size,
+        "'whole', 'random' or a positive integer",
+        "elements per bundle: 'whole' (all pending input of a stage), a positive integer N, "
+        "or 'random' (seeded sizes, small ones likely)",
+    ),
+    "splits": Knob(
+        _choice(NONE, RANDOM),
+        "'none' or 'random'",
+        "'random': at a seeded position of some bundles the runner sends a "
+        "ProcessBundleSplitRequest with a seeded fraction while the bundle runs, and "
+        "reschedules the residual",
+    ),
+    "faults": Knob(
+        _probability,
+        "a number in [0, 1)",
+        "probability in [0, 1) that a bundle attempt fails part-way in the worker; the runner "
+        "discards that attempt and retries the bundle",
+    ),
+    "fuse": Knob(
+        _flag,
+        "'true' or 'false'",
+        "fuse ParDo and Window transforms into stages (false: every transform is its own stage, "
+        "exercising cross-stage paths)",
+    ),
+    "lift": Knob(
+        _flag,
+        "'true' or 'false'",
+        "lift CombinePerKey into precombine, GroupByKey, merge and extract (false: run the "
+        "composite's own subtransforms)",
+    ),
+    "clock": Knob(
+        _choice("virtual", "wall"),
+        "'virtual' or 'wall'",
+        "processing time: 'virtual' (deterministic; when nothing else can progress it jumps to "
+        "the next processing-time timer, trigger deadline or TestStream step) or 'wall' (real "
+        "time: the runner waits for timers, and a TestStream's processing-time advance waits "
+        "that long)",
+    ),
+    "trace": Knob(
+        _path,
+        "a file path",
+        "write one JSON line per bundle attempt (stage, elements, split, fault, attempt, watermarks, outcome) to PATH",
+        remote=False,
+    ),
+    "replay": Knob(
+        _path,
+        "a file path",
+        "take every scheduling decision from a trace written by --reference_trace, reproducing that run",
+        remote=False,
+    ),
 }
 
 
@@ -141,8 +170,9 @@ class Knobs:
         return cls.parse(values)
 
     def schedule(self) -> Schedule:
-        return Schedule(seed=self.seed, bundle_size=self.bundle_size, splits=self.splits, faults=self.faults,
-                        clock=self.clock)
+        return Schedule(
+            seed=self.seed, bundle_size=self.bundle_size, splits=self.splits, faults=self.faults, clock=self.clock
+        )
 
 
 def read(values: dict[str, Any]) -> dict[str, Any]:

@@ -5,6 +5,7 @@ unbounded one (TestStream, unbounded PCollections, or ``--streaming``) may never
 ``run()`` starts it on a thread of its own and returns a running result to wait for, cancel
 or drain.
 """
+
 from __future__ import annotations
 
 import threading
@@ -28,9 +29,12 @@ class ReferenceOptions(PipelineOptions):
         for name, knob in KNOBS.items():
             default = getattr(Knobs(), name)
             default_text = "" if default is None else f" (default {str(default).lower()})"
-            parser.add_argument(f"--reference_{name}", default=None,
-                                metavar="PATH" if knob.expected == "a file path" else None,
-                                help=knob.help + default_text)
+            parser.add_argument(
+                f"--reference_{name}",
+                default=None,
+                metavar="PATH" if knob.expected == "a file path" else None,
+                help=knob.help + default_text,
+            )
 
 
 class ReferenceRunner(PipelineRunner):
@@ -38,12 +42,29 @@ class ReferenceRunner(PipelineRunner):
 
     Knobs left as None come from ReferenceOptions (``--reference_*`` pipeline options)."""
 
-    def __init__(self, seed: int | None = None, bundle_size: str | int | None = None,
-                 splits: str | None = None, faults: float | None = None, fuse: bool | None = None,
-                 lift: bool | None = None, trace: str | None = None, replay: str | None = None,
-                 clock: str | None = None):
-        self.knobs = dict(seed=seed, bundle_size=bundle_size, splits=splits, faults=faults,
-                          fuse=fuse, lift=lift, trace=trace, replay=replay, clock=clock)
+    def __init__(
+        self,
+        seed: int | None = None,
+        bundle_size: str | int | None = None,
+        splits: str | None = None,
+        faults: float | None = None,
+        fuse: bool | None = None,
+        lift: bool | None = None,
+        trace: str | None = None,
+        replay: str | None = None,
+        clock: str | None = None,
+    ):
+        self.knobs = dict(
+            seed=seed,
+            bundle_size=bundle_size,
+            splits=splits,
+            faults=faults,
+            fuse=fuse,
+            lift=lift,
+            trace=trace,
+            replay=replay,
+            clock=clock,
+        )
 
     def run_pipeline(self, pipeline, options):
         return self.run_portable_pipeline(pipeline.to_runner_api(), options)

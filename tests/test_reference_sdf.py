@@ -1,5 +1,6 @@
 """Splittable DoFns and bundle finalization on the reference runner, beyond the conformance cases:
 the expanded graph, residuals really rescheduled, and finalization only for committed bundles."""
+
 import os
 
 import apache_beam as beam
@@ -105,12 +106,14 @@ class _StatefulSplittable(beam.DoFn):
 
 def test_unsupported_features_of_a_splittable_dofn_are_named_once():
     from reference_runner.graph.check import UnsupportedPipeline
+
     p = beam.Pipeline(runner=ReferenceRunner())
     _ = p | beam.Create([("k", 1)]) | beam.ParDo(_StatefulSplittable())
     with pytest.raises(UnsupportedPipeline) as info:
         p.run()
-    assert [q for q in info.value.problems if "user state" in q] == \
-        ["transform 'ParDo(_StatefulSplittable)/Process': splittable DoFn with user state or timers (count)"]
+    assert [q for q in info.value.problems if "user state" in q] == [
+        "transform 'ParDo(_StatefulSplittable)/Process': splittable DoFn with user state or timers (count)"
+    ]
 
 
 class _ManyOffsets(beam.DoFn):
@@ -125,6 +128,7 @@ class _ManyOffsets(beam.DoFn):
 
 def test_runner_splits_a_restriction_mid_element_and_loses_nothing(tmp_path):
     import json
+
     split_mid_element = False
     for seed in range(12):
         trace = tmp_path / f"{seed}.jsonl"
@@ -132,6 +136,7 @@ def test_runner_splits_a_restriction_mid_element_and_loses_nothing(tmp_path):
             out = p | beam.Create([30, 40]) | beam.ParDo(_ManyOffsets())
             assert_that(out, equal_to([(n, i) for n in (30, 40) for i in range(n)]))
         records = [json.loads(line) for line in trace.read_text().splitlines()]
-        split_mid_element |= any(r["split"] and r["split"]["after_output"] and r.get("restrictions_split_off")
-                                 for r in records)
+        split_mid_element |= any(
+            r["split"] and r["split"]["after_output"] and r.get("restrictions_split_off") for r in records
+        )
     assert split_mid_element, "no seed made the SDK split a restriction while it was being processed"

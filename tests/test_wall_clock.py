@@ -3,6 +3,7 @@
 self-checkpoint) instead of jumping to them; the virtual clock (the default) gives the same
 results without waiting. Only lower bounds on elapsed time are asserted: waiting at least as
 long as asked is the wall clock's correctness property; how much longer depends on the machine."""
+
 import itertools
 import time
 
@@ -38,16 +39,24 @@ def _early_panes(p):
     # Repeatedly(AfterProcessingTime(1)): {1, 2} fires once processing time passes 1 s after the
     # first element, {3} likewise; the stream's processing time advances by 1.2 s twice. (Beam's
     # AfterProcessingTime takes whole seconds.)
-    stream = (test_stream.TestStream()
-              .add_elements([window.TimestampedValue(("k", 1), 1), window.TimestampedValue(("k", 2), 2)])
-              .advance_processing_time(1.2)
-              .add_elements([window.TimestampedValue(("k", 3), 3)])
-              .advance_processing_time(1.2)
-              .advance_watermark_to_infinity())
-    return (p | stream
-            | beam.WindowInto(window.GlobalWindows(), trigger=trigger.Repeatedly(trigger.AfterProcessingTime(1)),
-                              accumulation_mode=trigger.AccumulationMode.DISCARDING)
-            | beam.CombinePerKey(sum))
+    stream = (
+        test_stream.TestStream()
+        .add_elements([window.TimestampedValue(("k", 1), 1), window.TimestampedValue(("k", 2), 2)])
+        .advance_processing_time(1.2)
+        .add_elements([window.TimestampedValue(("k", 3), 3)])
+        .advance_processing_time(1.2)
+        .advance_watermark_to_infinity()
+    )
+    return (
+        p
+        | stream
+        | beam.WindowInto(
+            window.GlobalWindows(),
+            trigger=trigger.Repeatedly(trigger.AfterProcessingTime(1)),
+            accumulation_mode=trigger.AccumulationMode.DISCARDING,
+        )
+        | beam.CombinePerKey(sum)
+    )
 
 
 # two processing-time panes, then (discarding) the empty final one at the end of the window
@@ -65,7 +74,6 @@ def test_after_processing_time_fires_on_either_clock(clock):
     if clock == "wall":
         assert elapsed >= 2.4  # two processing-time advances of 1.2 s, waited for in real time
         assert RESULTS["wall"] == RESULTS.get("virtual", RESULTS["wall"])
-
 
 
 class _Slowly(beam.DoFn):

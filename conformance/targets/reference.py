@@ -2,6 +2,7 @@
 ``reference:bundle_size=1``, ``reference:bundle_size=random,splits=random,seed=7``,
 ``reference:faults=0.2,seed=3``, ``reference:fuse=false``, ``reference:lift=false`` or
 ``reference:clock=wall`` (processing time is real time: slow for cases that advance it by minutes)."""
+
 from __future__ import annotations
 
 from conformance.targets.base import Target, TargetUnavailable
@@ -14,6 +15,7 @@ class ReferenceTarget(Target):
         super().__init__(spec, settings)
         from reference_runner.bundling import ScheduleError
         from reference_runner.knobs import Knobs
+
         try:
             self.knobs = Knobs.from_spec(spec.partition(":")[2])
         except ScheduleError as e:
@@ -21,6 +23,7 @@ class ReferenceTarget(Target):
 
     def runner(self):
         from reference_runner import ReferenceRunner
+
         return ReferenceRunner(**self.knobs)
 
     def describe(self) -> dict:

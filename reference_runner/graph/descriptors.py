@@ -1,4 +1,5 @@
 """A fused SDK stage -> the ProcessBundleDescriptor the SDK worker runs."""
+
 from __future__ import annotations
 
 import hashlib
@@ -9,7 +10,6 @@ from apache_beam.portability.api import beam_fn_api_pb2, beam_runner_api_pb2
 from reference_runner.graph import urns
 from reference_runner.graph.fusion import Stage
 
-
 #: where a Plan's descriptors point before a backend instantiates them (plan.Descriptor)
 ENDPOINT_PLACEHOLDER = "@runner-endpoint@"
 
@@ -17,12 +17,17 @@ ENDPOINT_PLACEHOLDER = "@runner-endpoint@"
 @dataclass
 class StageDescriptor:
     proto: beam_fn_api_pb2.ProcessBundleDescriptor
-    input_transform: str                 # where the runner sends the stage's main input
-    output_transforms: dict[str, str]    # transform id -> PCollection it carries to the runner
+    input_transform: str  # where the runner sends the stage's main input
+    output_transforms: dict[str, str]  # transform id -> PCollection it carries to the runner
 
 
-def build(stage: Stage, components: beam_runner_api_pb2.Components, descriptor_id: str | None = None,
-          endpoint: str = "embedded", by_content: bool = False) -> StageDescriptor:
+def build(
+    stage: Stage,
+    components: beam_runner_api_pb2.Components,
+    descriptor_id: str | None = None,
+    endpoint: str = "embedded",
+    by_content: bool = False,
+) -> StageDescriptor:
     """``endpoint``: the runner's Fn API address for a remote worker ("embedded" in process).
     ``by_content``: suffix the id with a digest of the descriptor (see name_by_content)."""
     pbd = beam_fn_api_pb2.ProcessBundleDescriptor(id=descriptor_id or stage.id)
@@ -49,8 +54,14 @@ def build(stage: Stage, components: beam_runner_api_pb2.Components, descriptor_i
     return StageDescriptor(pbd, input_id, outputs)
 
 
-def instantiate(serialized: bytes, input_transform: str, output_transforms: dict[str, str],
-                descriptor_id: str, endpoint: str, by_content: bool) -> StageDescriptor:
+def instantiate(
+    serialized: bytes,
+    input_transform: str,
+    output_transforms: dict[str, str],
+    descriptor_id: str,
+    endpoint: str,
+    by_content: bool,
+) -> StageDescriptor:
     """A descriptor built with ENDPOINT_PLACEHOLDER, named ``descriptor_id`` and pointed at
     ``endpoint`` (the runner's Fn API address; "embedded" in process)."""
     pbd = beam_fn_api_pb2.ProcessBundleDescriptor.FromString(serialized)
@@ -83,13 +94,11 @@ def name_by_content(pbd: beam_fn_api_pb2.ProcessBundleDescriptor) -> str:
     return pbd.id
 
 
-def _port(pbd, transform_id: str, urn: str, pcoll: str, components, endpoint: str,
-          inputs=None, outputs=None) -> None:
+def _port(pbd, transform_id: str, urn: str, pcoll: str, components, endpoint: str, inputs=None, outputs=None) -> None:
     data_port(pbd, transform_id, urn, _wire_coder(pbd, pcoll, components), endpoint, inputs, outputs)
 
 
-def data_port(pbd, transform_id: str, urn: str, wire_coder: str, endpoint: str,
-              inputs=None, outputs=None) -> None:
+def data_port(pbd, transform_id: str, urn: str, wire_coder: str, endpoint: str, inputs=None, outputs=None) -> None:
     """A DATA_INPUT / DATA_OUTPUT transform: where the runner's data enters or leaves a descriptor."""
     port = beam_fn_api_pb2.RemoteGrpcPort(coder_id=wire_coder)
     port.api_service_descriptor.url = endpoint

@@ -3,6 +3,7 @@ and which PCollections cross a stage's boundary.
 
 Pipelines are built with the Python SDK and put through the front end, as the runner sees them;
 the expected layouts follow the rules in fusion.py's docstring."""
+
 from __future__ import annotations
 
 import apache_beam as beam
@@ -83,8 +84,14 @@ def test_consumers_of_one_runner_output_each_start_a_stage():
 
 def test_group_by_key_is_a_stage_of_its_own_between_two_sdk_stages():
     p = beam.Pipeline()
-    _ = (p | beam.Impulse() | "A" >> beam.Map(lambda x: ("k", 1)) | "G" >> beam.GroupByKey()
-         | "B" >> beam.MapTuple(lambda k, vs: (k, sum(vs))) | "C" >> beam.Map(str))
+    _ = (
+        p
+        | beam.Impulse()
+        | "A" >> beam.Map(lambda x: ("k", 1))
+        | "G" >> beam.GroupByKey()
+        | "B" >> beam.MapTuple(lambda k, vs: (k, sum(vs)))
+        | "C" >> beam.Map(str)
+    )
     graph, stages = _fused(p)
     assert _layout(stages) == [("impulse", ["Impulse"]), ("sdk", ["A"]), ("group", ["G"]), ("sdk", ["B", "C"])]
     _, before, group, after = stages
@@ -110,8 +117,14 @@ def test_flatten_is_a_stage_of_its_own_and_each_of_its_readers_starts_one():
     _ = both | "C" >> beam.Map(str)
     _ = both | "D" >> beam.Map(str)
     graph, stages = _fused(p)
-    assert _layout(stages) == [("impulse", ["Impulse"]), ("sdk", ["A"]), ("sdk", ["B"]), ("flatten", ["F"]),
-                               ("sdk", ["C"]), ("sdk", ["D"])]
+    assert _layout(stages) == [
+        ("impulse", ["Impulse"]),
+        ("sdk", ["A"]),
+        ("sdk", ["B"]),
+        ("flatten", ["F"]),
+        ("sdk", ["C"]),
+        ("sdk", ["D"]),
+    ]
     flatten = stages[3]
     assert sorted(flatten.inputs) == sorted([_out(graph, "A"), _out(graph, "B")])
     assert flatten.outputs == [_out(graph, "F")]
@@ -177,8 +190,13 @@ class _TimerDoFn(beam.DoFn):
 def test_a_stateful_pardo_heads_a_stage_and_what_follows_it_fuses_behind_it():
     for dofn in (_BagDoFn(), _TimerDoFn()):
         p = beam.Pipeline()
-        _ = (p | beam.Impulse() | "A" >> beam.Map(lambda x: ("k", 1)).with_output_types(tuple[str, int])
-             | "S" >> beam.ParDo(dofn) | "D" >> beam.Map(str))
+        _ = (
+            p
+            | beam.Impulse()
+            | "A" >> beam.Map(lambda x: ("k", 1)).with_output_types(tuple[str, int])
+            | "S" >> beam.ParDo(dofn)
+            | "D" >> beam.Map(str)
+        )
         graph, stages = _fused(p)
         assert _layout(stages) == [("impulse", ["Impulse"]), ("sdk", ["A"]), ("sdk", ["S", "D"])], type(dofn)
         assert stages[1].outputs == [_out(graph, "A")] and stages[2].inputs == [_out(graph, "A")]
@@ -205,14 +223,15 @@ class _CountTo(beam.DoFn):
 
 def test_a_splittable_dofn_is_cut_before_its_process_part():
     p = beam.Pipeline()
-    _ = (p | beam.Impulse() | "A" >> beam.Map(lambda x: 3) | "SDF" >> beam.ParDo(_CountTo())
-         | "D" >> beam.Map(str))
+    _ = p | beam.Impulse() | "A" >> beam.Map(lambda x: 3) | "SDF" >> beam.ParDo(_CountTo()) | "D" >> beam.Map(str)
     graph, stages = _fused(p)
     # pair_with_restriction and split_and_size fuse with A; the process part takes its input
     # (sized restrictions) from the runner, which can reschedule residuals as more of it.
-    assert _layout(stages) == [("impulse", ["Impulse"]),
-                               ("sdk", ["A", "SDF/PairWithRestriction", "SDF/SplitAndSizeRestrictions"]),
-                               ("sdk", ["SDF/Process", "D"])]
+    assert _layout(stages) == [
+        ("impulse", ["Impulse"]),
+        ("sdk", ["A", "SDF/PairWithRestriction", "SDF/SplitAndSizeRestrictions"]),
+        ("sdk", ["SDF/Process", "D"]),
+    ]
     assert [t.urn for t in stages[1].transforms[1:]] == [urns.SDF_PAIR_WITH_RESTRICTION, urns.SDF_SPLIT_AND_SIZE]
     assert stages[2].transforms[0].urn == urns.SDF_PROCESS_SIZED
     sized = _out(graph, "SDF/SplitAndSizeRestrictions")
@@ -220,16 +239,25 @@ def test_a_splittable_dofn_is_cut_before_its_process_part():
 
 
 def _summed_then_printed(p: beam.Pipeline) -> None:
-    _ = (p | beam.Impulse() | "A" >> beam.Map(lambda x: ("k", 1)) | "Sum" >> beam.CombinePerKey(sum)
-         | "C" >> beam.Map(str))
+    _ = (
+        p
+        | beam.Impulse()
+        | "A" >> beam.Map(lambda x: ("k", 1))
+        | "Sum" >> beam.CombinePerKey(sum)
+        | "C" >> beam.Map(str)
+    )
 
 
 def test_a_lifted_combine_fuses_its_precombine_upstream_and_its_merge_and_extract_downstream():
     p = beam.Pipeline()
     _summed_then_printed(p)
     graph, stages = _fused(p)
-    assert _layout(stages) == [("impulse", ["Impulse"]), ("sdk", ["A", "Sum/Precombine"]), ("group", ["Sum/Group"]),
-                               ("sdk", ["Sum/MergeAccumulators", "Sum/ExtractOutputs", "C"])]
+    assert _layout(stages) == [
+        ("impulse", ["Impulse"]),
+        ("sdk", ["A", "Sum/Precombine"]),
+        ("group", ["Sum/Group"]),
+        ("sdk", ["Sum/MergeAccumulators", "Sum/ExtractOutputs", "C"]),
+    ]
     assert stages[1].outputs == [_out(graph, "Sum/Precombine")]
 
 
@@ -237,13 +265,23 @@ def test_without_fusion_every_transform_is_a_stage_except_a_lifted_combines_extr
     p = beam.Pipeline()
     _summed_then_printed(p)
     graph, stages = _fused(p, enabled=False)
-    assert _layout(stages) == [("impulse", ["Impulse"]), ("sdk", ["A"]), ("sdk", ["Sum/Precombine"]),
-                               ("group", ["Sum/Group"]), ("sdk", ["Sum/MergeAccumulators", "Sum/ExtractOutputs"]),
-                               ("sdk", ["C"])]
+    assert _layout(stages) == [
+        ("impulse", ["Impulse"]),
+        ("sdk", ["A"]),
+        ("sdk", ["Sum/Precombine"]),
+        ("group", ["Sum/Group"]),
+        ("sdk", ["Sum/MergeAccumulators", "Sum/ExtractOutputs"]),
+        ("sdk", ["C"]),
+    ]
     # every PCollection read by another stage leaves the stage producing it; the merge's does not
     assert [s.outputs for s in stages] == [
-        [_out(graph, "Impulse")], [_out(graph, "A")], [_out(graph, "Sum/Precombine")], [_out(graph, "Sum/Group")],
-        [_out(graph, "Sum/ExtractOutputs")], []]
+        [_out(graph, "Impulse")],
+        [_out(graph, "A")],
+        [_out(graph, "Sum/Precombine")],
+        [_out(graph, "Sum/Group")],
+        [_out(graph, "Sum/ExtractOutputs")],
+        [],
+    ]
 
 
 def test_without_fusion_a_side_input_reader_and_a_stateful_pardo_are_still_stages():
@@ -263,11 +301,10 @@ class _EvenOdd(beam.DoFn):
 
 def test_multi_output_pardo_hands_out_only_the_outputs_read_outside_its_stage():
     p = beam.Pipeline()
-    parts = (p | beam.Impulse()
-             | "Split" >> beam.ParDo(_EvenOdd()).with_outputs("odd", main="even"))
-    _ = parts.even | "E" >> beam.Map(str)          # fused: stays inside
+    parts = p | beam.Impulse() | "Split" >> beam.ParDo(_EvenOdd()).with_outputs("odd", main="even")
+    _ = parts.even | "E" >> beam.Map(str)  # fused: stays inside
     _ = parts.odd | "G" >> beam.Map(lambda x: (x, x)) | beam.GroupByKey()
-    _ = parts.odd | "O" >> beam.Map(str)            # inside too, but G's output goes to the group
+    _ = parts.odd | "O" >> beam.Map(str)  # inside too, but G's output goes to the group
     graph, stages = _fused(p)
     # (with_outputs wraps the ParDo in a composite of the given name)
     assert _layout(stages)[:2] == [("impulse", ["Impulse"]), ("sdk", ["Split/ParDo(_EvenOdd)", "E", "G", "O"])]
@@ -276,14 +313,14 @@ def test_multi_output_pardo_hands_out_only_the_outputs_read_outside_its_stage():
 
 def test_test_stream_is_a_runner_stage_that_hands_out_everything_it_produces():
     p = beam.Pipeline()
-    _ = (p | "TS" >> test_stream.TestStream().add_elements([1]).advance_watermark_to_infinity()
-         | "A" >> beam.Map(str))
+    _ = p | "TS" >> test_stream.TestStream().add_elements([1]).advance_watermark_to_infinity() | "A" >> beam.Map(str)
     graph, stages = _fused(p)
     assert _layout(stages) == [("test_stream", ["TS"]), ("sdk", ["A"])]
     assert stages[0].outputs == [_out(graph, "TS")] and stages[1].inputs == [_out(graph, "TS")]
 
 
 # -- hand-built graphs: the runner's own one-input transforms ----------------------------------
+
 
 def _graph(*transforms: tuple[str, str, dict, dict]) -> PipelineGraph:
     """Leaf transforms (id, urn, inputs, outputs), all roots, in a pipeline of their own."""
@@ -300,16 +337,31 @@ def _graph(*transforms: tuple[str, str, dict, dict]) -> PipelineGraph:
 
 
 def test_rekeying_and_reshuffle_run_in_the_runner_like_a_one_input_flatten():
-    graph = _graph(("imp", urns.IMPULSE, {}, {"out": "p0"}),
-                   ("a", urns.PAR_DO, {"in": "p0"}, {"out": "p1"}),
-                   ("tobytes", urns.KEYS_TO_BYTES, {"in": "p1"}, {"out": "p2"}),
-                   ("b", urns.PAR_DO, {"in": "p2"}, {"out": "p3"}),
-                   ("frombytes", urns.KEYS_FROM_BYTES, {"in": "p3"}, {"out": "p4"}),
-                   ("shuffle", urns.RESHUFFLE, {"in": "p4"}, {"out": "p5"}),
-                   ("c", urns.PAR_DO, {"in": "p5"}, {"out": "p6"}))
+    graph = _graph(
+        ("imp", urns.IMPULSE, {}, {"out": "p0"}),
+        ("a", urns.PAR_DO, {"in": "p0"}, {"out": "p1"}),
+        ("tobytes", urns.KEYS_TO_BYTES, {"in": "p1"}, {"out": "p2"}),
+        ("b", urns.PAR_DO, {"in": "p2"}, {"out": "p3"}),
+        ("frombytes", urns.KEYS_FROM_BYTES, {"in": "p3"}, {"out": "p4"}),
+        ("shuffle", urns.RESHUFFLE, {"in": "p4"}, {"out": "p5"}),
+        ("c", urns.PAR_DO, {"in": "p5"}, {"out": "p6"}),
+    )
     stages = fusion.fuse(graph)
-    assert _layout(stages) == [("impulse", ["imp"]), ("sdk", ["a"]), ("flatten", ["tobytes"]), ("sdk", ["b"]),
-                               ("flatten", ["frombytes"]), ("flatten", ["shuffle"]), ("sdk", ["c"])]
+    assert _layout(stages) == [
+        ("impulse", ["imp"]),
+        ("sdk", ["a"]),
+        ("flatten", ["tobytes"]),
+        ("sdk", ["b"]),
+        ("flatten", ["frombytes"]),
+        ("flatten", ["shuffle"]),
+        ("sdk", ["c"]),
+    ]
     assert [(s.inputs, s.outputs) for s in stages] == [
-        ([], ["p0"]), (["p0"], ["p1"]), (["p1"], ["p2"]), (["p2"], ["p3"]), (["p3"], ["p4"]), (["p4"], ["p5"]),
-        (["p5"], [])]
+        ([], ["p0"]),
+        (["p0"], ["p1"]),
+        (["p1"], ["p2"]),
+        (["p2"], ["p3"]),
+        (["p3"], ["p4"]),
+        (["p4"], ["p5"]),
+        (["p5"], []),
+    ]

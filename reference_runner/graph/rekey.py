@@ -9,6 +9,7 @@ never builds a user's coder (it may not be able to import it). ``pickled`` pickl
 value, so an SDK worker without this kit installed (a user's LOOPBACK or container worker) runs
 them too.
 """
+
 from __future__ import annotations
 
 import sys
@@ -33,6 +34,7 @@ class _WithKeyCoder(beam.DoFn):
 
     def _load(self, coder_id: str, components: bytes) -> None:
         from apache_beam.runners import pipeline_context
+
         self._coder_id, self._components = coder_id, components
         context = pipeline_context.PipelineContext(beam_runner_api_pb2.Components.FromString(components))
         self._impl = context.coders[coder_id].get_impl()
@@ -70,8 +72,10 @@ class KeysFromBytesUnlessStr(_WithKeyCoder):
 def pickled(fn: _WithKeyCoder) -> bytes:
     """The DoFn as the SDK's pickled DoFn info, its classes pickled by value."""
     from apache_beam.internal import cloudpickle_pickler
+
     if pickler.desired_pickle_lib is cloudpickle_pickler:
         from apache_beam.internal.cloudpickle import cloudpickle
+
         cloudpickle.register_pickle_by_value(sys.modules[__name__])
     return pickler.dumps((fn, (), {}, [], None))
 

@@ -1,5 +1,6 @@
 """Unit tests of the splittable DoFn expansion (graph/sdf.py): the three SDK parts, how their
 PCollections and coders are wired, and the truncation stage a drain runs."""
+
 from __future__ import annotations
 
 import apache_beam as beam
@@ -53,9 +54,11 @@ def test_a_splittable_pardo_becomes_a_composite_of_the_three_sdk_parts():
     assert list(composite.subtransforms) == parts
     assert dict(composite.inputs) == dict(original.inputs) and dict(composite.outputs) == dict(original.outputs)
     got = [(expanded.components.transforms[p].unique_name, expanded.components.transforms[p].spec.urn) for p in parts]
-    assert got == [("SDF0/PairWithRestriction", urns.SDF_PAIR_WITH_RESTRICTION),
-                   ("SDF0/SplitAndSizeRestrictions", urns.SDF_SPLIT_AND_SIZE),
-                   ("SDF0/Process", urns.SDF_PROCESS_SIZED)]
+    assert got == [
+        ("SDF0/PairWithRestriction", urns.SDF_PAIR_WITH_RESTRICTION),
+        ("SDF0/SplitAndSizeRestrictions", urns.SDF_SPLIT_AND_SIZE),
+        ("SDF0/Process", urns.SDF_PROCESS_SIZED),
+    ]
     for p in parts:  # each part builds its DoFn from the whole ParDoPayload, in the same environment
         part = expanded.components.transforms[p]
         assert part.spec.payload == original.spec.payload and part.environment_id == original.environment_id
@@ -69,8 +72,9 @@ def test_the_parts_are_chained_through_paired_and_sized_pcollections():
     [(main_tag, main)] = original.inputs.items()
     [(out_tag, out)] = original.outputs.items()
     c = sdf.expand(proto).components
-    pair, split, process = (c.transforms[f"{tid}/{n}"] for n in ("PairWithRestriction", "SplitAndSizeRestrictions",
-                                                                 "Process"))
+    pair, split, process = (
+        c.transforms[f"{tid}/{n}"] for n in ("PairWithRestriction", "SplitAndSizeRestrictions", "Process")
+    )
     paired, sized = f"{tid}/paired", f"{tid}/sized"
     assert (dict(pair.inputs), dict(pair.outputs)) == ({main_tag: main}, {"out": paired})
     assert (dict(split.inputs), dict(split.outputs)) == ({main_tag: paired}, {"out": sized})
@@ -89,9 +93,13 @@ def test_paired_and_sized_coders_wrap_the_element_restriction_and_a_double_size(
     c = sdf.expand(proto).components
     paired, sized = c.pcollections[f"{tid}/paired"].coder_id, c.pcollections[f"{tid}/sized"].coder_id
     assert (c.coders[paired].spec.urn, list(c.coders[paired].component_coder_ids)) == (
-        urns.KV_CODER, [proto.components.pcollections[main].coder_id, payload.restriction_coder_id])
+        urns.KV_CODER,
+        [proto.components.pcollections[main].coder_id, payload.restriction_coder_id],
+    )
     assert (c.coders[sized].spec.urn, list(c.coders[sized].component_coder_ids)) == (
-        urns.KV_CODER, [paired, "reference/double"])
+        urns.KV_CODER,
+        [paired, "reference/double"],
+    )
     assert c.coders["reference/double"].spec.urn == urns.DOUBLE_CODER
     assert not c.coders["reference/double"].component_coder_ids
 
@@ -142,11 +150,16 @@ def test_truncation_stage_runs_the_process_parts_input_through_sdk_truncate():
     [sized] = stage.inputs
     truncated = f"{root.id}/truncated"
     assert (truncation.id, truncation.kind, truncation.inputs, truncation.outputs) == (
-        f"{stage.id}/truncate", "sdk", [sized], [truncated])
+        f"{stage.id}/truncate",
+        "sdk",
+        [sized],
+        [truncated],
+    )
     # finite restrictions of the same shape: the same coder and windowing as the sized input
     assert extended.pcollections[truncated].coder_id == components.pcollections[sized].coder_id
-    assert (extended.pcollections[truncated].windowing_strategy_id
-            == components.pcollections[sized].windowing_strategy_id)
+    assert (
+        extended.pcollections[truncated].windowing_strategy_id == components.pcollections[sized].windowing_strategy_id
+    )
     assert set(extended.pcollections) - set(components.pcollections) == {truncated}
 
     [t] = truncation.transforms

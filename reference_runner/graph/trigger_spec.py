@@ -1,4 +1,5 @@
 """Runner API Trigger protos -> the engine's trigger data (engine/triggers.py)."""
+
 from __future__ import annotations
 
 from apache_beam.portability.api import beam_runner_api_pb2
@@ -27,14 +28,17 @@ def from_proto(proto: beam_runner_api_pb2.Trigger) -> triggers.Trigger:
         return triggers.AfterSynchronizedProcessingTime()
     if kind == "after_end_of_window":
         p = proto.after_end_of_window
-        return triggers.AfterWatermark(from_proto(p.early_firings) if p.HasField("early_firings") else None,
-                                       from_proto(p.late_firings) if p.HasField("late_firings") else None)
+        return triggers.AfterWatermark(
+            from_proto(p.early_firings) if p.HasField("early_firings") else None,
+            from_proto(p.late_firings) if p.HasField("late_firings") else None,
+        )
     if kind == "repeat":
         return triggers.Repeatedly(from_proto(proto.repeat.subtrigger))
     if kind in ("after_each", "after_any", "after_all"):
         subs = tuple(from_proto(t) for t in getattr(proto, kind).subtriggers)
-        return {"after_each": triggers.AfterEach, "after_any": triggers.AfterAny,
-                "after_all": triggers.AfterAll}[kind](subs)
+        return {"after_each": triggers.AfterEach, "after_any": triggers.AfterAny, "after_all": triggers.AfterAll}[kind](
+            subs
+        )
     if kind == "or_finally":
         return triggers.OrFinally(from_proto(proto.or_finally.main), from_proto(getattr(proto.or_finally, "finally")))
     raise UnknownTrigger(f"trigger {kind or '(none)'}")

@@ -1,4 +1,5 @@
 """One submitted job: its pipeline, state history, messages and metrics, run in its own thread."""
+
 from __future__ import annotations
 
 import itertools
@@ -35,9 +36,9 @@ class JobRecord:
         self.job_id = job_id
         self.name = name
         self.pipeline = pipeline
-        self.options = options            # google.protobuf.Struct, as the client sent it
+        self.options = options  # google.protobuf.Struct, as the client sent it
         self.backend = backend
-        self.events: list = []            # JobMessagesResponse, in order (messages and states)
+        self.events: list = []  # JobMessagesResponse, in order (messages and states)
         self.state = State.UNSPECIFIED
         self.results = beam_job_api_pb2.MetricResults()  # user metrics, once the job has ended
         self.control = Control(job_id, message=self.message)
@@ -46,8 +47,9 @@ class JobRecord:
 
     # -- what clients read --------------------------------------------------------------------
     def info(self) -> beam_job_api_pb2.JobInfo:
-        return beam_job_api_pb2.JobInfo(job_id=self.job_id, job_name=self.name,
-                                        pipeline_options=self.options, state=self.state)
+        return beam_job_api_pb2.JobInfo(
+            job_id=self.job_id, job_name=self.name, pipeline_options=self.options, state=self.state
+        )
 
     def follow(self, kinds: set[str], stop) -> Iterator:
         """Every event of ``kinds`` ('message', 'state') so far and to come, until the job ends
@@ -55,7 +57,7 @@ class JobRecord:
         position = 0
         while True:
             with self._changed:
-                self._changed.wait_for(lambda: position < len(self.events) or stop(), timeout=1)
+                self._changed.wait_for(lambda seen=position: seen < len(self.events) or stop(), timeout=1)
                 batch = self.events[position:]
                 position = len(self.events)
                 ended = self.state in TERMINAL
@@ -94,9 +96,11 @@ class JobRecord:
         self.control.drain()
 
     def message(self, text: str, importance=beam_job_api_pb2.JobMessage.JOB_MESSAGE_BASIC) -> None:
-        event = beam_job_api_pb2.JobMessagesResponse(message_response=beam_job_api_pb2.JobMessage(
-            message_id=str(next(_MESSAGE_IDS)), time=str(time.time()), importance=importance,
-            message_text=text))
+        event = beam_job_api_pb2.JobMessagesResponse(
+            message_response=beam_job_api_pb2.JobMessage(
+                message_id=str(next(_MESSAGE_IDS)), time=str(time.time()), importance=importance, message_text=text
+            )
+        )
         with self._changed:
             self.events.append(event)
             self._changed.notify_all()
@@ -106,8 +110,11 @@ class JobRecord:
             if self.state in TERMINAL and state != self.state:
                 return
             self.state = state
-            self.events.append(beam_job_api_pb2.JobMessagesResponse(
-                state_response=beam_job_api_pb2.JobStateEvent(state=state, timestamp=_now())))
+            self.events.append(
+                beam_job_api_pb2.JobMessagesResponse(
+                    state_response=beam_job_api_pb2.JobStateEvent(state=state, timestamp=_now())
+                )
+            )
             self._changed.notify_all()
 
     def _run(self) -> None:
@@ -131,14 +138,19 @@ class JobRecord:
             self._set_state(State.CANCELLED)
             return
         _LOG.info("job %s failed: %s", self.job_id, error)
-        self.message(f"{type(error).__name__}: {error}" if str(error) else traceback.format_exc(),
-                     beam_job_api_pb2.JobMessage.JOB_MESSAGE_ERROR)
+        self.message(
+            f"{type(error).__name__}: {error}" if str(error) else traceback.format_exc(),
+            beam_job_api_pb2.JobMessage.JOB_MESSAGE_ERROR,
+        )
         self._set_state(State.FAILED)
 
     def worker_log(self, entry) -> None:
         """A LogEntry from the job's SDK worker: into the job's message stream."""
-        importance = (beam_job_api_pb2.JobMessage.JOB_MESSAGE_ERROR if entry.severity >= _ERROR_SEVERITY
-                      else beam_job_api_pb2.JobMessage.JOB_MESSAGE_BASIC)
+        importance = (
+            beam_job_api_pb2.JobMessage.JOB_MESSAGE_ERROR
+            if entry.severity >= _ERROR_SEVERITY
+            else beam_job_api_pb2.JobMessage.JOB_MESSAGE_BASIC
+        )
         self.message(f"[worker] {entry.message}", importance)
 
 
@@ -146,11 +158,13 @@ def pooled_workers(pool, pipeline, on_log):
     """SDK workers of ``pipeline``'s environment from the server's pool, for ReferenceBackend:
     released (stopped, or kept as a spare if healthy) when the job ends, before it reports DONE,
     so that DoFn teardown has run by then."""
+
     def acquire(plan, state, control):
         env = pool.environment_of(pipeline)
         worker, token = pool.acquire(env, state, on_log)
         control.message(f"running on {_describe(env)}; {len(plan.stages)} stages")
         return worker, lambda healthy: pool.release(token, env, healthy)
+
     return acquire
 
 

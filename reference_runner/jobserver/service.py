@@ -3,6 +3,7 @@
 Every request is checked before it is used: unknown ids, malformed pipelines and oversized
 requests get a gRPC error status; nothing a client sends can take the server down.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -32,8 +33,15 @@ MAX_PREPARED = 1000  # preparations waiting for Run; a client cannot pile up mor
 
 
 class JobService(beam_job_api_pb2_grpc.JobServiceServicer):
-    def __init__(self, sessions: StagingSessions, pool, fn_endpoint: str, staging_endpoint: str,
-                 max_pipeline_bytes: int, spark=None):
+    def __init__(
+        self,
+        sessions: StagingSessions,
+        pool,
+        fn_endpoint: str,
+        staging_endpoint: str,
+        max_pipeline_bytes: int,
+        spark=None,
+    ):
         """``spark``: SparkSettings to run jobs on the Spark backend (None: the reference engine,
         on SDK workers from ``pool``)."""
         self.spark = spark
@@ -43,14 +51,16 @@ class JobService(beam_job_api_pb2_grpc.JobServiceServicer):
         self.staging_endpoint = staging_endpoint
         self.max_pipeline_bytes = max_pipeline_bytes
         self.jobs: dict[str, JobRecord] = {}
-        self._prepared: dict[str, tuple] = {}   # preparation id -> (job name, options)
+        self._prepared: dict[str, tuple] = {}  # preparation id -> (job name, options)
         self._lock = threading.Lock()
 
     def Prepare(self, request, context):
         size = request.pipeline.ByteSize()
         if size > self.max_pipeline_bytes:
-            context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED,
-                          f"pipeline of {size} bytes is over the limit of {self.max_pipeline_bytes}")
+            context.abort(
+                grpc.StatusCode.RESOURCE_EXHAUSTED,
+                f"pipeline of {size} bytes is over the limit of {self.max_pipeline_bytes}",
+            )
         try:
             # The run goes through the same front end with the same options (and reuses this
             # Plan); the worker pool judges environments.
@@ -72,8 +82,10 @@ class JobService(beam_job_api_pb2_grpc.JobServiceServicer):
                 del self._prepared[oldest]
                 self.sessions.close(oldest)
         return beam_job_api_pb2.PrepareJobResponse(
-            preparation_id=preparation_id, staging_session_token=preparation_id,
-            artifact_staging_endpoint=endpoints_pb2.ApiServiceDescriptor(url=self.staging_endpoint))
+            preparation_id=preparation_id,
+            staging_session_token=preparation_id,
+            artifact_staging_endpoint=endpoints_pb2.ApiServiceDescriptor(url=self.staging_endpoint),
+        )
 
     def Run(self, request, context):
         with self._lock:
@@ -104,8 +116,10 @@ class JobService(beam_job_api_pb2_grpc.JobServiceServicer):
 
     def GetState(self, request, context):
         job = self._job(request.job_id, context)
-        return beam_job_api_pb2.JobStateEvent(state=job.state, timestamp=job.events[-1].state_response.timestamp
-                                              if job.events[-1].HasField("state_response") else None)
+        return beam_job_api_pb2.JobStateEvent(
+            state=job.state,
+            timestamp=job.events[-1].state_response.timestamp if job.events[-1].HasField("state_response") else None,
+        )
 
     def GetPipeline(self, request, context):
         return beam_job_api_pb2.GetJobPipelineResponse(pipeline=self._job(request.job_id, context).pipeline)
@@ -154,19 +168,27 @@ class ProvisionService(beam_provision_api_pb2_grpc.ProvisionServiceServicer):
         info = beam_provision_api_pb2.ProvisionInfo(
             logging_endpoint=endpoints_pb2.ApiServiceDescriptor(url=self.fn_endpoint),
             control_endpoint=endpoints_pb2.ApiServiceDescriptor(url=self.fn_endpoint),
-            artifact_endpoint=endpoints_pb2.ApiServiceDescriptor(url=self.artifact_endpoint))
+            artifact_endpoint=endpoints_pb2.ApiServiceDescriptor(url=self.artifact_endpoint),
+        )
         return beam_provision_api_pb2.GetProvisionInfoResponse(info=info)
 
 
 def _describe_options() -> list:
     import argparse
+
     parser = argparse.ArgumentParser(add_help=False)
     ReferenceOptions._add_argparse_args(parser)
     kinds = {int: beam_job_api_pb2.PipelineOptionType.INTEGER, float: beam_job_api_pb2.PipelineOptionType.NUMBER}
-    return [beam_job_api_pb2.PipelineOptionDescriptor(
-        name=action.dest, type=kinds.get(action.type, beam_job_api_pb2.PipelineOptionType.STRING),
-        description=action.help or "", default_value="" if action.default is None else str(action.default),
-        group="ReferenceOptions") for action in parser._actions]
+    return [
+        beam_job_api_pb2.PipelineOptionDescriptor(
+            name=action.dest,
+            type=kinds.get(action.type, beam_job_api_pb2.PipelineOptionType.STRING),
+            description=action.help or "",
+            default_value="" if action.default is None else str(action.default),
+            group="ReferenceOptions",
+        )
+        for action in parser._actions
+    ]
 
 
 def _slug(name: str) -> str:

@@ -5,6 +5,7 @@ PlannedStage with the pipeline's serialized components and its stage's instantia
 executors rebuild coders and SDK workers from that, once per Python worker process (PySpark
 reuses its workers), never the driver's objects.
 """
+
 from __future__ import annotations
 
 import functools
@@ -18,11 +19,11 @@ from reference_runner.worker import codecs
 
 @dataclass
 class StagePlan:
-    id: str                        # the stage's id prefixed with the job's: Python workers outlive a job
-    stage: PlannedStage            # every fact about the stage (kind, inputs, side inputs, grouping ...)
-    components: bytes              # the pipeline's Components, serialized
-    descriptor: bytes = b""        # SDK stage: its ProcessBundleDescriptor, serialized ...
-    descriptor_id: str = ""        # ... and its id: a digest of its content for a stateless stage, so that
+    id: str  # the stage's id prefixed with the job's: Python workers outlive a job
+    stage: PlannedStage  # every fact about the stage (kind, inputs, side inputs, grouping ...)
+    components: bytes  # the pipeline's Components, serialized
+    descriptor: bytes = b""  # SDK stage: its ProcessBundleDescriptor, serialized ...
+    descriptor_id: str = ""  # ... and its id: a digest of its content for a stateless stage, so that
     # the same stage of a later job finds the bundle processors a warm executor worker already built
 
     @property

@@ -1,4 +1,5 @@
 """SparkRunner: run a Beam pipeline on Apache Spark through PySpark (batch)."""
+
 from __future__ import annotations
 
 import re
@@ -20,17 +21,36 @@ MiB = 1 << 20
 class SparkOptions(PipelineOptions):
     @classmethod
     def _add_argparse_args(cls, parser):
-        parser.add_argument("--spark_master", default="local[2]",
-                            help="Spark master URL: local[N] (default local[2]) or spark://HOST:PORT, ...")
-        parser.add_argument("--spark_parallelism", type=int, default=None,
-                            help="partitions after a shuffle (default: Spark's default parallelism)")
-        parser.add_argument("--spark_conf", action="append", default=[], metavar="KEY=VALUE",
-                            help="a Spark configuration setting; repeat for several")
-        parser.add_argument("--spark_bundle_size", type=int, default=1000,
-                            help="elements per bundle inside a partition (default 1000); outputs leave "
-                                 "the partition bundle by bundle")
-        parser.add_argument("--spark_max_side_input_mib", type=int, default=256,
-                            help="largest side input broadcast to executors, in MiB (default 256)")
+        parser.add_argument(
+            "--spark_master",
+            default="local[2]",
+            help="Spark master URL: local[N] (default local[2]) or spark://HOST:PORT, ...",
+        )
+        parser.add_argument(
+            "--spark_parallelism",
+            type=int,
+            default=None,
+            help="partitions after a shuffle (default: Spark's default parallelism)",
+        )
+        parser.add_argument(
+            "--spark_conf",
+            action="append",
+            default=[],
+            metavar="KEY=VALUE",
+            help="a Spark configuration setting; repeat for several",
+        )
+        parser.add_argument(
+            "--spark_bundle_size",
+            type=int,
+            default=1000,
+            help="elements per bundle inside a partition (default 1000); outputs leave the partition bundle by bundle",
+        )
+        parser.add_argument(
+            "--spark_max_side_input_mib",
+            type=int,
+            default=256,
+            help="largest side input broadcast to executors, in MiB (default 256)",
+        )
 
 
 class SparkRunner(PipelineRunner):
@@ -47,10 +67,16 @@ class SparkRunner(PipelineRunner):
         opts = options.view_as(SparkOptions)
         conf = dict(item.split("=", 1) for item in opts.spark_conf)
         conf.update(self.conf or {})
-        settings = SparkSettings(self.master or opts.spark_master, self.parallelism or opts.spark_parallelism,
-                                 conf, opts.spark_bundle_size, opts.spark_max_side_input_mib * MiB)
+        settings = SparkSettings(
+            self.master or opts.spark_master,
+            self.parallelism or opts.spark_parallelism,
+            conf,
+            opts.spark_bundle_size,
+            opts.spark_max_side_input_mib * MiB,
+        )
         from reference_runner.backends import SparkBackend
         from reference_runner.runner import run_on
+
         return run_on(SparkBackend(settings), proto)
 
 

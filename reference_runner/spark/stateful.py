@@ -7,8 +7,10 @@ a chunk's keys go in bundles of about ``bundle_size`` elements (a key may span b
 once the chunk's last key is complete its timers fire, since in batch the watermark then is
 +inf: the earliest timer of every key of the chunk in one bundle, again and again (a callback
 may set or clear timers, even earlier ones), OnWindowExpiration timers (one per key and
-window) among them, then processing-time timers as the chunk's virtual clock reaches them. Then the chunk's state is dropped: only one chunk of keys is in memory.
+window) among them, then processing-time timers as the chunk's virtual clock reaches them.
+Then the chunk's state is dropped: only one chunk of keys is in memory.
 """
+
 from __future__ import annotations
 
 import itertools

@@ -1,6 +1,7 @@
 """What runs inside Spark's Python workers: fused stages on an in-process SDK worker, and the
 grouping step after a shuffle. Everything here is rebuilt from a StagePlan and cached per
 Python worker process."""
+
 from __future__ import annotations
 
 import itertools
@@ -31,7 +32,8 @@ def sdk_worker(plan: StagePlan, side_values: dict, state: StateService, warm_wor
     coders = coders_of(plan.components)
     for side in plan.stage.side_inputs:
         state.side_inputs[(side.transform_id, side.tag)] = SideInputIndex(
-            side_values[side.pcoll], coders, side.pcoll, side.multimap)
+            side_values[side.pcoll], coders, side.pcoll, side.multimap
+        )
     worker = warm.acquire(state) if warm_worker else EmbeddedWorker(state)
     proto = beam_fn_api_pb2.ProcessBundleDescriptor.FromString(plan.descriptor)
     worker.register(proto)
@@ -41,9 +43,11 @@ def sdk_worker(plan: StagePlan, side_values: dict, state: StateService, warm_wor
 
 def bundle_runner(plan: StagePlan, worker, state: StateService, metrics) -> BundleRunner:
     """Bundles of the stage; committed user metrics go to the ``metrics`` accumulator, serialized."""
+
     def report(infos: list, committed: bool) -> None:
         if committed and metrics is not None:
             metrics.add([i.SerializeToString() for i in infos])
+
     return BundleRunner(worker, state, coders_of(plan.components), report)
 
 
@@ -53,8 +57,9 @@ def run_sdk_stage(plan: StagePlan, side_values, bundle_size: int, metrics, eleme
     # Not with side inputs: the SDK keeps a global window's side input values in the bundle
     # processor, and the same stage of another job may read other values
     state = StateService()
-    worker, descriptor = sdk_worker(plan, side_values.value if side_values is not None else {}, state,
-                                    warm_worker=not plan.stage.side_inputs)
+    worker, descriptor = sdk_worker(
+        plan, side_values.value if side_values is not None else {}, state, warm_worker=not plan.stage.side_inputs
+    )
     runner = bundle_runner(plan, worker, state, metrics)
     outputs = Outputs(plan)
     succeeded = False
@@ -72,8 +77,7 @@ def run_sdk_stage(plan: StagePlan, side_values, bundle_size: int, metrics, eleme
         warm.release(worker, succeeded)
 
 
-def run_bundle(runner: BundleRunner, plan: StagePlan, descriptor: StageDescriptor, elements, timers=(),
-               keyed=None):
+def run_bundle(runner: BundleRunner, plan: StagePlan, descriptor: StageDescriptor, elements, timers=(), keyed=None):
     try:
         return runner.run(plan.stage, descriptor, elements, timers, keyed)
     except BundleError as e:

@@ -5,9 +5,10 @@ SDK stage is mapPartitions over its input running the stage's descriptor in an i
 worker; GroupByKey is a shuffle on encoded key bytes, sorted within partitions, grouped key by
 key; a stage headed by a stateful ParDo is such a shuffle too, sorted by key and timestamp
 (spark/stateful.py); Flatten is a union; Reshuffle a repartition (graph/reshuffle.py). Side
-inputs are collected once and broadcast (a triggered one as the latest pane of each window). An RDD read by more than one stage is persisted, so user
-code runs once per element.
+inputs are collected once and broadcast (one read by pane as the latest pane of each window).
+An RDD read by more than one stage is persisted, so user code runs once per element.
 """
+
 from __future__ import annotations
 
 import functools
@@ -39,8 +40,7 @@ class _ListParam(AccumulatorParam):
 
 
 class Translation:
-    def __init__(self, spark, plans: list[StagePlan], parallelism: int, bundle_size: int,
-                 max_side_input_bytes: int):
+    def __init__(self, spark, plans: list[StagePlan], parallelism: int, bundle_size: int, max_side_input_bytes: int):
         self.sc = spark.sparkContext
         self.plans = plans
         self.parallelism = parallelism
@@ -99,8 +99,9 @@ class Translation:
     def _group(self, p: StagePlan):
         [out] = p.outputs
         keyed = self.rdds[p.inputs[0]].map(functools.partial(tasks.key_of, p))
-        shuffled = keyed.repartitionAndSortWithinPartitions(self.parallelism, tasks.partition_of,
-                                                            keyfunc=lambda key: key)
+        shuffled = keyed.repartitionAndSortWithinPartitions(
+            self.parallelism, tasks.partition_of, keyfunc=lambda key: key
+        )
         rdd = shuffled.mapPartitions(functools.partial(tasks.group_partition, p), preservesPartitioning=True)
         self._publish(out, rdd)
         return rdd
@@ -112,7 +113,8 @@ class Translation:
         if p.stage.keyed_head:  # by key, each key's elements in timestamp order
             run = functools.partial(stateful.run_stateful_stage, p, side_values, self.bundle_size, self.metrics)
             source = source.map(functools.partial(stateful.sort_key, p)).repartitionAndSortWithinPartitions(
-                self.parallelism, stateful.partition_of)
+                self.parallelism, stateful.partition_of
+            )
         else:
             run = functools.partial(tasks.run_sdk_stage, p, side_values, self.bundle_size, self.metrics)
         if p.stage.splittable:  # initial splits of restrictions spread over every partition
@@ -144,7 +146,8 @@ class Translation:
                     raise SideInputTooLarge(
                         f"side input {side.tag} of {side.transform_id} holds {size} bytes, over the limit of "
                         f"{self.max_side_input_bytes} (--spark_max_side_input_mib); side inputs are "
-                        "broadcast to every executor")
+                        "broadcast to every executor"
+                    )
                 values[side.pcoll] = _visible(p, side, elements)
         return self.sc.broadcast(values)
 

@@ -1,5 +1,6 @@
 """Unit tests of one bundle attempt (worker/attempt.py) on Beam's SDK harness in this process
 (worker/embedded.py): outputs, a channel split, an injected fault and a user's exception."""
+
 from __future__ import annotations
 
 import apache_beam as beam
@@ -11,8 +12,7 @@ from apache_beam.utils.timestamp import Timestamp
 from apache_beam.utils.windowed_value import WindowedValue
 
 from reference_runner.bundling import Split
-from reference_runner.graph import fusion, prepare
-from reference_runner.graph import descriptors
+from reference_runner.graph import descriptors, fusion, prepare
 from reference_runner.worker import attempt
 from reference_runner.worker.codecs import Coders, split_elements
 from reference_runner.worker.embedded import EmbeddedWorker
@@ -43,8 +43,13 @@ def doubling():
     worker.register(described.proto)
     runner_coders = Coders(graph.components)
     [(output_transform, out)] = described.output_transforms.items()
-    yield (worker, described, runner_coders.windowed(stage.inputs[0]).get_impl(),
-           runner_coders.windowed(out).get_impl(), output_transform)
+    yield (
+        worker,
+        described,
+        runner_coders.windowed(stage.inputs[0]).get_impl(),
+        runner_coders.windowed(out).get_impl(),
+        output_transform,
+    )
     worker.stop()
 
 
@@ -60,8 +65,11 @@ def _outputs(result: attempt.Attempt, impl, output_transform: str) -> list[tuple
 def _seen(infos) -> int | None:
     """The user counter attempt_test/seen among monitoring infos (None if not reported)."""
     for info in infos:
-        if (monitoring_infos.is_user_monitoring_info(info) and info.labels.get("NAMESPACE") == "attempt_test"
-                and info.labels.get("NAME") == "seen"):
+        if (
+            monitoring_infos.is_user_monitoring_info(info)
+            and info.labels.get("NAMESPACE") == "attempt_test"
+            and info.labels.get("NAME") == "seen"
+        ):
             return coders.VarIntCoder().decode(info.payload)
     return None
 
@@ -92,8 +100,9 @@ def test_a_channel_split_at_element_k_leaves_k_onwards_unread(doubling):
     worker, described, in_impl, out_impl, output_transform = doubling
     elements = _Fed(_elements(in_impl, range(10)))
     # fraction 0 of the remainder: keep nothing more than what was read before the request
-    result = attempt.run(worker, described.proto.id, described.input_transform, elements,
-                         split=Split(at=4, fraction=0.0))
+    result = attempt.run(
+        worker, described.proto.id, described.input_transform, elements, split=Split(at=4, fraction=0.0)
+    )
     assert result.first_residual == 4
     assert elements.fed == [0, 1, 2, 3], "the residual's elements are not even sent"
     assert [v for v, _ in _outputs(result, out_impl, output_transform)] == [0, 2, 4, 6]
@@ -103,8 +112,13 @@ def test_a_channel_split_at_element_k_leaves_k_onwards_unread(doubling):
 def test_a_split_keeping_half_the_remainder_reads_up_to_the_residual_and_no_further(doubling):
     worker, described, in_impl, out_impl, output_transform = doubling
     # 6 of 10 elements unread at the request, half of them kept: the residual starts at 4 + 3
-    result = attempt.run(worker, described.proto.id, described.input_transform, _elements(in_impl, range(10)),
-                         split=Split(at=4, fraction=0.5))
+    result = attempt.run(
+        worker,
+        described.proto.id,
+        described.input_transform,
+        _elements(in_impl, range(10)),
+        split=Split(at=4, fraction=0.5),
+    )
     assert result.first_residual == 7
     assert [v for v, _ in _outputs(result, out_impl, output_transform)] == [0, 2, 4, 6, 8, 10, 12]
     assert _seen(result.response.monitoring_infos) == 7
@@ -123,8 +137,14 @@ def test_an_injected_fault_fails_the_attempt_with_the_metrics_reported_before_it
 def test_a_fault_past_the_split_point_fails_the_attempt_where_its_shortened_bundle_ends(doubling):
     worker, described, in_impl, _, _ = doubling
     with pytest.raises(attempt.AttemptFailed) as failed:
-        attempt.run(worker, described.proto.id, described.input_transform, _elements(in_impl, range(10)),
-                    split=Split(at=4, fraction=0.0), fault_at=8)
+        attempt.run(
+            worker,
+            described.proto.id,
+            described.input_transform,
+            _elements(in_impl, range(10)),
+            split=Split(at=4, fraction=0.0),
+            fault_at=8,
+        )
     assert failed.value.injected is True
     assert "before element 4 of 10" in str(failed.value)
     assert _seen(failed.value.metrics) == 4

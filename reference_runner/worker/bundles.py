@@ -7,6 +7,7 @@ tasks both run their bundles here.
 A bundle that requires finalization is finalized by ``Committed.finalize()``, which the backend
 calls once it has committed the outputs: a bundle whose outputs are lost must not be finalized.
 """
+
 from __future__ import annotations
 
 import functools
@@ -31,8 +32,9 @@ class BundleError(RuntimeError):
 @dataclass
 class Committed:
     """What a successful attempt produced."""
-    outputs: dict[str, list[bytes]]            # PCollection -> encoded elements
-    residuals: list[bytes]                     # input to run again: unread elements, split-off restrictions
+
+    outputs: dict[str, list[bytes]]  # PCollection -> encoded elements
+    residuals: list[bytes]  # input to run again: unread elements, split-off restrictions
     deferred: list[tuple[bytes, int | None, int]]  # self-checkpoints: (element, watermark hold, resume delay)
     timers: list = field(default_factory=list)  # engine TimerUpdates the bundle made, in order
     _finalize: Callable[[], None] | None = None
@@ -54,14 +56,23 @@ class BundleRunner:
     ``policy``: the schedule's split and fault decisions (bundling.py), None for neither;
     ``trace``: where every attempt is recorded (bundling.Trace), or None."""
 
-    def __init__(self, worker, state: StateService, coders: codecs.Coders, metrics: MetricsSink,
-                 policy=None, trace=None):
+    def __init__(
+        self, worker, state: StateService, coders: codecs.Coders, metrics: MetricsSink, policy=None, trace=None
+    ):
         self.worker, self.state, self.coders = worker, state, coders
         self._metrics, self._policy, self._trace = metrics, policy, trace
         self._impls: dict[str, object] = {}
 
-    def run(self, stage: PlannedStage, descriptor: StageDescriptor, inputs: list[bytes], timers=(),
-            keyed: KeyedStage | None = None, truncate: bool = False, record: dict | None = None) -> Committed:
+    def run(
+        self,
+        stage: PlannedStage,
+        descriptor: StageDescriptor,
+        inputs: list[bytes],
+        timers=(),
+        keyed: KeyedStage | None = None,
+        truncate: bool = False,
+        record: dict | None = None,
+    ) -> Committed:
         """Attempt the bundle until an attempt succeeds; only that attempt's effects are kept.
         ``timers``: due engine Timers to fire after the elements; ``truncate``: the bundle runs
         the stage's truncation (drain): what comes back is the stage's input again, not split;
@@ -72,13 +83,27 @@ class BundleRunner:
             if self._policy is not None:
                 split = None if truncate else self._policy.split(stage.id, size, stage.splittable)
                 fault_at = self._policy.fault(stage.id, size, attempt_number)
-            noted = dict(record or {}, stage=stage.id, attempt=attempt_number, elements=size,
-                         timers=len(timers), split=split.to_json() if split else None, fault_at=fault_at)
+            noted = dict(
+                record or {},
+                stage=stage.id,
+                attempt=attempt_number,
+                elements=size,
+                timers=len(timers),
+                split=split.to_json() if split else None,
+                fault_at=fault_at,
+            )
             if truncate:
                 noted["truncate"] = True
             try:
-                result = attempt.run(self.worker, descriptor.proto.id, descriptor.input_transform, inputs,
-                                     split, fault_at, KeyedStage.timer_streams(timers))
+                result = attempt.run(
+                    self.worker,
+                    descriptor.proto.id,
+                    descriptor.input_transform,
+                    inputs,
+                    split,
+                    fault_at,
+                    KeyedStage.timer_streams(timers),
+                )
             except attempt.AttemptFailed as failure:
                 self.state.discard(failure.instruction_id)
                 self._report(failure.metrics, committed=False)
@@ -94,16 +119,26 @@ class BundleRunner:
             committed = self._committed(stage, descriptor, inputs, result, truncate)
             committed.timers = updates
             self._report(result.response.monitoring_infos, committed=True)
-            self._note(noted, outcome="committed", first_residual=result.first_residual,
-                       restrictions_split_off=len(result.split_residuals))
+            self._note(
+                noted,
+                outcome="committed",
+                first_residual=result.first_residual,
+                restrictions_split_off=len(result.split_residuals),
+            )
             self.state.commit(result.instruction_id)
             if result.response.requires_finalization:
                 committed._finalize = functools.partial(self._finalize, result.instruction_id, noted)
             return committed
         raise AssertionError("unreachable")
 
-    def _committed(self, stage: PlannedStage, descriptor: StageDescriptor, inputs: list[bytes],
-                   result: attempt.Attempt, truncate: bool) -> Committed:
+    def _committed(
+        self,
+        stage: PlannedStage,
+        descriptor: StageDescriptor,
+        inputs: list[bytes],
+        result: attempt.Attempt,
+        truncate: bool,
+    ) -> Committed:
         outputs = {}
         for transform_id, pcoll in descriptor.output_transforms.items():
             # (truncation gives back restrictions encoded as its input, the stage's)
@@ -112,7 +147,7 @@ class BundleRunner:
         # Handed back: restrictions split off (splittable DoFns), then elements a channel split left unread.
         residuals = residual_inputs(stage, result.split_residuals)
         if result.first_residual is not None:
-            residuals += inputs[result.first_residual:]
+            residuals += inputs[result.first_residual :]
         deferred = deferred_work(stage, result.response.residual_roots)
         if truncate:  # the restrictions truncation left are the stage's input again
             residuals, outputs = [e for elements in outputs.values() for e in elements], {}
@@ -173,7 +208,9 @@ def residual_inputs(stage: PlannedStage, residual_roots) -> list[bytes]:
     for residual in residual_roots:
         application = residual.application
         if application.transform_id != root:
-            raise BundleError(f"stage {stage.id}: residual for {application.transform_id}/"
-                              f"{application.input_id}, which is not the stage's input")
+            raise BundleError(
+                f"stage {stage.id}: residual for {application.transform_id}/"
+                f"{application.input_id}, which is not the stage's input"
+            )
         residuals.append(application.element)
     return residuals

@@ -1,6 +1,7 @@
 """Unit tests of the runner's encoded-element helpers (worker/codecs.py). Expected bytes follow
 the standard coders' encodings (Beam's standard_coders.yaml): varints, length prefixes,
 millisecond timestamps with the sign bit flipped."""
+
 from __future__ import annotations
 
 import pytest
@@ -36,7 +37,7 @@ def _components(**coders_by_id: tuple[str, list[str]]) -> beam_runner_api_pb2.Co
 
 def _timestamp_bytes(millis: int) -> bytes:
     """A timestamp as the standard coders write it: milliseconds, big endian, sign bit flipped."""
-    return (millis + 2 ** 63).to_bytes(8, "big")
+    return (millis + 2**63).to_bytes(8, "big")
 
 
 def _parts(wv: WindowedValue) -> tuple:
@@ -46,18 +47,26 @@ def _parts(wv: WindowedValue) -> tuple:
 
 # -- split_elements -----------------------------------------------------------------------------
 
+
 def test_split_varints_at_their_encoded_lengths():
-    data = b"\x00" + b"\x7f" + b"\x80\x01" + b"\xac\x02" + b"\xff" * 9 + b"\x01"   # 0, 127, 128, 300, -1
+    data = b"\x00" + b"\x7f" + b"\x80\x01" + b"\xac\x02" + b"\xff" * 9 + b"\x01"  # 0, 127, 128, 300, -1
     assert split_elements(coders.VarIntCoder().get_impl(), data) == [
-        b"\x00", b"\x7f", b"\x80\x01", b"\xac\x02", b"\xff" * 9 + b"\x01"]
+        b"\x00",
+        b"\x7f",
+        b"\x80\x01",
+        b"\xac\x02",
+        b"\xff" * 9 + b"\x01",
+    ]
 
 
 def test_split_nested_strings_and_iterables():
-    strings = b"\x00" + b"\x02ab" + b"\x02\xc3\xa9"                       # "", "ab", "é"
+    strings = b"\x00" + b"\x02ab" + b"\x02\xc3\xa9"  # "", "ab", "é"
     assert split_elements(coders.StrUtf8Coder().get_impl(), strings) == [b"\x00", b"\x02ab", b"\x02\xc3\xa9"]
-    iterables = b"\x00\x00\x00\x02\x01\x02" + b"\x00\x00\x00\x00"          # [1, 2], []
+    iterables = b"\x00\x00\x00\x02\x01\x02" + b"\x00\x00\x00\x00"  # [1, 2], []
     assert split_elements(coders.IterableCoder(coders.VarIntCoder()).get_impl(), iterables) == [
-        b"\x00\x00\x00\x02\x01\x02", b"\x00\x00\x00\x00"]
+        b"\x00\x00\x00\x02\x01\x02",
+        b"\x00\x00\x00\x00",
+    ]
 
 
 def test_split_an_empty_stream_gives_no_elements():
@@ -65,9 +74,15 @@ def test_split_an_empty_stream_gives_no_elements():
 
 
 def test_split_kvs_whose_value_coder_the_runner_does_not_know_by_their_length_prefix():
-    c = Coders(_components(s=(urns.STRING_UTF8_CODER, []), u=(PICKLED, []), lp=(urns.LENGTH_PREFIX_CODER, ["u"]),
-                           kv=(urns.KV_CODER, ["s", "lp"])))
-    one, two = b"\x01k" + b"\x03\x80\x04x", b"\x00" + b"\x00"             # ("k", 3 opaque bytes), ("", none)
+    c = Coders(
+        _components(
+            s=(urns.STRING_UTF8_CODER, []),
+            u=(PICKLED, []),
+            lp=(urns.LENGTH_PREFIX_CODER, ["u"]),
+            kv=(urns.KV_CODER, ["s", "lp"]),
+        )
+    )
+    one, two = b"\x01k" + b"\x03\x80\x04x", b"\x00" + b"\x00"  # ("k", 3 opaque bytes), ("", none)
     assert split_elements(c.coder("kv").get_impl(), one + two) == [one, two]
 
 
@@ -83,11 +98,12 @@ def test_split_windowed_values_in_interval_windows():
 
 # -- GroupCodec ---------------------------------------------------------------------------------
 
-def _group_codec(window_coder: coders.Coder) -> tuple[GroupCodec, coders.WindowedValueCoder,
-                                                      coders.WindowedValueCoder]:
+
+def _group_codec(window_coder: coders.Coder) -> tuple[GroupCodec, coders.WindowedValueCoder, coders.WindowedValueCoder]:
     source = coders.WindowedValueCoder(coders.TupleCoder([coders.StrUtf8Coder(), coders.VarIntCoder()]), window_coder)
     target = coders.WindowedValueCoder(
-        coders.TupleCoder([coders.StrUtf8Coder(), coders.IterableCoder(coders.VarIntCoder())]), window_coder)
+        coders.TupleCoder([coders.StrUtf8Coder(), coders.IterableCoder(coders.VarIntCoder())]), window_coder
+    )
     return GroupCodec(source, target), source, target
 
 
@@ -103,12 +119,24 @@ def test_group_codec_builds_each_pane_with_its_own_timing_and_timestamp():
     late = codec.build("ab", [3], 12000, engine_windows.GLOBAL, Pane(False, True, "LATE", 2, 1))
     again = codec.build("cd", [], 9000, engine_windows.GLOBAL, Pane(True, False, "EARLY", 0, -1))
     decode = target.get_impl().decode_nested
-    assert _parts(decode(early)) == (("ab", [1, 2]), 9000, (GlobalWindow(),),
-                                     PaneInfo(True, False, PaneInfoTiming.EARLY, 0, -1))
-    assert _parts(decode(late)) == (("ab", [3]), 12000, (GlobalWindow(),),
-                                    PaneInfo(False, True, PaneInfoTiming.LATE, 2, 1))
-    assert _parts(decode(again)) == (("cd", []), 9000, (GlobalWindow(),),
-                                     PaneInfo(True, False, PaneInfoTiming.EARLY, 0, -1))
+    assert _parts(decode(early)) == (
+        ("ab", [1, 2]),
+        9000,
+        (GlobalWindow(),),
+        PaneInfo(True, False, PaneInfoTiming.EARLY, 0, -1),
+    )
+    assert _parts(decode(late)) == (
+        ("ab", [3]),
+        12000,
+        (GlobalWindow(),),
+        PaneInfo(False, True, PaneInfoTiming.LATE, 2, 1),
+    )
+    assert _parts(decode(again)) == (
+        ("cd", []),
+        9000,
+        (GlobalWindow(),),
+        PaneInfo(True, False, PaneInfoTiming.EARLY, 0, -1),
+    )
     # and byte for byte what the SDK writes for that windowed value
     assert late == target.get_impl().encode_nested(decode(late))
 
@@ -116,30 +144,37 @@ def test_group_codec_builds_each_pane_with_its_own_timing_and_timestamp():
 def test_group_codec_interval_windows_round_trip():
     codec, source, target = _group_codec(coders.IntervalWindowCoder())
     element = source.get_impl().encode_nested(
-        WindowedValue(("k", 4), Timestamp(micros=6000), [IntervalWindow(0, 10), IntervalWindow(5, 15)]))
+        WindowedValue(("k", 4), Timestamp(micros=6000), [IntervalWindow(0, 10), IntervalWindow(5, 15)])
+    )
     key_bytes, key, value, timestamp, windows = codec.split(element)
     assert (key_bytes, key, value, timestamp) == (b"\x01k", "k", 4, 6000)
     assert list(windows) == [engine_windows.Interval(0, 10_000_000), engine_windows.Interval(5_000_000, 15_000_000)]
     built = codec.build("k", [4], 9_999_000, windows[1], Pane(True, True, "ON_TIME", 0, 0))
     assert _parts(target.get_impl().decode_nested(built)) == (
-        ("k", [4]), 9_999_000, (IntervalWindow(5, 15),), PaneInfo(True, True, PaneInfoTiming.ON_TIME, 0, 0))
+        ("k", [4]),
+        9_999_000,
+        (IntervalWindow(5, 15),),
+        PaneInfo(True, True, PaneInfoTiming.ON_TIME, 0, 0),
+    )
 
 
 def test_group_codec_keeps_a_custom_window_as_its_encoding_and_max_timestamp():
     codec, source, target = _group_codec(coders.TimestampPrefixingOpaqueWindowCoder())
-    window_bytes = _timestamp_bytes(1999) + b"\x03abc"   # max timestamp 1.999 s, then the user's encoding
-    [custom] = coders.TimestampPrefixingOpaqueWindowCoder().get_impl().decode_nested(window_bytes),
+    window_bytes = _timestamp_bytes(1999) + b"\x03abc"  # max timestamp 1.999 s, then the user's encoding
+    [custom] = (coders.TimestampPrefixingOpaqueWindowCoder().get_impl().decode_nested(window_bytes),)
     element = source.get_impl().encode_nested(WindowedValue(("k", 1), Timestamp(micros=1000), [custom]))
     _, _, _, _, windows = codec.split(element)
     assert list(windows) == [engine_windows.OpaqueWindow(window_bytes, 1_999_000)]
-    built = target.get_impl().decode_nested(codec.build("k", [1], 1_999_000, windows[0],
-                                                        Pane(True, True, "ON_TIME", 0, 0)))
+    built = target.get_impl().decode_nested(
+        codec.build("k", [1], 1_999_000, windows[0], Pane(True, True, "ON_TIME", 0, 0))
+    )
     [window] = built.windows
     assert (window.encoded_window, window.max_timestamp().micros) == (b"abc", 1_999_000)
     assert built.value == ("k", [1]) and built.timestamp.micros == 1_999_000
 
 
 # -- re-encoding --------------------------------------------------------------------------------
+
 
 def test_transcoder_rewrites_the_element_with_the_target_coder():
     source = coders.WindowedValueCoder(coders.VarIntCoder(), coders.GlobalWindowCoder())
@@ -164,18 +199,18 @@ def test_keys_to_bytes_and_back_are_inverse_and_keep_time_window_and_pane():
 
 # -- Coders: the runner's view of a pipeline's coders --------------------------------------------
 
+
 def test_coders_refuse_a_coder_that_is_not_standard():
     c = Coders(_components(s=(urns.STRING_UTF8_CODER, []), u=(PICKLED, []), kv=(urns.KV_CODER, ["s", "u"])))
     with pytest.raises(OpaqueCoder, match=f"coder u \\({PICKLED}\\) is not a standard coder"):
         c.coder("u")
-    with pytest.raises(OpaqueCoder, match="coder u "):   # found inside a structure too
+    with pytest.raises(OpaqueCoder, match="coder u "):  # found inside a structure too
         c.coder("kv")
     assert not c.readable("u") and not c.readable("kv") and c.readable("s")
 
 
 def test_coders_read_an_unknown_coder_behind_a_length_prefix_as_bytes():
-    c = Coders(_components(u=(PICKLED, []), lp=(urns.LENGTH_PREFIX_CODER, ["u"]),
-                           w=(urns.CUSTOM_WINDOW_CODER, [])))
+    c = Coders(_components(u=(PICKLED, []), lp=(urns.LENGTH_PREFIX_CODER, ["u"]), w=(urns.CUSTOM_WINDOW_CODER, [])))
     assert c.readable("lp") and c.coder("lp") == coders.LengthPrefixCoder(coders.BytesCoder())
     assert c.coder("lp") is c.coder("lp"), "built once"
     assert c.coder("w") == coders.TimestampPrefixingOpaqueWindowCoder()
@@ -192,9 +227,16 @@ def test_coders_give_the_windowed_coder_of_a_pcollection():
 
 
 def test_outer_reader_of_a_kv_with_an_opaque_value_reads_the_key_and_hands_back_the_rest():
-    c = Coders(_components(s=(urns.STRING_UTF8_CODER, []), v=(urns.VARINT_CODER, []), u=(PICKLED, []),
-                           kv=(urns.KV_CODER, ["v", "u"]), nested=(urns.KV_CODER, ["s", "kv"]),
-                           plain=(urns.KV_CODER, ["s", "v"])))
+    c = Coders(
+        _components(
+            s=(urns.STRING_UTF8_CODER, []),
+            v=(urns.VARINT_CODER, []),
+            u=(PICKLED, []),
+            kv=(urns.KV_CODER, ["v", "u"]),
+            nested=(urns.KV_CODER, ["s", "kv"]),
+            plain=(urns.KV_CODER, ["s", "v"]),
+        )
+    )
     assert c.outer_reader("kv")(b"\xac\x02" + b"\x80\x04opaque") == (300, b"\x80\x04opaque")
     assert c.outer_reader("nested")(b"\x01k" + b"\x05" + b"tail") == ("k", (5, b"tail"))
     assert c.outer_reader("u")(b"all of it") == b"all of it"

@@ -9,6 +9,7 @@ across jobs. So a stage reading only globally windowed side inputs (the invoker 
 ones again for every element) runs under a descriptor id naming a digest of their contents:
 new contents, a new processor that reads them.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -24,12 +25,11 @@ from reference_runner.worker.state import SideInputIndex, StateService
 class SideSnapshots:
     def __init__(self, state: StateService, coders: Coders, worker):
         self._state, self._coders, self._worker = state, coders, worker
-        self._versions: dict[tuple[str, str], int] = {}   # (transform, tag) -> version indexed
+        self._versions: dict[tuple[str, str], int] = {}  # (transform, tag) -> version indexed
         self._digests: dict[tuple[str, str], bytes] = {}  # (transform, tag) -> digest of its contents
         self._variants: dict[str, StageDescriptor] = {}  # registered, by descriptor id
 
-    def prepare(self, stage: PlannedStage, em: manager.ElementManager,
-                described: StageDescriptor) -> StageDescriptor:
+    def prepare(self, stage: PlannedStage, em: manager.ElementManager, described: StageDescriptor) -> StageDescriptor:
         """Index the stage's side inputs as they are now; the descriptor to run the bundle with."""
         if not stage.side_inputs:
             return described

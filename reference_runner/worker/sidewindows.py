@@ -11,9 +11,10 @@ the SDK's coders and WindowFns.
 Windows are encoded with the side PCollection's window coder, the key the SDK's state
 requests use, so the engine can compare them as bytes.
 """
+
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from apache_beam.coders.coder_impl import create_InputStream
 from apache_beam.runners import pipeline_context
@@ -55,9 +56,11 @@ def side_window_needs(components, coders: Coders, main_pcoll: str, side_pcolls: 
             if mapped is None:
                 if len(memo) >= _MEMO_LIMIT:
                     memo.clear()
-                mapped = memo[w] = [(pcoll, window_coder.encode(side), side.max_timestamp().micros)
-                                    for pcoll, windowfn, window_coder in sides
-                                    for side in [_side_window(windowfn, w)]]
+                mapped = memo[w] = [
+                    (pcoll, window_coder.encode(side), side.max_timestamp().micros)
+                    for pcoll, windowfn, window_coder in sides
+                    for side in [_side_window(windowfn, w)]
+                ]
             out += mapped
         return out
 
