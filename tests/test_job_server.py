@@ -423,3 +423,42 @@ def test_staged_artifacts_are_served_back_and_nothing_else(server):
         with pytest.raises(grpc.RpcError) as info:
             fetch(outside)
         assert info.value.code() == grpc.StatusCode.PERMISSION_DENIED
+
+
+def _prepare(server, pipeline, **options) -> beam_job_api_pb2.PrepareJobResponse:
+    from google.protobuf import struct_pb2
+
+    struct = struct_pb2.Struct()
+    struct.update({f"beam:option:reference_{name}:v1": value for name, value in options.items()})
+    return _stub(server).Prepare(
+        beam_job_api_pb2.PrepareJobRequest(pipeline=pipeline, job_name="p", pipeline_options=struct), timeout=60
+    )
+
+
+def _test_stream_pipeline():
+    from apache_beam.testing.test_stream import TestStream
+
+    p = beam.Pipeline()
+    _ = p | TestStream().add_elements([1]).advance_watermark_to_infinity() | beam.Map(str)
+    return p.to_runner_api()
+
+
+def test_prepare_reads_the_jobs_knobs_and_names_a_bad_one(server):
+    p = beam.Pipeline()
+    _ = p | beam.Create([1]) | beam.Map(str)
+    assert _prepare(server, p.to_runner_api(), lift="false", seed=7, bundle_size=2).preparation_id
+    with pytest.raises(grpc.RpcError) as info:
+        _prepare(server, p.to_runner_api(), bundle_size=0)
+    assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert "bundle_size must be" in info.value.details()
+
+
+def test_the_spark_backend_refuses_streaming_at_prepare():
+    running = JobServer(port=0, backend="spark").start()
+    try:
+        with pytest.raises(grpc.RpcError) as info:
+            _prepare(running, _test_stream_pipeline())
+        assert info.value.code() == grpc.StatusCode.UNIMPLEMENTED
+        assert "TestStream" in info.value.details() and "the Spark backend" in info.value.details()
+    finally:
+        running.stop()
