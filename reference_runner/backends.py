@@ -23,9 +23,10 @@ class Control:
     """A run as its caller sees it: ask it to cancel or drain; read its user metrics so far
     (committed: successful bundles once each; failed: what failed attempts reported)."""
 
-    def __init__(self, job_id: str = "", message: Callable[[str], None] | None = None):
+    def __init__(self, job_id: str = "", message: Callable[[str], None] | None = None, worker_log=None):
         self.job_id = job_id  # names the run to the backend (descriptor ids, Spark job group)
         self.message = message or (lambda text: None)  # progress notes for the caller
+        self.worker_log = worker_log  # LogEntry -> None: an SDK worker's log lines, for the caller
         self.cancelled = threading.Event()
         self.draining = threading.Event()
         self.committed: list = []

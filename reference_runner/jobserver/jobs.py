@@ -41,7 +41,7 @@ class JobRecord:
         self.events: list = []  # JobMessagesResponse, in order (messages and states)
         self.state = State.UNSPECIFIED
         self.results = beam_job_api_pb2.MetricResults()  # user metrics, once the job has ended
-        self.control = Control(job_id, message=self.message)
+        self.control = Control(job_id, message=self.message, worker_log=self.worker_log)
         self._changed = threading.Condition()
         self._set_state(State.STARTING)  # clients read STOPPED as an end, so a new job is STARTING
 
@@ -154,14 +154,14 @@ class JobRecord:
         self.message(f"[worker] {entry.message}", importance)
 
 
-def pooled_workers(pool, pipeline, on_log):
+def pooled_workers(pool, pipeline):
     """SDK workers of ``pipeline``'s environment from the server's pool, for ReferenceBackend:
     released (stopped, or kept as a spare if healthy) when the job ends, before it reports DONE,
     so that DoFn teardown has run by then."""
 
     def acquire(plan, state, control):
         env = pool.environment_of(pipeline)
-        worker, token = pool.acquire(env, state, on_log)
+        worker, token = pool.acquire(env, state, control.worker_log)
         control.message(f"running on {_describe(env)}; {len(plan.stages)} stages")
         return worker, lambda healthy: pool.release(token, env, healthy)
 

@@ -10,9 +10,12 @@ from concurrent import futures
 import grpc
 from apache_beam.portability.api import beam_artifact_api_pb2_grpc, beam_job_api_pb2_grpc, beam_provision_api_pb2_grpc
 
+from reference_runner.backends import ReferenceBackend, SparkBackend
 from reference_runner.jobserver.artifacts import RetrievalService, StagingService, StagingSessions
+from reference_runner.jobserver.jobs import pooled_workers
 from reference_runner.jobserver.service import JobService, ProvisionService
 from reference_runner.jobserver.workers import WorkerPool
+from reference_runner.knobs import Knobs
 from reference_runner.worker.fnapi_server import FnApiServer
 
 _LOG = logging.getLogger(__name__)
@@ -33,12 +36,11 @@ class JobServer:
         backend: str = "reference",
         spark_master: str = "local[2]",
     ):
-        spark = None
         if backend == "spark":
             from reference_runner.spark import session
             from reference_runner.spark.runner import SparkSettings
 
-            spark = SparkSettings(master=spark_master)
+            spark = SparkBackend(SparkSettings(master=spark_master))
             # The JVM starts with the server, not with its first job; and before any gRPC server
             # exists: launching it while gRPC's threads run sometimes kills it at birth
             # ("Java gateway process exited before sending its port number").
@@ -68,7 +70,20 @@ class JobServer:
             bundle_timeout=bundle_timeout,
             max_idle=spare_workers,
         )
-        self.jobs = JobService(sessions, self.pool, self.fn.address, self.address, max_pipeline_bytes, spark)
+        if backend == "spark":  # user code runs in Spark's Python workers, one backend for every job
+
+            def backend_for(options, pipeline):
+                return spark
+        else:  # each job's knobs, its SDK workers from the pool
+
+            def backend_for(options, pipeline):
+                return ReferenceBackend(
+                    Knobs.from_job_options(options),
+                    workers=pooled_workers(self.pool, pipeline),
+                    endpoint=self.fn.address,
+                )
+
+        self.jobs = JobService(sessions, self.pool, self.fn.address, self.address, max_pipeline_bytes, backend_for)
         beam_job_api_pb2_grpc.add_JobServiceServicer_to_server(self.jobs, self._server)
         beam_artifact_api_pb2_grpc.add_ArtifactStagingServiceServicer_to_server(StagingService(sessions), self._server)
         beam_artifact_api_pb2_grpc.add_ArtifactRetrievalServiceServicer_to_server(

@@ -9,6 +9,7 @@ from __future__ import annotations
 import itertools
 import threading
 import uuid
+from collections.abc import Callable
 
 import grpc
 from apache_beam.portability.api import (
@@ -20,12 +21,10 @@ from apache_beam.portability.api import (
     endpoints_pb2,
 )
 
-from reference_runner.backends import ReferenceBackend, SparkBackend
 from reference_runner.bundling import ScheduleError
 from reference_runner.graph.check import UnsupportedPipeline
 from reference_runner.jobserver.artifacts import StagingSessions
-from reference_runner.jobserver.jobs import JobRecord, pooled_workers
-from reference_runner.knobs import Knobs
+from reference_runner.jobserver.jobs import JobRecord
 from reference_runner.runner import ReferenceOptions
 
 _JOB_IDS = itertools.count(1)
@@ -40,11 +39,10 @@ class JobService(beam_job_api_pb2_grpc.JobServiceServicer):
         fn_endpoint: str,
         staging_endpoint: str,
         max_pipeline_bytes: int,
-        spark=None,
+        backend_for: Callable,
     ):
-        """``spark``: SparkSettings to run jobs on the Spark backend (None: the reference engine,
-        on SDK workers from ``pool``)."""
-        self.spark = spark
+        """``backend_for(pipeline options, pipeline)``: the backend (backends.py) a job runs on."""
+        self.backend_for = backend_for
         self.sessions = sessions
         self.pool = pool
         self.fn_endpoint = fn_endpoint
@@ -64,7 +62,7 @@ class JobService(beam_job_api_pb2_grpc.JobServiceServicer):
         try:
             # The run goes through the same front end with the same options (and reuses this
             # Plan); the worker pool judges environments.
-            self._backend(request.pipeline_options).prepare(request.pipeline)
+            self.backend_for(request.pipeline_options, request.pipeline).prepare(request.pipeline)
         except UnsupportedPipeline as e:
             context.abort(grpc.StatusCode.UNIMPLEMENTED, str(e))
         except ScheduleError as e:
@@ -95,19 +93,13 @@ class JobService(beam_job_api_pb2_grpc.JobServiceServicer):
         pipeline = self.sessions.pipeline(request.preparation_id, wait=60)
         self.sessions.close(request.preparation_id)
         name, options = prepared
-        job = JobRecord(f"job-{next(_JOB_IDS)}-{_slug(name)}", name, pipeline, options, self._backend(options))
-        if isinstance(job.backend, ReferenceBackend):
-            job.backend.workers = pooled_workers(self.pool, pipeline, job.worker_log)
+        job = JobRecord(
+            f"job-{next(_JOB_IDS)}-{_slug(name)}", name, pipeline, options, self.backend_for(options, pipeline)
+        )
         with self._lock:
             self.jobs[job.job_id] = job
         job.start()
         return beam_job_api_pb2.RunJobResponse(job_id=job.job_id)
-
-    def _backend(self, options):
-        """The backend a job with these options runs on."""
-        if self.spark is not None:
-            return SparkBackend(self.spark)
-        return ReferenceBackend(Knobs.from_job_options(options), endpoint=self.fn_endpoint)
 
     def GetJobs(self, request, context):
         with self._lock:
