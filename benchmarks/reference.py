@@ -27,7 +27,7 @@ from apache_beam.transforms import environments
 from benchmarks.report import write_json
 from benchmarks.spark_wordcount import beam_word_count
 from reference_runner import ReferenceRunner
-from reference_runner.execute import Job
+from reference_runner.backends import Control, ReferenceBackend
 
 
 def _tiny(p):
@@ -84,7 +84,7 @@ def main(argv=None) -> int:
     runners = {"reference": ReferenceRunner, "fnapi": FnApiRunner}
     proto = tiny_proto()
     direct = {
-        "reference": lambda: Job(proto).run(),
+        "reference": lambda: ReferenceBackend().run(ReferenceBackend().prepare(proto), Control()),
         "fnapi": lambda: FnApiRunner().run_via_runner_api(proto, PipelineOptions()),
     }
     for name in runners:  # warm both: imports, caches

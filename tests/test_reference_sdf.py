@@ -11,7 +11,8 @@ from apache_beam.testing.util import assert_that, equal_to
 
 from conformance.cases.test_sdf import CountProvider  # [0, n), unsplit
 from reference_runner import ReferenceRunner
-from reference_runner.execute import Job, JobFailed
+from reference_runner.backends import ReferenceBackend
+from reference_runner.execute import JobFailed
 from reference_runner.graph import urns
 
 
@@ -45,13 +46,15 @@ def test_self_checkpointing_sdf_emits_every_offset_once_one_call_each(fuse):
 def test_splittable_pardo_is_expanded_and_processing_starts_a_stage():
     p = beam.Pipeline()
     _ = p | beam.Create([2]) | beam.ParDo(_OneOffsetPerCall())
-    job = Job(p.to_runner_api())
-    leaf_urns = [t.urn for t in job.graph.transforms]
+    plan = ReferenceBackend().prepare(p.to_runner_api())
+    leaf_urns = [t.urn for t in plan.graph.transforms]
     for urn in (urns.SDF_PAIR_WITH_RESTRICTION, urns.SDF_SPLIT_AND_SIZE, urns.SDF_PROCESS_SIZED):
         assert leaf_urns.count(urn) == 1
-    assert urns.PAR_DO not in [t.urn for t in job.graph.transforms if "OneOffsetPerCall" in t.name]
-    [process_stage] = [s for s in job.stages if any(t.urn == urns.SDF_PROCESS_SIZED for t in s.transforms)]
-    assert process_stage.transforms[0].urn == urns.SDF_PROCESS_SIZED  # fed (and re-fed) by the runner
+    assert urns.PAR_DO not in [t.urn for t in plan.graph.transforms if "OneOffsetPerCall" in t.name]
+    by_id = plan.graph.by_id
+    [process_stage] = [s for s in plan.stages if any(by_id[t].urn == urns.SDF_PROCESS_SIZED for t in s.transforms)]
+    assert by_id[process_stage.transforms[0]].urn == urns.SDF_PROCESS_SIZED  # fed (and re-fed) by the runner
+    assert process_stage.splittable and process_stage.truncation is not None
 
 
 class _OffsetsWithSide(beam.DoFn):
