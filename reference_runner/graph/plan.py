@@ -67,12 +67,26 @@ class Descriptor:
     input_transform: str
     output_transforms: dict[str, str]  # transform id -> PCollection it carries to the runner
 
+    # The last few instances, shared read-only: a pipeline run again and again in one process
+    # (tests, the suite) names its descriptors the same way every time. Not pickled.
+    _instances: dict = field(default_factory=dict, repr=False, compare=False)
+
     def instantiate(
         self, descriptor_id: str, endpoint: str = "embedded", by_content: bool = False
     ) -> descriptors.StageDescriptor:
-        return descriptors.instantiate(
-            self.proto, self.input_transform, self.output_transforms, descriptor_id, endpoint, by_content
-        )
+        key = (descriptor_id, endpoint, by_content)
+        instance = self._instances.get(key)
+        if instance is None:
+            instance = descriptors.instantiate(
+                self.proto, self.input_transform, self.output_transforms, descriptor_id, endpoint, by_content
+            )
+            if len(self._instances) >= 4:
+                self._instances.pop(next(iter(self._instances)))
+            self._instances[key] = instance
+        return instance
+
+    def __getstate__(self) -> dict:
+        return {**self.__dict__, "_instances": {}}
 
 
 @dataclass
