@@ -8,13 +8,13 @@ between the servers so machine noise hits both.
 
     python -m benchmarks.jobserver --jobs 20 --json reports/benchmark-jobserver.json
 """
+
 from __future__ import annotations
 
 import argparse
 import os
 import signal
 import statistics
-import subprocess
 import sys
 import time
 
@@ -22,9 +22,9 @@ import apache_beam as beam
 import grpc
 from apache_beam.options.pipeline_options import PipelineOptions
 from apache_beam.portability.api import beam_job_api_pb2, beam_job_api_pb2_grpc
-from apache_beam.testing.util import assert_that, equal_to
 from apache_beam.runners.portability.portable_runner import PortableRunner
 from apache_beam.runners.runner import PipelineResult, PipelineState
+from apache_beam.testing.util import assert_that, equal_to
 
 from benchmarks.processes import start_listening
 from benchmarks.report import write_json
@@ -48,10 +48,16 @@ class _Capture(PortableRunner):
 
 def tiny_pipeline(worker_pool: str):
     capture = _Capture()
-    p = beam.Pipeline(runner=capture, options=PipelineOptions(
-        ["--environment_type=EXTERNAL", f"--environment_config={worker_pool}"]))
-    out = (p | beam.Create([1, 2, 3]) | beam.Map(lambda x: (x % 2, x)) | beam.GroupByKey()
-           | beam.MapTuple(lambda k, vs: (k, sorted(vs))))
+    p = beam.Pipeline(
+        runner=capture, options=PipelineOptions(["--environment_type=EXTERNAL", f"--environment_config={worker_pool}"])
+    )
+    out = (
+        p
+        | beam.Create([1, 2, 3])
+        | beam.Map(lambda x: (x % 2, x))
+        | beam.GroupByKey()
+        | beam.MapTuple(lambda k, vs: (k, sorted(vs)))
+    )
     assert_that(out, equal_to([(0, [2]), (1, [1, 3])]))  # a wrong answer fails the job
     p.run()
     return capture.proto
@@ -66,16 +72,23 @@ def round_trip(stub, pipeline) -> float:
             break
     elapsed = time.perf_counter() - started
     if event.state != DONE:
-        errors = [m.message_response.message_text for m in stub.GetMessageStream(
-            beam_job_api_pb2.JobMessagesRequest(job_id=job_id), timeout=10) if m.HasField("message_response")]
-        raise RuntimeError(f"job {job_id} ended in state {beam_job_api_pb2.JobState.Enum.Name(event.state)}: "
-                           f"{errors[-1][-2000:] if errors else 'no message'}")
+        errors = [
+            m.message_response.message_text
+            for m in stub.GetMessageStream(beam_job_api_pb2.JobMessagesRequest(job_id=job_id), timeout=10)
+            if m.HasField("message_response")
+        ]
+        raise RuntimeError(
+            f"job {job_id} ended in state {beam_job_api_pb2.JobState.Enum.Name(event.state)}: "
+            f"{errors[-1][-2000:] if errors else 'no message'}"
+        )
     return elapsed
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.jobserver", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--jobs", type=int, default=20, help="jobs per server (default 20; the first of each is warm-up)")
+    parser.add_argument(
+        "--jobs", type=int, default=20, help="jobs per server (default 20; the first of each is warm-up)"
+    )
     parser.add_argument("--json", default=None, metavar="PATH", help="also write the figures as JSON to PATH")
     args = parser.parse_args(argv)
     # The pool starts each worker as `python -c ...`: that must be this interpreter.
@@ -83,7 +96,8 @@ def main(argv=None) -> int:
     processes = []
     try:
         pool, pool_address = start_listening(
-            "{python} -m apache_beam.runners.worker.worker_pool_main --service_port={port}", env)
+            "{python} -m apache_beam.runners.worker.worker_pool_main --service_port={port}", env
+        )
         processes.append(pool)
         pipeline = tiny_pipeline(pool_address)
         stubs = {}
@@ -107,8 +121,16 @@ def main(argv=None) -> int:
     for name, median in medians.items():
         print(f"  {name:24s} {median * 1000:8.1f} ms")
     print(f"  ratio (Beam local job service / ours): {ratio:.2f}x")
-    write_json(args.json, {"benchmark": "jobserver-round-trip", "jobs": args.jobs, "median_seconds": medians,
-                       "all_seconds": times, "ratio_beam_over_ours": ratio})
+    write_json(
+        args.json,
+        {
+            "benchmark": "jobserver-round-trip",
+            "jobs": args.jobs,
+            "median_seconds": medians,
+            "all_seconds": times,
+            "ratio_beam_over_ours": ratio,
+        },
+    )
     return 0
 
 

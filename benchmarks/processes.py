@@ -1,4 +1,5 @@
 """Servers a benchmark starts in processes of its own, each listening on a free loopback port."""
+
 from __future__ import annotations
 
 import socket
@@ -13,13 +14,20 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def start_listening(command: str, env=None, log=subprocess.DEVNULL, timeout: float = 60,
-                    cwd=None) -> tuple[subprocess.Popen, str]:
+def start_listening(
+    command: str, env=None, log=subprocess.DEVNULL, timeout: float = 60, cwd=None
+) -> tuple[subprocess.Popen, str]:
     """Starts `command` ({python} and {port} filled in) as the leader of a new process group and
     waits until it accepts connections. Returns the process and its address (localhost:PORT)."""
     port = free_port()
-    process = subprocess.Popen(command.format(python=sys.executable, port=port).split(), env=env,
-                               stdout=log, stderr=log, start_new_session=True, cwd=cwd)
+    process = subprocess.Popen(
+        command.format(python=sys.executable, port=port).split(),
+        env=env,
+        stdout=log,
+        stderr=log,
+        start_new_session=True,
+        cwd=cwd,
+    )
     deadline = time.time() + timeout
     while time.time() < deadline:
         with socket.socket() as s:

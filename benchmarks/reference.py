@@ -8,6 +8,7 @@ Every job checks its own output in the pipeline (a fast wrong answer is worth no
 
     python -m benchmarks.reference --jobs 50 --words 1000000 --json reports/benchmark-reference.json
 """
+
 from __future__ import annotations
 
 import argparse
@@ -26,12 +27,17 @@ from apache_beam.transforms import environments
 from benchmarks.report import write_json
 from benchmarks.spark_wordcount import beam_word_count
 from reference_runner import ReferenceRunner
-from reference_runner.execute import Job
+from reference_runner.backends import Control, ReferenceBackend
 
 
 def _tiny(p):
-    out = (p | beam.Create([1, 2, 3]) | beam.Map(lambda x: (x % 2, x)) | beam.GroupByKey()
-           | beam.MapTuple(lambda k, vs: (k, sorted(vs))))
+    out = (
+        p
+        | beam.Create([1, 2, 3])
+        | beam.Map(lambda x: (x % 2, x))
+        | beam.GroupByKey()
+        | beam.MapTuple(lambda k, vs: (k, sorted(vs)))
+    )
     assert_that(out, equal_to([(0, [2]), (1, [1, 3])]))
 
 
@@ -77,8 +83,10 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     runners = {"reference": ReferenceRunner, "fnapi": FnApiRunner}
     proto = tiny_proto()
-    direct = {"reference": lambda: Job(proto).run(),
-              "fnapi": lambda: FnApiRunner().run_via_runner_api(proto, PipelineOptions())}
+    direct = {
+        "reference": lambda: ReferenceBackend().run(ReferenceBackend().prepare(proto), Control()),
+        "fnapi": lambda: FnApiRunner().run_via_runner_api(proto, PipelineOptions()),
+    }
     for name in runners:  # warm both: imports, caches
         tiny_job(runners[name]())
         direct[name]()
@@ -93,17 +101,23 @@ def main(argv=None) -> int:
     for label, times in (("per_job_seconds", user), ("per_job_runner_only_seconds", runner_only)):
         figures[label] = {name: statistics.median(values) for name, values in times.items()}
         figures[label.replace("seconds", "ratio_fnapi_over_reference")] = (
-            figures[label]["fnapi"] / figures[label]["reference"])
-    figures["wordcount_seconds"] = {name: beam_word_count(make(), args.words, args.chunk, args.vocabulary)
-                                    for name, make in runners.items()}
+            figures[label]["fnapi"] / figures[label]["reference"]
+        )
+    figures["wordcount_seconds"] = {
+        name: beam_word_count(make(), args.words, args.chunk, args.vocabulary) for name, make in runners.items()
+    }
     figures["wordcount_words_per_second"] = {name: args.words / s for name, s in figures["wordcount_seconds"].items()}
     figures["wordcount_ratio_reference_over_fnapi_throughput"] = (
-        figures["wordcount_seconds"]["fnapi"] / figures["wordcount_seconds"]["reference"])
+        figures["wordcount_seconds"]["fnapi"] / figures["wordcount_seconds"]["reference"]
+    )
     # The same job with its words declared str: no re-keying (see beam_word_count)
-    figures["typed_wordcount_seconds"] = {name: beam_word_count(make(), args.words, args.chunk, args.vocabulary,
-                                                                typed=True) for name, make in runners.items()}
+    figures["typed_wordcount_seconds"] = {
+        name: beam_word_count(make(), args.words, args.chunk, args.vocabulary, typed=True)
+        for name, make in runners.items()
+    }
     figures["typed_wordcount_ratio_reference_over_fnapi_throughput"] = (
-        figures["typed_wordcount_seconds"]["fnapi"] / figures["typed_wordcount_seconds"]["reference"])
+        figures["typed_wordcount_seconds"]["fnapi"] / figures["typed_wordcount_seconds"]["reference"]
+    )
     print(json.dumps(figures, indent=2))
     write_json(args.json, figures)
     return 0

@@ -1,4 +1,5 @@
 """Where a benchmark's figures go besides the terminal."""
+
 from __future__ import annotations
 
 import json

@@ -25,6 +25,7 @@ mode failed or gave an output different from DirectRunner's. A run that fails in
 pre-optimization, before the job is submitted, is "SDK FAILED" (no runner involved), one a backend
 refuses up front for a documented reason (Spark: streaming) "REFUSED"; neither is counted.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -41,8 +42,8 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Callable, Iterable
 
 from benchmarks.processes import start_listening
 from benchmarks.report import write_json
@@ -89,8 +90,9 @@ def estimate_pi(outputs: Outputs) -> list[str]:
     result = []
     for line in all_lines(outputs):
         total, inside, estimate = json.loads(line)
-        result.append(f"{total} trials, {inside <= total}, estimate within 0.01 of pi: "
-                      f"{abs(estimate - math.pi) < 0.01}")
+        result.append(
+            f"{total} trials, {inside <= total}, estimate within 0.01 of pi: {abs(estimate - math.pi) < 0.01}"
+        )
     return result
 
 
@@ -109,8 +111,7 @@ def without_avro_and_parquet(outputs: Outputs) -> list[str]:
     two shards of a window (both keys of the sharding GroupByKey in one bundle) one shard's records
     are lost or its file torn: what they hold depends on bundling, on DirectRunner too. The text,
     FileIO and TFRecord sinks of the same example are compared."""
-    return all_lines({path: lines for path, lines in outputs.items()
-                      if not path.endswith((".avro", ".parquet"))})
+    return all_lines({path: lines for path, lines in outputs.items() if not path.endswith((".avro", ".parquet"))})
 
 
 def batches_per_key(outputs: Outputs) -> list[str]:
@@ -122,15 +123,18 @@ def batches_per_key(outputs: Outputs) -> list[str]:
         sizes, elements = per_key.setdefault(key, ([], []))
         sizes.append(len(batch))
         elements.extend(batch)
-    return [f"{key!r}: batch sizes {sorted(sizes)}, elements {sorted(elements)}"
-            for key, (sizes, elements) in per_key.items()]
+    return [
+        f"{key!r}: batch sizes {sorted(sizes)}, elements {sorted(elements)}"
+        for key, (sizes, elements) in per_key.items()
+    ]
 
 
 def batched_elements(outputs: Outputs) -> list[str]:
     """BatchElements: batch boundaries follow bundles; the elements and the size bound do not."""
     batches = [ast.literal_eval(line) for line in all_lines(outputs)]
     return [repr(e) for batch in batches for e in batch] + [
-        f"every batch has at most 5 elements: {all(len(b) <= 5 for b in batches)}"]
+        f"every batch has at most 5 elements: {all(len(b) <= 5 for b in batches)}"
+    ]
 
 
 def sample_sizes(outputs: Outputs) -> list[str]:
@@ -139,6 +143,7 @@ def sample_sizes(outputs: Outputs) -> list[str]:
 
 
 # ---------------------------------------------------------------- the examples
+
 
 @dataclass(frozen=True)
 class Example:
@@ -157,8 +162,14 @@ class Example:
 
     def command(self) -> list[str]:
         if self.module.startswith("snippet:"):
-            return [sys.executable, "-m", "benchmarks.snippet_main", self.module[len("snippet:"):],
-                    "--output", "{out}/result"]
+            return [
+                sys.executable,
+                "-m",
+                "benchmarks.snippet_main",
+                self.module[len("snippet:") :],
+                "--output",
+                "{out}/result",
+            ]
         return [sys.executable, "-m", self.module, *self.args]
 
     def environ(self) -> dict:
@@ -178,63 +189,158 @@ def _snippet(module: str, function: str = "", normalise=lists_unordered, note=""
     """A transform snippet: `module` under apache_beam.examples.snippets.transforms, its function
     (by default named as the module)."""
     function = function or module.rsplit(".", 1)[1]
-    return Example(f"snippets/{function}", f"{SNIPPETS}{module}:{function}",
-                   normalise=normalise, note=note)
+    return Example(f"snippets/{function}", f"{SNIPPETS}{module}:{function}", normalise=normalise, note=note)
 
 
 EXAMPLES = [
-    Example("wordcount_minimal", EX + "wordcount_minimal", ("--input", "{inputs}/text.txt", "--output", "{out}/counts")),
+    Example(
+        "wordcount_minimal", EX + "wordcount_minimal", ("--input", "{inputs}/text.txt", "--output", "{out}/counts")
+    ),
     Example("wordcount", EX + "wordcount", ("--input", "{inputs}/text.txt", "--output", "{out}/counts")),
-    Example("wordcount_with_metrics", EX + "wordcount_with_metrics",
-            ("--input", "{inputs}/text.txt", "--output", "{out}/counts")),
-    Example("wordcount_debugging", EX + "wordcount_debugging", ("--input", "{inputs}/text.txt", "--output", "{out}/counts"),
-            note="asserts its own result in the pipeline"),
-    Example("dataframe/wordcount", EX + "dataframe.wordcount",
-            ("--input", "{inputs}/text.txt", "--output", "{out}/counts"), normalise=csv_headers_once,
-            needs=("pandas",)),
-    Example("complete/autocomplete", EX + "complete.autocomplete",
-            ("--input", "{inputs}/text.txt", "--output", "{out}/prefixes")),
+    Example(
+        "wordcount_with_metrics",
+        EX + "wordcount_with_metrics",
+        ("--input", "{inputs}/text.txt", "--output", "{out}/counts"),
+    ),
+    Example(
+        "wordcount_debugging",
+        EX + "wordcount_debugging",
+        ("--input", "{inputs}/text.txt", "--output", "{out}/counts"),
+        note="asserts its own result in the pipeline",
+    ),
+    Example(
+        "dataframe/wordcount",
+        EX + "dataframe.wordcount",
+        ("--input", "{inputs}/text.txt", "--output", "{out}/counts"),
+        normalise=csv_headers_once,
+        needs=("pandas",),
+    ),
+    Example(
+        "complete/autocomplete",
+        EX + "complete.autocomplete",
+        ("--input", "{inputs}/text.txt", "--output", "{out}/prefixes"),
+    ),
     Example("complete/tfidf", EX + "complete.tfidf", ("--uris", "{inputs}/docs/*", "--output", "{out}/tfidf")),
-    Example("complete/estimate_pi", EX + "complete.estimate_pi", ("--output", "{out}/pi"), normalise=estimate_pi,
-            note="random: trials exact, estimate within 0.01"),
-    Example("complete/top_wikipedia_sessions", EX + "complete.top_wikipedia_sessions",
-            ("--input", "{inputs}/wikipedia.json", "--output", "{out}/sessions", "--sampling_threshold", "1"),
-            note="sampling threshold 1: every edit (the sample is by hash, which differs per process)"),
-    Example("complete/juliaset", EX + "complete.juliaset.juliaset_main",
-            ("--grid_size", "20", "--coordinate_output", "{out}/julia"), normalise=tuples_in_line_unordered),
-    Example("complete/distribopt", EX + "complete.distribopt",
-            ("--input", "{inputs}/crops.csv", "--output", "{out}/optimum"), needs=("scipy",)),
-    Example("complete/game/user_score", EX + "complete.game.user_score",
-            ("--input", "{inputs}/game.csv", "--output", "{out}/scores")),
-    Example("cookbook/coders", EX + "cookbook.coders", ("--input", "{inputs}/matches.json", "--output", "{out}/points")),
-    Example("cookbook/custom_ptransform", EX + "cookbook.custom_ptransform",
-            ("--input", "{inputs}/animals.txt", "--output", "{out}/counts"),
-            note="three pipelines in a row writing the same output"),
-    Example("cookbook/group_with_coder", EX + "cookbook.group_with_coder",
-            ("--input", "{inputs}/players.csv", "--output", "{out}/totals")),
-    Example("cookbook/mergecontacts", EX + "cookbook.mergecontacts",
-            ("--input_email", "{inputs}/email.tsv", "--input_phone", "{inputs}/phone.tsv",
-             "--input_snailmail", "{inputs}/snailmail.tsv", "--output_tsv", "{out}/contacts",
-             "--output_stats", "{out}/stats")),
-    Example("cookbook/multiple_output_pardo", EX + "cookbook.multiple_output_pardo",
-            ("--input", "{inputs}/text.txt", "--output", "{out}/parts")),
-    Example("matrix_power", EX + "matrix_power",
-            ("--input_matrix", "{inputs}/matrix.txt", "--input_vector", "{inputs}/vector.txt",
-             "--exponent", "3", "--output", "{out}/vector")),
+    Example(
+        "complete/estimate_pi",
+        EX + "complete.estimate_pi",
+        ("--output", "{out}/pi"),
+        normalise=estimate_pi,
+        note="random: trials exact, estimate within 0.01",
+    ),
+    Example(
+        "complete/top_wikipedia_sessions",
+        EX + "complete.top_wikipedia_sessions",
+        ("--input", "{inputs}/wikipedia.json", "--output", "{out}/sessions", "--sampling_threshold", "1"),
+        note="sampling threshold 1: every edit (the sample is by hash, which differs per process)",
+    ),
+    Example(
+        "complete/juliaset",
+        EX + "complete.juliaset.juliaset_main",
+        ("--grid_size", "20", "--coordinate_output", "{out}/julia"),
+        normalise=tuples_in_line_unordered,
+    ),
+    Example(
+        "complete/distribopt",
+        EX + "complete.distribopt",
+        ("--input", "{inputs}/crops.csv", "--output", "{out}/optimum"),
+        needs=("scipy",),
+    ),
+    Example(
+        "complete/game/user_score",
+        EX + "complete.game.user_score",
+        ("--input", "{inputs}/game.csv", "--output", "{out}/scores"),
+    ),
+    Example(
+        "cookbook/coders", EX + "cookbook.coders", ("--input", "{inputs}/matches.json", "--output", "{out}/points")
+    ),
+    Example(
+        "cookbook/custom_ptransform",
+        EX + "cookbook.custom_ptransform",
+        ("--input", "{inputs}/animals.txt", "--output", "{out}/counts"),
+        note="three pipelines in a row writing the same output",
+    ),
+    Example(
+        "cookbook/group_with_coder",
+        EX + "cookbook.group_with_coder",
+        ("--input", "{inputs}/players.csv", "--output", "{out}/totals"),
+    ),
+    Example(
+        "cookbook/mergecontacts",
+        EX + "cookbook.mergecontacts",
+        (
+            "--input_email",
+            "{inputs}/email.tsv",
+            "--input_phone",
+            "{inputs}/phone.tsv",
+            "--input_snailmail",
+            "{inputs}/snailmail.tsv",
+            "--output_tsv",
+            "{out}/contacts",
+            "--output_stats",
+            "{out}/stats",
+        ),
+    ),
+    Example(
+        "cookbook/multiple_output_pardo",
+        EX + "cookbook.multiple_output_pardo",
+        ("--input", "{inputs}/text.txt", "--output", "{out}/parts"),
+    ),
+    Example(
+        "matrix_power",
+        EX + "matrix_power",
+        (
+            "--input_matrix",
+            "{inputs}/matrix.txt",
+            "--input_vector",
+            "{inputs}/vector.txt",
+            "--exponent",
+            "3",
+            "--output",
+            "{out}/vector",
+        ),
+    ),
     Example("avro_nyc_trips", EX + "avro_nyc_trips", ("--input", "{inputs}/trips.avro", "--output", "{out}/prices")),
-    Example("dataframe/taxiride location_id_agg", EX + "dataframe.taxiride",
-            ("--input", "{inputs}/rides.csv", "--output", "{out}/agg"), normalise=csv_headers_once, needs=("pandas",)),
-    Example("dataframe/taxiride borough_enrich", EX + "dataframe.taxiride",
-            ("--input", "{inputs}/rides.csv", "--zone_lookup", "{inputs}/zones.csv", "--pipeline", "borough_enrich",
-             "--output", "{out}/agg"), normalise=csv_headers_once, needs=("pandas",)),
-    Example("sinks/test_write_bounded", EX + "sinks.test_write_bounded", needs=("pyarrow",),
-            relative_outputs=("__output_batch__",),
-            note="text, FileIO and Parquet sinks, written under the working directory"),
-    Example("sinks/test_write_unbounded", EX + "sinks.test_write_unbounded", normalise=without_avro_and_parquet,
-            needs=("pyarrow", "crcmod|google_crc32c|snappy"), relative_outputs=("__output__",),
-            refused_by={"spark": "streaming (a TestStream, triggers): the Spark backend runs batch pipelines"},
-            note="a TestStream into windowed text, FileIO and TFRecord sinks (its Avro and Parquet ones lose "
-                 "records on every runner, see without_avro_and_parquet)"),
+    Example(
+        "dataframe/taxiride location_id_agg",
+        EX + "dataframe.taxiride",
+        ("--input", "{inputs}/rides.csv", "--output", "{out}/agg"),
+        normalise=csv_headers_once,
+        needs=("pandas",),
+    ),
+    Example(
+        "dataframe/taxiride borough_enrich",
+        EX + "dataframe.taxiride",
+        (
+            "--input",
+            "{inputs}/rides.csv",
+            "--zone_lookup",
+            "{inputs}/zones.csv",
+            "--pipeline",
+            "borough_enrich",
+            "--output",
+            "{out}/agg",
+        ),
+        normalise=csv_headers_once,
+        needs=("pandas",),
+    ),
+    Example(
+        "sinks/test_write_bounded",
+        EX + "sinks.test_write_bounded",
+        needs=("pyarrow",),
+        relative_outputs=("__output_batch__",),
+        note="text, FileIO and Parquet sinks, written under the working directory",
+    ),
+    Example(
+        "sinks/test_write_unbounded",
+        EX + "sinks.test_write_unbounded",
+        normalise=without_avro_and_parquet,
+        needs=("pyarrow", "crcmod|google_crc32c|snappy"),
+        relative_outputs=("__output__",),
+        refused_by={"spark": "streaming (a TestStream, triggers): the Spark backend runs batch pipelines"},
+        note="a TestStream into windowed text, FileIO and TFRecord sinks (its Avro and Parquet ones lose "
+        "records on every runner, see without_avro_and_parquet)",
+    ),
     _snippet("aggregation.groupintobatches", normalise=batches_per_key),
     _snippet("aggregation.batchelements", normalise=batched_elements),
     _snippet("aggregation.cogroupbykey"),
@@ -250,8 +356,7 @@ EXAMPLES = [
     _snippet("aggregation.tolist"),
     _snippet("aggregation.groupby_expr_aggregate", "expr_aggregate", note="schema-aware GroupBy"),
     _snippet("aggregation.groupby_global_aggregate", "global_aggregate", note="schema-aware global aggregate"),
-    _snippet("aggregation.sample_fixed_size_per_key", normalise=sample_sizes,
-             note="random: keys and sample sizes"),
+    _snippet("aggregation.sample_fixed_size_per_key", normalise=sample_sizes, note="random: keys and sample sizes"),
     _snippet("other.window"),
     _snippet("elementwise.withtimestamps_event_time"),
     _snippet("elementwise.partition_function"),
@@ -268,25 +373,28 @@ SKIPPED = {
     "dataframe/flight_delays": "reads BigQuery",
     "wordcount_xlang, wordcount_xlang_sql, sql_taxi": "cross-language: a Java expansion service (and Pub/Sub)",
     "kafkataxi": "Kafka (cross-language)",
-    "inference/*, ml_transform/*, online_clustering, per_entity_training, california_housing_clustering":
-        "ML libraries and models (scikit-learn, TensorFlow, PyTorch...) not on this machine, several download models",
+    "inference/*, ml_transform/*, online_clustering, per_entity_training, california_housing_clustering": (
+        "ML libraries and models (scikit-learn, TensorFlow, PyTorch...) not on this machine, several download models"
+    ),
     "rate_limiter_simple": "needs an Envoy rate-limit service",
     "flink/flink_streaming_impulse": "a Flink-only source",
     "sinks/test_periodicimpulse": "fails on DirectRunner too in this SDK (2.77): it uses "
-        "beam.transforms.periodicsequence, which apache_beam.transforms does not import",
+    "beam.transforms.periodicsequence, which apache_beam.transforms does not import",
     "cookbook/ordered_window_elements": "a library without a main; its tests are pinned to PrismRunner and need Go",
     "snippets/snippets.py and other transform snippets": "documentation fragments; a representative set of the "
-        "transform snippets runs (others: ML, enrichment services, or print-only lifecycle demos)",
+    "transform snippets runs (others: ML, enrichment services, or print-only lifecycle demos)",
 }
 
 # ---------------------------------------------------------------- inputs
 
-_WORDS = ("the king and his three daughters speak of love land and power while the fool sings "
-          "o'er heath and storm night falls on the castle gates who is it that can tell me who I am "
-          "nothing will come of nothing speak again thou art a soul in bliss but I am bound upon a "
-          "wheel of fire ripeness is all men must endure their going hence even as their coming "
-          "hither the weight of this sad time we must obey speak what we feel not what we ought to "
-          "say don't sir I'll").split()
+_WORDS = (
+    "the king and his three daughters speak of love land and power while the fool sings "
+    "o'er heath and storm night falls on the castle gates who is it that can tell me who I am "
+    "nothing will come of nothing speak again thou art a soul in bliss but I am bound upon a "
+    "wheel of fire ripeness is all men must endure their going hence even as their coming "
+    "hither the weight of this sad time we must obey speak what we feel not what we ought to "
+    "say don't sir I'll"
+).split()
 
 
 def _text(rng: random.Random, lines: int) -> str:
@@ -315,8 +423,10 @@ def make_inputs(directory: str) -> None:
     lines = []
     for n in range(120):
         team = rng.choice(teams)
-        lines.append(f"user{n % 13}_{team},{team},{rng.randint(0, 20)},{1445230923951 + n * 61_000},"
-                     f"2015-11-02 09:{n % 60:02d}:28.224")
+        lines.append(
+            f"user{n % 13}_{team},{team},{rng.randint(0, 20)},{1445230923951 + n * 61_000},"
+            f"2015-11-02 09:{n % 60:02d}:28.224"
+        )
     lines.insert(40, "not,a,valid,score")
     write("game.csv", "\n".join(lines) + "\n")
     edits, t = [], 1_420_070_400  # 2015-01-01
@@ -325,22 +435,36 @@ def make_inputs(directory: str) -> None:
         edits.append(json.dumps({"timestamp": t, "contributor_username": f"editor{n % 4}"}))
     write("wikipedia.json", "\n".join(edits) + "\n")
     countries = ["Germany", "Italy", "Brasil", "Spain", "Japan", "Ghana"]
-    write("matches.json", "".join(json.dumps({"host": [h, rng.randint(0, 4)], "guest": [g, rng.randint(0, 4)]}) + "\n"
-                                  for h, g in (rng.sample(countries, 2) for _ in range(25))))
+    write(
+        "matches.json",
+        "".join(
+            json.dumps({"host": [h, rng.randint(0, 4)], "guest": [g, rng.randint(0, 4)]}) + "\n"
+            for h, g in (rng.sample(countries, 2) for _ in range(25))
+        ),
+    )
     write("animals.txt", "".join(rng.choice(["CAT", "DOG", "EMU"]) + "\n" for _ in range(40)))
-    write("players.csv", "".join(f"{rng.choice(['joe', 'fred', 'mary', 'ann', 'bob'])},{rng.randint(0, 12)}\n"
-                                 for _ in range(30)))
+    write(
+        "players.csv",
+        "".join(f"{rng.choice(['joe', 'fred', 'mary', 'ann', 'bob'])},{rng.randint(0, 12)}\n" for _ in range(30)),
+    )
     people = [f"Person {c}" for c in "ABCDEFGHIJ"]
     write("email.tsv", "".join(f"{p}\t{p.split()[1].lower()}@example.com\n" for p in people[:7]))
     write("phone.tsv", "".join(f"{p}\t412-555-01{n:02d}\n" for n, p in enumerate(people[3:])))
     write("snailmail.tsv", "".join(f"{p}\t{n} Main St, Pittsburgh, PA\n" for n, p in enumerate(people[::2])))
-    write("matrix.txt", "".join(f"{r}: " + " ".join(str(rng.randint(-3, 3)) for _ in range(4)) + "\n" for r in range(4)))
+    write(
+        "matrix.txt", "".join(f"{r}: " + " ".join(str(rng.randint(-3, 3)) for _ in range(4)) + "\n" for r in range(4))
+    )
     write("vector.txt", "1 2 0 -1\n")
     write("crops.csv", "OP01,8,12,0,12\nOP02,30,14,3,12\nOP03,25,7,3,14\nOP04,87,7,2,2\nOP05,19,1,7,10\n")
-    write("rides.csv", "DOLocationID,passenger_count\n" + "".join(
-        f"{rng.randint(1, 6)},{rng.randint(1, 4)}\n" for _ in range(50)))
-    write("zones.csv", "LocationID,Borough,Zone\n" + "".join(
-        f"{n},{['Manhattan', 'Queens', 'Brooklyn'][n % 3]},Zone {n}\n" for n in range(1, 7)))
+    write(
+        "rides.csv",
+        "DOLocationID,passenger_count\n" + "".join(f"{rng.randint(1, 6)},{rng.randint(1, 4)}\n" for _ in range(50)),
+    )
+    write(
+        "zones.csv",
+        "LocationID,Borough,Zone\n"
+        + "".join(f"{n},{['Manhattan', 'Queens', 'Brooklyn'][n % 3]},Zone {n}\n" for n in range(1, 7)),
+    )
     _write_trips(os.path.join(directory, "trips.avro"), rng)
 
 
@@ -348,14 +472,29 @@ def _write_trips(path: str, rng: random.Random) -> None:
     """NYC for-hire trips in the fields avro_nyc_trips reads. Money and distances are multiples of
     1/4, so sums are exact whatever order a combiner adds them in."""
     import fastavro
-    money = ["base_passenger_fare", "tolls", "bcf", "sales_tax", "congestion_surcharge", "airport_fee", "tips",
-             "driver_pay", "trip_miles"]
+
+    money = [
+        "base_passenger_fare",
+        "tolls",
+        "bcf",
+        "sales_tax",
+        "congestion_surcharge",
+        "airport_fee",
+        "tips",
+        "driver_pay",
+        "trip_miles",
+    ]
     times = ["request_datetime", "on_scene_datetime", "pickup_datetime", "dropoff_datetime"]
-    schema = {"type": "record", "name": "trip", "fields": [
-        {"name": "hvfhs_license_num", "type": ["null", "string"]},
-        *({"name": t, "type": ["null", "long"]} for t in times),
-        *({"name": m, "type": ["null", "double"]} for m in money),
-        {"name": "trip_time", "type": ["null", "long"]}]}
+    schema = {
+        "type": "record",
+        "name": "trip",
+        "fields": [
+            {"name": "hvfhs_license_num", "type": ["null", "string"]},
+            *({"name": t, "type": ["null", "long"]} for t in times),
+            *({"name": m, "type": ["null", "double"]} for m in money),
+            {"name": "trip_time", "type": ["null", "long"]},
+        ],
+    }
     records = []
     for n in range(60):
         record = {m: rng.randint(1, 80) / 4 for m in money}
@@ -395,9 +534,11 @@ def _read_records(path: str) -> list[str]:
         head = f.read(4)
     if head == b"PAR1":
         import pyarrow.parquet
+
         return [repr(sorted(r.items())) for r in pyarrow.parquet.read_table(path).to_pylist()]
     if head == b"Obj\x01":
         import fastavro
+
         with open(path, "rb") as f:
             return [repr(sorted(r.items())) for r in fastavro.reader(f)]
     with open(path, encoding="utf-8", errors="replace") as f:
@@ -425,6 +566,7 @@ PRE_OPTIMIZE = "--experiments=pre_optimize=all"
 @dataclass
 class Servers:
     """Job servers (and a worker pool or boot script for the environment), started when first needed."""
+
     work: str
     environment: str
     started: dict = field(default_factory=dict)
@@ -446,8 +588,9 @@ class Servers:
         return self.started[name]
 
     def job_server(self, backend: str) -> str:
-        return self._start(f"job-server-{backend}",
-                           "{python} -m reference_runner.jobserver --port {port} --backend " + backend)
+        return self._start(
+            f"job-server-{backend}", "{python} -m reference_runner.jobserver --port {port} --backend " + backend
+        )
 
     def environment_options(self) -> list[str]:
         if self.environment == "loopback":
@@ -455,8 +598,9 @@ class Servers:
         if self.environment == "external":
             # the pool starts each worker as `python -c ...`: that must be this interpreter
             env = {**os.environ, "PATH": os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")}
-            pool = self._start("worker-pool", "{python} -m apache_beam.runners.worker.worker_pool_main "
-                                              "--service_port={port}", env)
+            pool = self._start(
+                "worker-pool", "{python} -m apache_beam.runners.worker.worker_pool_main --service_port={port}", env
+            )
             return ["--environment_type=EXTERNAL", f"--environment_config={pool}"]
         boot = os.path.join(self.work, "boot.sh")
         if not os.path.exists(boot):
@@ -469,8 +613,11 @@ class Servers:
         if mode == "direct":
             return ["--runner=DirectRunner"]
         backend, _, extra = mode.partition("+")
-        return (["--runner=PortableRunner", f"--job_endpoint={self.job_server(backend)}"]
-                + self.environment_options() + ([PRE_OPTIMIZE] if extra else []))
+        return (
+            ["--runner=PortableRunner", f"--job_endpoint={self.job_server(backend)}"]
+            + self.environment_options()
+            + ([PRE_OPTIMIZE] if extra else [])
+        )
 
     def stop(self) -> None:
         for process in self.processes:  # each leads its own process group: a pool's workers go too
@@ -505,8 +652,9 @@ def run_once(example: Example, options: list[str], inputs: str, run_dir: str, ti
         f.write(" ".join(command) + "\n")
     started = time.perf_counter()
     with open(os.path.join(run_dir, "stdout.txt"), "w") as out, open(os.path.join(run_dir, "stderr.txt"), "w") as err:
-        process = subprocess.Popen(command, cwd=work, stdout=out, stderr=err, env=example.environ(),
-                                   start_new_session=True)
+        process = subprocess.Popen(
+            command, cwd=work, stdout=out, stderr=err, env=example.environ(), start_new_session=True
+        )
         try:
             code = process.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
@@ -544,17 +692,18 @@ def failed_before_submission(stderr_path: str) -> bool:
     """PortableRunner's own pre-optimization (--experiments=pre_optimize=...) raised: the job
     never reached a job server, so no runner is involved."""
     text = _read(stderr_path)
-    trace = text[text.rfind("Traceback (most recent call last)"):]
+    trace = text[text.rfind("Traceback (most recent call last)") :]
     return "in _optimize_pipeline" in trace and "portable_runner.py" in trace
 
 
-def run_example(example: Example, modes: list[str], servers: Servers, inputs: str, base: str,
-                timeout: float) -> list[Result]:
+def run_example(
+    example: Example, modes: list[str], servers: Servers, inputs: str, base: str, timeout: float
+) -> list[Result]:
     missing = [m for m in example.needs if not any(importlib.util.find_spec(n) for n in m.split("|"))]
     if missing:
         return [Result(example.name, mode, "skipped", 0.0, f"needs {', '.join(missing)}") for mode in modes]
     results, oracle = [], None
-    for mode in (["direct"] + [m for m in modes if m != "direct"]):
+    for mode in ["direct"] + [m for m in modes if m != "direct"]:
         if mode != "direct" and oracle is None:
             results.append(Result(example.name, mode, "NO ORACLE", 0.0, "not run: DirectRunner failed"))
             continue
@@ -571,8 +720,13 @@ def run_example(example: Example, modes: list[str], servers: Servers, inputs: st
         if code is None:
             result = Result(example.name, mode, "TIMEOUT", seconds, f"no exit within {timeout:.0f} s\n{tail}")
         elif code != 0 and failed_before_submission(os.path.join(run_dir, "stderr.txt")):
-            result = Result(example.name, mode, "SDK FAILED", seconds,
-                            f"the SDK failed preparing the pipeline, before it reached the job server\n{tail}")
+            result = Result(
+                example.name,
+                mode,
+                "SDK FAILED",
+                seconds,
+                f"the SDK failed preparing the pipeline, before it reached the job server\n{tail}",
+            )
         elif code != 0 and refusal and "cannot run this pipeline" in _read(os.path.join(run_dir, "stderr.txt")):
             result = Result(example.name, mode, "REFUSED", seconds, f"refused up front: {refusal}")
         elif code != 0:
@@ -581,8 +735,9 @@ def run_example(example: Example, modes: list[str], servers: Servers, inputs: st
             lines = sorted(example.normalise(outputs))
             if mode == "direct":
                 oracle = lines or None
-                result = Result(example.name, mode, "oracle" if lines else "FAILED", seconds,
-                                "" if lines else "wrote no output")
+                result = Result(
+                    example.name, mode, "oracle" if lines else "FAILED", seconds, "" if lines else "wrote no output"
+                )
             elif lines == oracle:
                 result = Result(example.name, mode, "same", seconds)
             else:
@@ -614,22 +769,39 @@ def select(only: list[str] | None) -> list[Example]:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.sdk_examples", description=__doc__.split("\n\n")[0],
-                                     epilog="\n\n".join(__doc__.split("\n\n")[1:]),
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--only", action="append", metavar="REGEX",
-                        help="run the examples whose name matches REGEX (repeatable; default: all)")
-    parser.add_argument("--modes", default=",".join(MODES),
-                        help=f"comma-separated modes to run (default: all of {','.join(MODES)}); "
-                             "direct always runs, as the oracle")
-    parser.add_argument("--environment", choices=["loopback", "external", "process"], default="loopback",
-                        help="SDK worker environment of the portable modes: LOOPBACK (workers in the submitting "
-                             "process), EXTERNAL (a Beam worker pool this starts), PROCESS (the job server "
-                             "starts `python -m reference_runner.worker.boot` through a boot script)")
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks.sdk_examples",
+        description=__doc__.split("\n\n")[0],
+        epilog="\n\n".join(__doc__.split("\n\n")[1:]),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "--only",
+        action="append",
+        metavar="REGEX",
+        help="run the examples whose name matches REGEX (repeatable; default: all)",
+    )
+    parser.add_argument(
+        "--modes",
+        default=",".join(MODES),
+        help=f"comma-separated modes to run (default: all of {','.join(MODES)}); direct always runs, as the oracle",
+    )
+    parser.add_argument(
+        "--environment",
+        choices=["loopback", "external", "process"],
+        default="loopback",
+        help="SDK worker environment of the portable modes: LOOPBACK (workers in the submitting "
+        "process), EXTERNAL (a Beam worker pool this starts), PROCESS (the job server "
+        "starts `python -m reference_runner.worker.boot` through a boot script)",
+    )
     parser.add_argument("--timeout", type=float, default=300, help="seconds one run may take (default 300)")
-    parser.add_argument("--keep", metavar="DIR", default=None,
-                        help="run in DIR and keep it: inputs, each run's command, stdout, stderr and outputs, "
-                             "the servers' logs (default: a temporary directory, removed)")
+    parser.add_argument(
+        "--keep",
+        metavar="DIR",
+        default=None,
+        help="run in DIR and keep it: inputs, each run's command, stdout, stderr and outputs, "
+        "the servers' logs (default: a temporary directory, removed)",
+    )
     parser.add_argument("--json", metavar="PATH", default=None, help="also write the results as JSON to PATH")
     parser.add_argument("--list", action="store_true", help="list the examples and the skipped ones, then exit")
     return parser
@@ -663,12 +835,14 @@ def main(argv=None) -> int:
         if not args.keep:
             shutil.rmtree(base, ignore_errors=True)
     print_table(results, args.environment)
-    write_json(args.json, {"environment": args.environment,
-                           "results": [r.__dict__ for r in results]})
+    write_json(args.json, {"environment": args.environment, "results": [r.__dict__ for r in results]})
     bad = [r for r in results if r.verdict not in ("oracle", "same", "skipped", "SDK FAILED", "REFUSED")]
     compared = [r for r in results if r.mode != "direct" and r.verdict != "skipped"]
-    print(f"\n{sum(r.verdict == 'same' for r in compared)} of {len(compared)} runs gave DirectRunner's output; "
-          f"{len(bad)} failed or differed", file=sys.stderr)
+    print(
+        f"\n{sum(r.verdict == 'same' for r in compared)} of {len(compared)} runs gave DirectRunner's output; "
+        f"{len(bad)} failed or differed",
+        file=sys.stderr,
+    )
     return 1 if bad else 0
 
 

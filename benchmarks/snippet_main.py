@@ -11,6 +11,7 @@ the snippet hands to its `test` hook is written as text under --output.
         apache_beam.examples.snippets.transforms.aggregation.groupintobatches:groupintobatches \\
         --output out/result --runner=PortableRunner --job_endpoint=localhost:8099 ...
 """
+
 from __future__ import annotations
 
 import argparse
@@ -19,11 +20,13 @@ import sys
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.snippet_main",
-                                     description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.snippet_main", description=__doc__.split("\n\n")[0])
     parser.add_argument("snippet", metavar="MODULE:FUNCTION", help="the snippet function to run")
-    parser.add_argument("--output", required=True,
-                        help="file prefix for the results (one WriteToText per PCollection given to the test hook)")
+    parser.add_argument(
+        "--output",
+        required=True,
+        help="file prefix for the results (one WriteToText per PCollection given to the test hook)",
+    )
     args, pipeline_args = parser.parse_known_args(argv)
     import apache_beam as beam
     from apache_beam.options.pipeline_options import PipelineOptions
@@ -36,8 +39,11 @@ def main(argv=None) -> int:
 
     def write_results(*pcolls):
         for n, pcoll in enumerate(pcolls):
-            _ = (pcoll | f"ToText{n}" >> beam.Map(lambda x: x if isinstance(x, str) else repr(x))
-                 | f"Write{n}" >> beam.io.WriteToText(f"{args.output}-{n}"))
+            _ = (
+                pcoll
+                | f"ToText{n}" >> beam.Map(lambda x: x if isinstance(x, str) else repr(x))
+                | f"Write{n}" >> beam.io.WriteToText(f"{args.output}-{n}")
+            )
 
     module_name, function_name = args.snippet.split(":")
     module = importlib.import_module(module_name)

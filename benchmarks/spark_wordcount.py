@@ -8,6 +8,7 @@ are checked against that (a fast wrong answer is worth nothing).
 
     python -m benchmarks.spark_wordcount --words 10000000 --json reports/benchmark-spark.json
 """
+
 from __future__ import annotations
 
 import argparse
@@ -16,7 +17,6 @@ import operator
 import statistics
 import sys
 import time
-import typing
 
 import apache_beam as beam
 from apache_beam.testing.util import assert_that, equal_to
@@ -43,7 +43,7 @@ def beam_word_count(runner, words: int, chunk_size: int, vocabulary: int, typed:
     split = beam.FlatMap(lambda c, n=chunk_size, v=vocabulary: words_of(n, v, c))
     pair = beam.Map(lambda w: (w, 1))
     if typed:
-        split, pair = split.with_output_types(str), pair.with_output_types(typing.Tuple[str, int])
+        split, pair = split.with_output_types(str), pair.with_output_types(tuple[str, int])
     with beam.Pipeline(runner=runner) as p:
         counts = p | beam.Create(range(words // chunk_size)) | split | pair | beam.CombinePerKey(sum)
         assert_that(counts, equal_to(expected(words, vocabulary)))
@@ -52,9 +52,13 @@ def beam_word_count(runner, words: int, chunk_size: int, vocabulary: int, typed:
 
 def pyspark_word_count(spark, words: int, chunk_size: int, vocabulary: int, partitions: int) -> float:
     started = time.perf_counter()
-    counts = (spark.sparkContext.parallelize(range(words // chunk_size), partitions)
-              .flatMap(lambda c, n=chunk_size, v=vocabulary: words_of(n, v, c))
-              .map(lambda w: (w, 1)).reduceByKey(operator.add).collect())
+    counts = (
+        spark.sparkContext.parallelize(range(words // chunk_size), partitions)
+        .flatMap(lambda c, n=chunk_size, v=vocabulary: words_of(n, v, c))
+        .map(lambda w: (w, 1))
+        .reduceByKey(operator.add)
+        .collect()
+    )
     elapsed = time.perf_counter() - started
     if sorted(counts) != sorted(expected(words, vocabulary)):
         raise AssertionError("hand-written PySpark word count gave a wrong answer")
@@ -65,6 +69,7 @@ def tiny_job(runner) -> float:
     """Create of 3 elements, Map, GroupByKey; checked through a counter of the groups seen."""
     from apache_beam.metrics import Metrics
     from apache_beam.metrics.metric import MetricsFilter
+
     groups = Metrics.counter("benchmark", "groups")
 
     def count(kv):
@@ -73,7 +78,7 @@ def tiny_job(runner) -> float:
 
     started = time.perf_counter()
     p = beam.Pipeline(runner=runner)
-    _ = (p | beam.Create([1, 2, 3]) | beam.Map(lambda x: (x % 2, x)) | beam.GroupByKey() | beam.Map(count))
+    _ = p | beam.Create([1, 2, 3]) | beam.Map(lambda x: (x % 2, x)) | beam.GroupByKey() | beam.Map(count)
     result = p.run()
     result.wait_until_finish()
     elapsed = time.perf_counter() - started
@@ -84,8 +89,7 @@ def tiny_job(runner) -> float:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.spark_wordcount",
-                                     description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.spark_wordcount", description=__doc__.split("\n\n")[0])
     parser.add_argument("--words", type=int, default=10_000_000, help="words to count (default 10M)")
     parser.add_argument("--vocabulary", type=int, default=10_000, help="distinct words (default 10000)")
     parser.add_argument("--chunk", type=int, default=10_000, help="words generated per input element")
@@ -98,13 +102,18 @@ def main(argv=None) -> int:
         parser.error("--words must be a multiple of --vocabulary and of --chunk")
 
     from reference_runner.spark import SparkRunner, session
+
     spark = session.get(args.master)
     partitions = spark.sparkContext.defaultParallelism
     runner = SparkRunner(master=args.master)
     tiny_job(runner)  # warm: Python workers started, code imported
     tiny = [tiny_job(runner) for _ in range(args.tiny_jobs)]
-    figures = {"words": args.words, "master": args.master,
-               "tiny_job_seconds_median": statistics.median(tiny), "tiny_job_seconds": tiny}
+    figures = {
+        "words": args.words,
+        "master": args.master,
+        "tiny_job_seconds_median": statistics.median(tiny),
+        "tiny_job_seconds": tiny,
+    }
     print(f"tiny job on a warm session: median {figures['tiny_job_seconds_median'] * 1000:.0f} ms", file=sys.stderr)
     figures["pyspark_seconds"] = pyspark_word_count(spark, args.words, args.chunk, args.vocabulary, partitions)
     print(f"hand-written PySpark: {figures['pyspark_seconds']:.1f} s", file=sys.stderr)
@@ -112,6 +121,7 @@ def main(argv=None) -> int:
     print(f"Spark backend: {figures['spark_backend_seconds']:.1f} s", file=sys.stderr)
     if not args.skip_fnapi:
         from apache_beam.runners.portability.fn_api_runner import FnApiRunner
+
         figures["fnapi_seconds"] = beam_word_count(FnApiRunner(), args.words, args.chunk, args.vocabulary)
         print(f"FnApiRunner: {figures['fnapi_seconds']:.1f} s", file=sys.stderr)
     # The same jobs with the words declared str (see beam_word_count)

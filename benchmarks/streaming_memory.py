@@ -8,6 +8,7 @@ memory stays flat however long the stream runs.
 Reports elements per second and resident memory (RSS) sampled as the stream goes: peak, and
 at each tenth of the stream. Every window's counts are checked as they come out.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -18,9 +19,9 @@ import time
 
 import apache_beam as beam
 from apache_beam.io.restriction_trackers import OffsetRange, OffsetRestrictionTracker
+from apache_beam.io.watermark_estimators import ManualWatermarkEstimator
 from apache_beam.transforms import window
 from apache_beam.transforms.core import RestrictionProvider
-from apache_beam.io.watermark_estimators import ManualWatermarkEstimator
 from apache_beam.utils.timestamp import Timestamp
 
 from benchmarks.report import write_json
@@ -43,8 +44,12 @@ class Ticks(beam.DoFn):
     """Element i is i % keys at i milliseconds; checkpoints every ``chunk`` elements, telling the
     runner (through its watermark estimator) that nothing earlier will follow."""
 
-    def process(self, element, tracker=beam.DoFn.RestrictionParam(_Range()),
-                estimator=beam.DoFn.WatermarkEstimatorParam(ManualWatermarkEstimator.default_provider())):
+    def process(
+        self,
+        element,
+        tracker=beam.DoFn.RestrictionParam(_Range()),
+        estimator=beam.DoFn.WatermarkEstimatorParam(ManualWatermarkEstimator.default_provider()),
+    ):
         self.chunk_started()
         start = tracker.current_restriction().start
         end = min(tracker.current_restriction().stop, start + element["chunk"])
@@ -63,6 +68,7 @@ class Ticks(beam.DoFn):
 
 class _Progress:
     """Windows seen by the sink, shared with the memory sampler (the runner is in process)."""
+
     lock = threading.Lock()
     windows = 0
     counted = 0
@@ -107,32 +113,45 @@ def main(argv=None) -> int:
     def sample():
         while not done.wait(0.25):
             samples.append((time.perf_counter() - started, _Progress.counted, _rss_mib()))
-            print(f"\r{_Progress.counted / args.elements:6.1%} of the stream, RSS {samples[-1][2]:.0f} MiB",
-                  end="", file=sys.stderr, flush=True)
+            print(
+                f"\r{_Progress.counted / args.elements:6.1%} of the stream, RSS {samples[-1][2]:.0f} MiB",
+                end="",
+                file=sys.stderr,
+                flush=True,
+            )
 
     sampler = threading.Thread(target=sample, daemon=True)
     sampler.start()
     with beam.Pipeline(runner=ReferenceRunner()) as p:
-        (p | beam.Create([{"count": args.elements, "chunk": args.chunk, "keys": args.keys}])
-         | beam.ParDo(Ticks())
-         | beam.WindowInto(window.FixedWindows(args.window))
-         | beam.CombinePerKey(sum)
-         | beam.ParDo(_Sink(per_window // args.keys)))
+        (
+            p
+            | beam.Create([{"count": args.elements, "chunk": args.chunk, "keys": args.keys}])
+            | beam.ParDo(Ticks())
+            | beam.WindowInto(window.FixedWindows(args.window))
+            | beam.CombinePerKey(sum)
+            | beam.ParDo(_Sink(per_window // args.keys))
+        )
     elapsed = time.perf_counter() - started
     done.set()
     sampler.join()
     print(file=sys.stderr)
     expected_windows = args.elements // per_window * args.keys
     if _Progress.wrong or _Progress.windows != expected_windows or _Progress.counted != args.elements:
-        print(f"wrong result: {_Progress.windows} window counts (expected {expected_windows}), "
-              f"{_Progress.counted} elements counted, e.g. {_Progress.wrong}", file=sys.stderr)
+        print(
+            f"wrong result: {_Progress.windows} window counts (expected {expected_windows}), "
+            f"{_Progress.counted} elements counted, e.g. {_Progress.wrong}",
+            file=sys.stderr,
+        )
         return 1
     tenths = {}
     for _, counted, rss in samples:
         tenths.setdefault(min(10, counted * 10 // args.elements), rss)
     figures = {
-        "elements": args.elements, "keys": args.keys, "window_seconds": args.window,
-        "seconds": elapsed, "elements_per_second": args.elements / elapsed,
+        "elements": args.elements,
+        "keys": args.keys,
+        "window_seconds": args.window,
+        "seconds": elapsed,
+        "elements_per_second": args.elements / elapsed,
         "peak_rss_mib": max((rss for _, _, rss in samples), default=_rss_mib()),
         "rss_mib_at_each_tenth": {f"{k * 10}%": round(v, 1) for k, v in sorted(tenths.items())},
     }

@@ -6,6 +6,7 @@ matrix) and names the Beam ValidatesRunner category that tests the same thing,
 so our verdicts line up with Beam's own exclusion lists. Adding a capability is
 adding one entry to CAPABILITIES.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -81,8 +82,11 @@ ROWS = [
     Row("Reshuffle", "misc", "Redistribution that keeps windows and timestamps."),
     Row("Coders", "misc", "Standard coders round-trip through a shuffle."),
     Row("Library transforms", "misc", "Beam's own composite transforms give the results Beam documents."),
-    Row("Submitted pipelines", "misc", "Pipelines as SDKs submit them: pre-optimized, with user types the "
-        "runner cannot import."),
+    Row(
+        "Submitted pipelines",
+        "misc",
+        "Pipelines as SDKs submit them: pre-optimized, with user types the runner cannot import.",
+    ),
 ]
 
 _C = Capability
@@ -92,10 +96,19 @@ CAPABILITIES = [
     _C("pardo.basic", "Map and FlatMap", "ParDo", "ValidatesRunner"),
     _C("pardo.multi_output", "Tagged outputs (declared, undeclared, empty)", "ParDo", "ValidatesRunner"),
     _C("pardo.element_context", "Timestamp, window and pane seen in process", "ParDo", "ValidatesRunner"),
-    _C("pardo.finish_bundle", "Outputs from finish_bundle with explicit timestamp and window", "ParDo", "ValidatesRunner"),
+    _C(
+        "pardo.finish_bundle",
+        "Outputs from finish_bundle with explicit timestamp and window",
+        "ParDo",
+        "ValidatesRunner",
+    ),
     _C("pardo.lifecycle", "DoFn lifecycle order (setup, bundles, teardown)", "ParDo", "UsesParDoLifecycle"),
-    _C("pardo.failure", "A user exception (process, bundle methods, setup) fails the job and surfaces its message",
-       "ParDo", "UsesFailureMessage"),
+    _C(
+        "pardo.failure",
+        "A user exception (process, bundle methods, setup) fails the job and surfaces its message",
+        "ParDo",
+        "UsesFailureMessage",
+    ),
     # Side inputs
     _C("side_inputs.singleton", "Singleton side input, with and without default", "Side Inputs", "UsesSideInputs"),
     _C("side_inputs.iterable", "Iterable side input", "Side Inputs", "UsesSideInputs"),
@@ -103,17 +116,40 @@ CAPABILITIES = [
     _C("side_inputs.dict", "Dict (map) side input", "Side Inputs", "UsesSideInputs"),
     _C("side_inputs.multimap", "Multimap side input", "Side Inputs", "UsesSideInputs"),
     _C("side_inputs.windowed", "Windowed side inputs and window mapping", "Side Inputs", "UsesSideInputs"),
-    _C("side_inputs.large", "An iterable side input of several MB, read whole and read again", "Side Inputs",
-       "UsesSideInputs"),
+    _C(
+        "side_inputs.large",
+        "An iterable side input of several MB, read whole and read again",
+        "Side Inputs",
+        "UsesSideInputs",
+    ),
     _C("side_inputs.multiple", "Several side inputs with different coders", "Side Inputs", "UsesSideInputs"),
-    _C("side_inputs.readiness", "A side input computed downstream of a GroupByKey is complete when read",
-       "Side Inputs", "UsesSideInputs"),
-    _C("side_inputs.missing_window", "A side window with no data resolves to the default", "Side Inputs", "UsesSideInputs"),
+    _C(
+        "side_inputs.readiness",
+        "A side input computed downstream of a GroupByKey is complete when read",
+        "Side Inputs",
+        "UsesSideInputs",
+    ),
+    _C(
+        "side_inputs.missing_window",
+        "A side window with no data resolves to the default",
+        "Side Inputs",
+        "UsesSideInputs",
+    ),
     # Side inputs in streaming (TestStream): per-window readiness and triggered side inputs.
-    _C("side_inputs.streaming_readiness", "A main element waits until its side window is ready (streaming)",
-       "Side Inputs", "UsesTestStream", True),
-    _C("side_inputs.triggered", "Triggered side inputs: the DoFn sees the latest fired pane", "Side Inputs",
-       "UsesTriggeredSideInputs", True),
+    _C(
+        "side_inputs.streaming_readiness",
+        "A main element waits until its side window is ready (streaming)",
+        "Side Inputs",
+        "UsesTestStream",
+        True,
+    ),
+    _C(
+        "side_inputs.triggered",
+        "Triggered side inputs: the DoFn sees the latest fired pane",
+        "Side Inputs",
+        "UsesTriggeredSideInputs",
+        True,
+    ),
     # GroupByKey
     _C("gbk.global", "GroupByKey in the global window", "GroupByKey", "ValidatesRunner"),
     _C("gbk.fixed", "GroupByKey over fixed windows", "Fixed windows", "ValidatesRunner"),
@@ -132,7 +168,12 @@ CAPABILITIES = [
     _C("flatten.basic", "Flatten of several inputs", "Flatten", "ValidatesRunner"),
     _C("flatten.same_input", "The same PCollection flattened several times", "Flatten", "ValidatesRunner"),
     _C("flatten.empty", "Flatten of zero inputs", "Flatten", "ValidatesRunner"),
-    _C("flatten.heterogeneous_coders", "Inputs whose coders differ from the output's", "Flatten", "FlattenWithHeterogeneousCoders"),
+    _C(
+        "flatten.heterogeneous_coders",
+        "Inputs whose coders differ from the output's",
+        "Flatten",
+        "FlattenWithHeterogeneousCoders",
+    ),
     _C("flatten.into_gbk", "Flatten feeding a GroupByKey", "Flatten", "ValidatesRunner"),
     # Combine
     _C("combine.globally", "Combine globally", "Combine", "ValidatesRunner"),
@@ -140,117 +181,281 @@ CAPABILITIES = [
     _C("combine.lifted", "Combiner lifting keeps results exact", "Combine", "ValidatesRunner"),
     _C("combine.side_inputs", "CombineFn with side inputs", "Combine", "UsesSideInputs"),
     _C("combine.lifecycle", "CombineFn setup and teardown", "Combine", "ValidatesRunner"),
-    _C("combine.failure", "An exception in a CombineFn fails the job and surfaces its message", "Combine",
-       "UsesFailureMessage"),
-    _C("combine.timestamp_combiners", "Timestamp combiners: earliest, latest, end of window", "Timestamp control", "ValidatesRunner"),
+    _C(
+        "combine.failure",
+        "An exception in a CombineFn fails the job and surfaces its message",
+        "Combine",
+        "UsesFailureMessage",
+    ),
+    _C(
+        "combine.timestamp_combiners",
+        "Timestamp combiners: earliest, latest, end of window",
+        "Timestamp control",
+        "ValidatesRunner",
+    ),
     # Lateness and triggers: driven by TestStream, so streaming.
     _C("lateness.allowed", "Late panes within allowed lateness", "Allowed lateness", "UsesTestStream", True),
     _C("lateness.dropping", "Data beyond allowed lateness is dropped", "Allowed lateness", "UsesTestStream", True),
-    _C("triggers.event_time", "AfterWatermark with early and late firings", "Event-time triggers", "UsesTestStream", True),
+    _C(
+        "triggers.event_time",
+        "AfterWatermark with early and late firings",
+        "Event-time triggers",
+        "UsesTestStream",
+        True,
+    ),
     _C("triggers.count", "AfterCount", "Count triggers", "UsesTestStream", True),
-    _C("triggers.processing_time", "AfterProcessingTime", "Processing-time triggers", "UsesTestStreamWithProcessingTime", True),
+    _C(
+        "triggers.processing_time",
+        "AfterProcessingTime",
+        "Processing-time triggers",
+        "UsesTestStreamWithProcessingTime",
+        True,
+    ),
     _C("triggers.composite", "AfterAny, AfterAll, AfterEach, Repeatedly", "Composite triggers", "UsesTestStream", True),
     _C("triggers.accumulating", "Accumulating panes", "Accumulating", "UsesTestStream", True),
     _C("triggers.discarding", "Discarding panes", "Discarding", "UsesTestStream", True),
     _C("triggers.pane_info", "PaneInfo fields of fired panes", "Pane info", "UsesTestStream", True),
     # Triggers in batch (no TestStream): what the model fixes whatever the bundling.
-    _C("triggers.batch_count", "Element-count triggers in batch: EARLY panes, then one ON_TIME pane",
-       "Count triggers", "ValidatesRunner"),
+    _C(
+        "triggers.batch_count",
+        "Element-count triggers in batch: EARLY panes, then one ON_TIME pane",
+        "Count triggers",
+        "ValidatesRunner",
+    ),
     _C("triggers.batch_accumulating", "Accumulating panes in batch nest", "Accumulating", "ValidatesRunner"),
-    _C("triggers.batch_discarding", "Discarding panes in batch are disjoint and hold every element once",
-       "Discarding", "ValidatesRunner"),
+    _C(
+        "triggers.batch_discarding",
+        "Discarding panes in batch are disjoint and hold every element once",
+        "Discarding",
+        "ValidatesRunner",
+    ),
     # State
     _C("state.value", "ValueState (ReadModifyWrite)", "Stateful Processing", "UsesStatefulParDo"),
     _C("state.bag", "BagState", "Stateful Processing", "UsesStatefulParDo"),
     _C("state.combining", "CombiningState", "Stateful Processing", "UsesStatefulParDo"),
     _C("state.set", "SetState", "Stateful Processing", "UsesSetState"),
-    _C("state.map", "MapState", "Stateful Processing", "UsesMapState",
-       untestable="the Python SDK has no MapState API, so only Java and Go pipelines send MapState requests"),
+    _C(
+        "state.map",
+        "MapState",
+        "Stateful Processing",
+        "UsesMapState",
+        untestable="the Python SDK has no MapState API, so only Java and Go pipelines send MapState requests",
+    ),
     _C("state.ordered_list", "OrderedListState", "Stateful Processing", "UsesOrderedListState"),
-    _C("state.windowed", "State partitioned per key and window and per transform", "Stateful Processing", "UsesStatefulParDo"),
+    _C(
+        "state.windowed",
+        "State partitioned per key and window and per transform",
+        "Stateful Processing",
+        "UsesStatefulParDo",
+    ),
     _C("state.expiry", "State is cleared when its window expires", "Stateful Processing", "UsesStatefulParDo"),
     # Timers
     _C("timers.event_time", "Event-time timers", "Timers", "UsesTimersInParDo"),
     _C("timers.processing_time", "Processing-time timers", "Timers", "UsesProcessingTimeTimers", True),
-    _C("timers.processing_time_bounded", "Processing-time timers in a bounded pipeline (no TestStream): "
-       "the runner's clock reaches them and the pipeline finishes", "Timers", "UsesProcessingTimeTimers"),
-    _C("timers.strict_ordering", "Timers of a key fire one at a time in timestamp order", "Timers",
-       "UsesStrictTimerOrdering"),
+    _C(
+        "timers.processing_time_bounded",
+        "Processing-time timers in a bounded pipeline (no TestStream): "
+        "the runner's clock reaches them and the pipeline finishes",
+        "Timers",
+        "UsesProcessingTimeTimers",
+    ),
+    _C(
+        "timers.strict_ordering",
+        "Timers of a key fire one at a time in timestamp order",
+        "Timers",
+        "UsesStrictTimerOrdering",
+    ),
     _C("timers.families", "Timer families (dynamic timer ids)", "Timers", "UsesTimerMap"),
     _C("timers.looping", "Looping timers", "Timers", "UsesLoopingTimer"),
     _C("timers.clear_reset", "Clearing and resetting timers", "Timers", "UsesTimersInParDo"),
     _C("timers.output_timestamp", "Timer output timestamps and watermark holds", "Timers", "UsesTimersInParDo"),
     _C("timers.on_window_expiration", "OnWindowExpiration", "Timers", "UsesOnWindowExpiration"),
     _C("timers.time_sorted_input", "Time-sorted input", "Timers", "UsesRequiresTimeSortedInput"),
-    _C("timers.failure", "An exception in a timer callback fails the job and surfaces its message", "Timers",
-       "UsesFailureMessage"),
+    _C(
+        "timers.failure",
+        "An exception in a timer callback fails the job and surfaces its message",
+        "Timers",
+        "UsesFailureMessage",
+    ),
     # Splittable DoFn
-    _C("sdf.initial_splits", "Initial splitting of bounded restrictions", "Bounded splittable DoFn", "UsesBoundedSplittableParDo"),
-    _C("sdf.self_checkpoint", "Self-checkpointing and resumption", "Unbounded splittable DoFn", "UsesUnboundedSplittableParDo", True),
-    _C("sdf.watermark_estimation", "Watermark estimators", "Unbounded splittable DoFn", "UsesUnboundedSplittableParDo", True),
-    _C("sdf.failure", "An exception in a splittable DoFn or its restriction provider fails the job with its message",
-       "Bounded splittable DoFn", "UsesFailureMessage"),
+    _C(
+        "sdf.initial_splits",
+        "Initial splitting of bounded restrictions",
+        "Bounded splittable DoFn",
+        "UsesBoundedSplittableParDo",
+    ),
+    _C(
+        "sdf.self_checkpoint",
+        "Self-checkpointing and resumption",
+        "Unbounded splittable DoFn",
+        "UsesUnboundedSplittableParDo",
+        True,
+    ),
+    _C(
+        "sdf.watermark_estimation",
+        "Watermark estimators",
+        "Unbounded splittable DoFn",
+        "UsesUnboundedSplittableParDo",
+        True,
+    ),
+    _C(
+        "sdf.failure",
+        "An exception in a splittable DoFn or its restriction provider fails the job with its message",
+        "Bounded splittable DoFn",
+        "UsesFailureMessage",
+    ),
     _C("sdf.bundle_finalization", "Bundle finalization callbacks", "Bundle finalization", "UsesBundleFinalizer"),
     # Metrics
     _C("metrics.counters", "Counters", "Metrics", "UsesAttemptedMetrics"),
     _C("metrics.distributions", "Distributions", "Metrics", "UsesAttemptedMetrics"),
     _C("metrics.gauges", "Gauges", "Metrics", "UsesAttemptedMetrics"),
     _C("metrics.committed", "Committed metric values", "Metrics", "UsesCommittedMetrics"),
-    _C("metrics.string_sets", "StringSet metrics: the set of distinct strings added", "Metrics", "UsesStringSetMetrics"),
-    _C("metrics.bounded_tries", "BoundedTrie metrics: the paths added, within the trie's bound", "Metrics",
-       "UsesAttemptedMetrics"),
-    _C("metrics.histograms", "Histogram metrics", "Metrics", "UsesAttemptedMetrics",
-       untestable="Beam 2.77's Python SDK harness reports no user histogram to the runner "
-                  "(HistogramCell.to_runner_api_monitoring_info returns None: worker-local, internal use) "
-                  "and PortableMetrics.query returns no histograms, so a Python pipeline cannot observe one"),
+    _C(
+        "metrics.string_sets", "StringSet metrics: the set of distinct strings added", "Metrics", "UsesStringSetMetrics"
+    ),
+    _C(
+        "metrics.bounded_tries",
+        "BoundedTrie metrics: the paths added, within the trie's bound",
+        "Metrics",
+        "UsesAttemptedMetrics",
+    ),
+    _C(
+        "metrics.histograms",
+        "Histogram metrics",
+        "Metrics",
+        "UsesAttemptedMetrics",
+        untestable="Beam 2.77's Python SDK harness reports no user histogram to the runner "
+        "(HistogramCell.to_runner_api_monitoring_info returns None: worker-local, internal use) "
+        "and PortableMetrics.query returns no histograms, so a Python pipeline cannot observe one",
+    ),
     # Misc
     _C("reshuffle", "Reshuffle keeps elements, timestamps and windows", "Reshuffle", "ValidatesRunner"),
     _C("coders.standard", "Standard coders round-trip through GroupByKey", "Coders", "ValidatesRunner"),
     # Pipelines as SDKs really submit them
-    _C("shapes.pre_optimized", "Pipelines the SDK pre-optimized (packed/lifted combiners, expanded SDFs, "
-       "transcoded Flattens, fused executable stages)", "Submitted pipelines", "ValidatesRunner"),
-    _C("coders.opaque_user_types", "Keys, values and windows of user types the runner cannot import "
-       "(carried as bytes, grouped by encoding)", "Submitted pipelines", "ValidatesRunner"),
-    _C("coders.opaque_user_types.streaming", "User types from a TestStream", "Submitted pipelines",
-       "UsesTestStream", True),
+    _C(
+        "shapes.pre_optimized",
+        "Pipelines the SDK pre-optimized (packed/lifted combiners, expanded SDFs, "
+        "transcoded Flattens, fused executable stages)",
+        "Submitted pipelines",
+        "ValidatesRunner",
+    ),
+    _C(
+        "coders.opaque_user_types",
+        "Keys, values and windows of user types the runner cannot import (carried as bytes, grouped by encoding)",
+        "Submitted pipelines",
+        "ValidatesRunner",
+    ),
+    _C(
+        "coders.opaque_user_types.streaming",
+        "User types from a TestStream",
+        "Submitted pipelines",
+        "UsesTestStream",
+        True,
+    ),
     # Beam's library composites, as users apply them (expansions with state, timers, side inputs)
-    _C("library.group_into_batches", "GroupIntoBatches (plain, with_sharded_key, max_buffering_duration_secs)",
-       "Library transforms", "UsesStatefulParDo"),
-    _C("library.batch_elements", "BatchElements, stateful path (max_batch_duration_secs)", "Library transforms",
-       "UsesStatefulParDo"),
-    _C("library.combine_globally_default", "CombineGlobally with its default over triggered input and in "
-       "non-global windows (without_defaults, as_singleton_view, the construction error)", "Library transforms",
-       "UsesSideInputs"),
-    _C("library.combine_globally_default_streaming", "CombineGlobally with its default over unbounded, triggered "
-       "input (TestStream): the default injection sees one combined value", "Library transforms",
-       "UsesTriggeredSideInputs", True),
-    _C("library.triggered_gbk_side_input", "A GroupByKey with a repeating trigger feeding a side input read per "
-       "window: the latest fired pane of each window", "Library transforms", "UsesTriggeredSideInputs", True),
-    _C("library.reshuffle", "Reshuffle keeps the input's windowing strategy (custom WindowFn, timestamp combiner)",
-       "Library transforms", "ValidatesRunner"),
-    _C("library.reshuffle_streaming", "Reshuffle keeps the panes of triggered input (TestStream)", "Library transforms",
-       "UsesTestStream", True),
-    _C("library.group_by_encrypted_key", "GroupByEncryptedKey (with a local RawSecret)", "Library transforms",
-       "ValidatesRunner"),
-    _C("library.deduplicate", "Deduplicate and DeduplicatePerKey (event-time and processing-time durations)",
-       "Library transforms", "UsesTimersInParDo"),
-    _C("library.deduplicate_streaming", "Deduplicate over a TestStream: copies within the duration dropped, "
-       "a copy after the event-time duration kept", "Library transforms", "UsesTestStream", True),
+    _C(
+        "library.group_into_batches",
+        "GroupIntoBatches (plain, with_sharded_key, max_buffering_duration_secs)",
+        "Library transforms",
+        "UsesStatefulParDo",
+    ),
+    _C(
+        "library.batch_elements",
+        "BatchElements, stateful path (max_batch_duration_secs)",
+        "Library transforms",
+        "UsesStatefulParDo",
+    ),
+    _C(
+        "library.combine_globally_default",
+        "CombineGlobally with its default over triggered input and in "
+        "non-global windows (without_defaults, as_singleton_view, the construction error)",
+        "Library transforms",
+        "UsesSideInputs",
+    ),
+    _C(
+        "library.combine_globally_default_streaming",
+        "CombineGlobally with its default over unbounded, triggered "
+        "input (TestStream): the default injection sees one combined value",
+        "Library transforms",
+        "UsesTriggeredSideInputs",
+        True,
+    ),
+    _C(
+        "library.triggered_gbk_side_input",
+        "A GroupByKey with a repeating trigger feeding a side input read per "
+        "window: the latest fired pane of each window",
+        "Library transforms",
+        "UsesTriggeredSideInputs",
+        True,
+    ),
+    _C(
+        "library.reshuffle",
+        "Reshuffle keeps the input's windowing strategy (custom WindowFn, timestamp combiner)",
+        "Library transforms",
+        "ValidatesRunner",
+    ),
+    _C(
+        "library.reshuffle_streaming",
+        "Reshuffle keeps the panes of triggered input (TestStream)",
+        "Library transforms",
+        "UsesTestStream",
+        True,
+    ),
+    _C(
+        "library.group_by_encrypted_key",
+        "GroupByEncryptedKey (with a local RawSecret)",
+        "Library transforms",
+        "ValidatesRunner",
+    ),
+    _C(
+        "library.deduplicate",
+        "Deduplicate and DeduplicatePerKey (event-time and processing-time durations)",
+        "Library transforms",
+        "UsesTimersInParDo",
+    ),
+    _C(
+        "library.deduplicate_streaming",
+        "Deduplicate over a TestStream: copies within the duration dropped, a copy after the event-time duration kept",
+        "Library transforms",
+        "UsesTestStream",
+        True,
+    ),
     _C("library.distinct", "Distinct, per window", "Library transforms", "ValidatesRunner"),
-    _C("library.top", "Top.Of, Top.PerKey, Largest, Smallest (global, per key, per window, empty)",
-       "Library transforms", "ValidatesRunner"),
+    _C(
+        "library.top",
+        "Top.Of, Top.PerKey, Largest, Smallest (global, per key, per window, empty)",
+        "Library transforms",
+        "ValidatesRunner",
+    ),
     _C("library.sample", "Sample.FixedSizeGlobally, FixedSizePerKey, Any", "Library transforms", "ValidatesRunner"),
     _C("library.latest", "Latest.Globally and Latest.PerKey", "Library transforms", "ValidatesRunner"),
-    _C("library.co_group_by_key", "CoGroupByKey (several inputs, empty inputs, windows)", "Library transforms",
-       "ValidatesRunner"),
+    _C(
+        "library.co_group_by_key",
+        "CoGroupByKey (several inputs, empty inputs, windows)",
+        "Library transforms",
+        "ValidatesRunner",
+    ),
     _C("library.partition", "Partition", "Library transforms", "ValidatesRunner"),
-    _C("library.reify", "Reify.Timestamp, Window, TimestampInValue, WindowInValue", "Library transforms",
-       "ValidatesRunner"),
+    _C(
+        "library.reify",
+        "Reify.Timestamp, Window, TimestampInValue, WindowInValue",
+        "Library transforms",
+        "ValidatesRunner",
+    ),
     _C("library.with_keys", "WithKeys (constant, callable, side input)", "Library transforms", "ValidatesRunner"),
-    _C("library.log_elements", "LogElements passes elements through and logs them", "Library transforms",
-       "ValidatesRunner"),
-    _C("library.periodic_impulse", "PeriodicImpulse and PeriodicSequence without TestStream (unbounded SDF on the "
-       "wall clock)", "Library transforms", "UsesUnboundedSplittableParDo", True),
+    _C(
+        "library.log_elements",
+        "LogElements passes elements through and logs them",
+        "Library transforms",
+        "ValidatesRunner",
+    ),
+    _C(
+        "library.periodic_impulse",
+        "PeriodicImpulse and PeriodicSequence without TestStream (unbounded SDF on the wall clock)",
+        "Library transforms",
+        "UsesUnboundedSplittableParDo",
+        True,
+    ),
 ]
 
 BY_ID = {c.id: c for c in CAPABILITIES}

@@ -14,6 +14,7 @@ Two safeguards keep a check from passing vacuously:
   and an in-process registry), and the case runner fails a case whose checks were
   never confirmed, e.g. because the runner skipped part of the pipeline.
 """
+
 from __future__ import annotations
 
 import threading
@@ -80,10 +81,14 @@ class _Reify(beam.DoFn):
     def __init__(self, part: int):
         self._part = part
 
-    def process(self, value, ts=beam.DoFn.TimestampParam, w=beam.DoFn.WindowParam,
-                pane_info=beam.DoFn.PaneInfoParam):
-        pane = Pane(pane_info.is_first, pane_info.is_last, _TIMING_NAMES[pane_info.timing],
-                    pane_info.index, pane_info.nonspeculative_index)
+    def process(self, value, ts=beam.DoFn.TimestampParam, w=beam.DoFn.WindowParam, pane_info=beam.DoFn.PaneInfoParam):
+        pane = Pane(
+            pane_info.is_first,
+            pane_info.is_last,
+            _TIMING_NAMES[pane_info.timing],
+            pane_info.index,
+            pane_info.nonspeculative_index,
+        )
         yield self._part, Record(_plain(value), elements.to_ms(ts), _window_of(w), pane)
 
 
@@ -105,7 +110,7 @@ class _Verify(beam.DoFn):
                 part, record = r
                 actual[part].append(record)
         failures = []
-        for part, (expected, produced) in enumerate(zip(self._expected, actual)):
+        for part, (expected, produced) in enumerate(zip(self._expected, actual, strict=True)):
             verdict = elements.compare(expected, produced)
             if not verdict.ok:
                 where = f"check '{self._label}'" + (f" part {part}" if len(self._expected) > 1 else "")
@@ -146,16 +151,19 @@ def check_all(parts: list, label: str | None = None) -> str:
         gathered.append(
             pcoll
             | f"{name}/Reify" >> beam.ParDo(_Reify(part))
-            | f"{name}/Global" >> beam.WindowInto(
-                window.GlobalWindows(), trigger=gather_trigger,
-                accumulation_mode=trigger.AccumulationMode.DISCARDING)
-            | f"{name}/Key" >> beam.Map(lambda r: (None, r)))
+            | f"{name}/Global"
+            >> beam.WindowInto(
+                window.GlobalWindows(), trigger=gather_trigger, accumulation_mode=trigger.AccumulationMode.DISCARDING
+            )
+            | f"{name}/Key" >> beam.Map(lambda r: (None, r))
+        )
     sentinel = pipeline | f"{label}/Sentinel" >> beam.Create([(None, _SENTINEL)])
     _ = (
         (*gathered, sentinel)
         | f"{label}/Flatten" >> beam.Flatten()
         | f"{label}/Gather" >> beam.GroupByKey()
-        | f"{label}/Verify" >> beam.ParDo(_Verify(check_id, label, [expected for _, expected in parts])))
+        | f"{label}/Verify" >> beam.ParDo(_Verify(check_id, label, [expected for _, expected in parts]))
+    )
     return check_id
 
 

@@ -1,5 +1,6 @@
 """``beam-conformance``: run the suite on several targets, merge results into the capability
 matrix, and list what the suite knows."""
+
 from __future__ import annotations
 
 import argparse
@@ -42,8 +43,11 @@ def write_reports(result_paths: list[str], out_dir: str, previous: str | None = 
 def _report(args) -> int:
     paths = args.results or sorted(glob.glob(os.path.join(args.results_dir, "results-*.json")))
     if not paths:
-        print(f"beam-conformance report: no results-*.json in {args.results_dir}; run the suite first "
-              "(tox -e conformance, or pytest --pyargs conformance --target NAME)", file=sys.stderr)
+        print(
+            f"beam-conformance report: no results-*.json in {args.results_dir}; run the suite first "
+            "(tox -e conformance, or pytest --pyargs conformance --target NAME)",
+            file=sys.stderr,
+        )
         return 2
     try:
         written = write_reports(paths, args.out, args.previous)
@@ -72,17 +76,33 @@ def _run(args) -> int:
     worst = 0
     for target in [t for value in args.target for t in value.split()]:
         name = results.slug(_target_name(target, args.pytest_args))
-        command = [sys.executable, "-m", "pytest", "--pyargs", "conformance", "--target", target,
-                   "--results-dir", args.results_dir, f"--junitxml={args.results_dir}/junit-{name}.xml",
-                   "-p", "no:cacheprovider", "--show-capture=no", "--tb=short", "-q"]
+        command = [
+            sys.executable,
+            "-m",
+            "pytest",
+            "--pyargs",
+            "conformance",
+            "--target",
+            target,
+            "--results-dir",
+            args.results_dir,
+            f"--junitxml={args.results_dir}/junit-{name}.xml",
+            "-p",
+            "no:cacheprovider",
+            "--show-capture=no",
+            "--tb=short",
+            "-q",
+        ]
         if args.workers != "0":
             command += ["-n", args.workers]
         command += args.pytest_args
         print(f"== beam-conformance: {target}: {' '.join(command[1:])}", flush=True)
         started = time.monotonic()
         code = subprocess.call(command)
-        print(f"== beam-conformance: {target}: pytest exit code {code} after "
-              f"{time.monotonic() - started:.0f}s", flush=True)
+        print(
+            f"== beam-conformance: {target}: pytest exit code {code} after {time.monotonic() - started:.0f}s",
+            flush=True,
+        )
         worst = worst or code
     paths = sorted(glob.glob(os.path.join(args.results_dir, "results-*.json")))
     if paths:
@@ -99,14 +119,16 @@ def _baseline(args) -> int:
         print(f"beam-conformance baseline: {e}", file=sys.stderr)
         return 2
     if os.path.exists(args.output) and not (args.update or args.force):
-        print(f"beam-conformance baseline: {args.output} exists; --update merges this run into it, "
-              "--force replaces it", file=sys.stderr)
+        print(
+            f"beam-conformance baseline: {args.output} exists; --update merges this run into it, --force replaces it",
+            file=sys.stderr,
+        )
         return 2
     if args.update and os.path.exists(args.output):
         try:
             with open(args.output) as f:
                 existing = yaml.safe_load(f) or {}
-            included = Expectations.load(args.output).entries[len(existing.get("known_failures") or []):]
+            included = Expectations.load(args.output).entries[len(existing.get("known_failures") or []) :]
             document, notes = baseline.update(existing, run, included)
         except (OSError, yaml.YAMLError, ExpectationsError) as e:
             print(f"beam-conformance baseline: cannot update {args.output}: {e}", file=sys.stderr)
@@ -120,8 +142,10 @@ def _baseline(args) -> int:
     for note in notes:
         print(f"  {note}")
     failing = sum(1 for c in run["cases"] if c["outcome"] in baseline.FAILING)
-    print(f"wrote {args.output}: {len(document['known_failures'])} entries covering {failing} failing case(s) "
-          f"of {run['target']}; run the suite with --expectations {args.output}")
+    print(
+        f"wrote {args.output}: {len(document['known_failures'])} entries covering {failing} failing case(s) "
+        f"of {run['target']}; run the suite with --expectations {args.output}"
+    )
     return 0
 
 
@@ -147,6 +171,7 @@ def _diff(args) -> int:
 
 def _targets(_args) -> int:
     from conformance import targets
+
     print(targets.describe_all())
     return 0
 
@@ -163,68 +188,105 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="beam-conformance",
         description="Beam runner conformance kit. Run the suite with pytest "
-                    "(pytest --pyargs conformance --target NAME) or with 'run'; 'baseline' turns a run's "
-                    "failures into the runner's expectations file, 'diff' compares two runs, 'report' "
-                    "merges results into the capability matrix.")
+        "(pytest --pyargs conformance --target NAME) or with 'run'; 'baseline' turns a run's "
+        "failures into the runner's expectations file, 'diff' compares two runs, 'report' "
+        "merges results into the capability matrix.",
+    )
     sub = parser.add_subparsers(dest="command", required=True)
-    rep = sub.add_parser("report", help="merge results-<target>.json files into the capability matrix "
-                                        "(Markdown, HTML, JSON and the Beam website's YAML)")
-    rep.add_argument("results", nargs="*",
-                     help="results files to merge (default: every results-*.json in --results-dir); "
-                          "a later file for the same target replaces an earlier one")
+    rep = sub.add_parser(
+        "report",
+        help="merge results-<target>.json files into the capability matrix "
+        "(Markdown, HTML, JSON and the Beam website's YAML)",
+    )
+    rep.add_argument(
+        "results",
+        nargs="*",
+        help="results files to merge (default: every results-*.json in --results-dir); "
+        "a later file for the same target replaces an earlier one",
+    )
     rep.add_argument("--results-dir", default="reports", help="where to look for results (default ./reports)")
     rep.add_argument("--out", default="reports", help="where to write capability-matrix.* (default ./reports)")
-    rep.add_argument("--previous", metavar="RESULTS", default=None,
-                     help="an earlier run (a results file or a directory of results-*.json): each column "
-                          "then shows what changed since it (regressions, fixes)")
+    rep.add_argument(
+        "--previous",
+        metavar="RESULTS",
+        default=None,
+        help="an earlier run (a results file or a directory of results-*.json): each column "
+        "then shows what changed since it (regressions, fixes)",
+    )
     rep.set_defaults(func=_report)
     run = sub.add_parser(
-        "run", help="run the suite against one or more targets, then write the capability matrix; "
-                    "exits non-zero if any run had a regression or an unexpected pass",
-        description="Extra arguments after -- go to pytest, e.g. -- -m 'not streaming' --case-timeout 60.")
-    run.add_argument("--target", action="append", required=True,
-                     help="a target to run (repeat for several, or give several separated by spaces): reference, "
-                          "spark, beam-direct, beam-fnapi, grpc://HOST:PORT, ...")
-    run.add_argument("--workers", default="auto",
-                     help="pytest-xdist workers per run: a number, 'auto' (one per core) or 0 for none "
-                          "(default auto)")
+        "run",
+        help="run the suite against one or more targets, then write the capability matrix; "
+        "exits non-zero if any run had a regression or an unexpected pass",
+        description="Extra arguments after -- go to pytest, e.g. -- -m 'not streaming' --case-timeout 60.",
+    )
+    run.add_argument(
+        "--target",
+        action="append",
+        required=True,
+        help="a target to run (repeat for several, or give several separated by spaces): reference, "
+        "spark, beam-direct, beam-fnapi, grpc://HOST:PORT, ...",
+    )
+    run.add_argument(
+        "--workers",
+        default="auto",
+        help="pytest-xdist workers per run: a number, 'auto' (one per core) or 0 for none (default auto)",
+    )
     run.add_argument("--results-dir", default="reports", help="where results and JUnit XML go (default ./reports)")
     run.add_argument("--out", default="reports", help="where capability-matrix.* go (default ./reports)")
-    run.add_argument("--previous", metavar="RESULTS", default=None,
-                     help="an earlier run (results file or directory): the matrix shows changes since it")
+    run.add_argument(
+        "--previous",
+        metavar="RESULTS",
+        default=None,
+        help="an earlier run (results file or directory): the matrix shows changes since it",
+    )
     run.add_argument("pytest_args", nargs="*", help="passed to pytest after --")
     run.set_defaults(func=_run)
     base = sub.add_parser(
-        "baseline", help="write a runner's expectations file from a run's failures, so the next run is a gate",
+        "baseline",
+        help="write a runner's expectations file from a run's failures, so the next run is a gate",
         description="One known failure per failing case, its reason the case's failure message (edit it); "
-                    "a capability whose cases all fail (two or more, in a run not narrowed with -k/-m) "
-                    "becomes one capability entry. Run the suite again with --expectations FILE.")
+        "a capability whose cases all fail (two or more, in a run not narrowed with -k/-m) "
+        "becomes one capability entry. Run the suite again with --expectations FILE.",
+    )
     base.add_argument("results", metavar="RESULTS.json", help="a results-<target>.json written by the suite")
-    base.add_argument("-o", "--output", required=True, metavar="FILE.yaml",
-                      help="the expectations file to write, e.g. conformance/expectations/<target>.yaml")
-    base.add_argument("--update", action="store_true",
-                      help="merge into the existing file: drop entries whose cases now pass, narrow "
-                           "glob/capability entries to the cases still failing, add new failures; "
-                           "hand-written reasons, issue links, skip and flaky stay (YAML comments do not)")
+    base.add_argument(
+        "-o",
+        "--output",
+        required=True,
+        metavar="FILE.yaml",
+        help="the expectations file to write, e.g. conformance/expectations/<target>.yaml",
+    )
+    base.add_argument(
+        "--update",
+        action="store_true",
+        help="merge into the existing file: drop entries whose cases now pass, narrow "
+        "glob/capability entries to the cases still failing, add new failures; "
+        "hand-written reasons, issue links, skip and flaky stay (YAML comments do not)",
+    )
     base.add_argument("--force", action="store_true", help="replace an existing file instead of refusing")
     base.set_defaults(func=_baseline)
     dif = sub.add_parser(
-        "diff", help="cases whose outcome changed between two runs, as Markdown (for a pull-request "
-                     "comment) and JSON; exits 1 on a regression",
+        "diff",
+        help="cases whose outcome changed between two runs, as Markdown (for a pull-request "
+        "comment) and JSON; exits 1 on a regression",
         description="OLD and NEW are results files or directories of results-*.json, paired by target. "
-                    "A regression is a case that passed in OLD and fails (or errors) in NEW; new cases "
-                    "that fail, fixes and other changes are listed but do not fail the diff. "
-                    "Exit status: 0 no regression, 1 regressions, 2 unreadable input.")
+        "A regression is a case that passed in OLD and fails (or errors) in NEW; new cases "
+        "that fail, fixes and other changes are listed but do not fail the diff. "
+        "Exit status: 0 no regression, 1 regressions, 2 unreadable input.",
+    )
     dif.add_argument("old", metavar="OLD", help="the earlier run (e.g. the main branch's last results)")
     dif.add_argument("new", metavar="NEW", help="the later run")
-    dif.add_argument("--format", choices=["markdown", "json"], default="markdown",
-                     help="what to print on stdout (default markdown)")
+    dif.add_argument(
+        "--format", choices=["markdown", "json"], default="markdown", help="what to print on stdout (default markdown)"
+    )
     dif.add_argument("--markdown", metavar="FILE.md", help="also write the Markdown here")
     dif.add_argument("--json", metavar="FILE.json", help="also write the JSON here")
     dif.set_defaults(func=_diff)
     sub.add_parser("targets", help="list the registered targets").set_defaults(func=_targets)
-    sub.add_parser("capabilities", help="list capability ids, matrix rows and Beam categories"
-                   ).set_defaults(func=_capabilities)
+    sub.add_parser("capabilities", help="list capability ids, matrix rows and Beam categories").set_defaults(
+        func=_capabilities
+    )
     args = parser.parse_args(argv)
     return args.func(args)
 

@@ -4,6 +4,7 @@ Runs are paired by target name. A case's outcome is read as passing (passed, une
 pass), failing (failed, expected failure, error) or skipped; a change of that reading is
 what a reviewer needs: a *regression* (passing before, failing now) fails the diff.
 """
+
 from __future__ import annotations
 
 import glob
@@ -67,10 +68,16 @@ class Change:
 
     def to_json(self) -> dict:
         cap = capabilities.BY_ID.get(self.capability)
-        return {"id": self.id, "capability": self.capability,
-                "capability_title": cap.title if cap else self.capability,
-                "matrix_row": cap.row if cap else "Other",
-                "kind": self.kind, "before": self.before, "after": self.after, "message": self.message}
+        return {
+            "id": self.id,
+            "capability": self.capability,
+            "capability_title": cap.title if cap else self.capability,
+            "matrix_row": cap.row if cap else "Other",
+            "kind": self.kind,
+            "before": self.before,
+            "after": self.after,
+            "message": self.message,
+        }
 
 
 @dataclass
@@ -95,11 +102,15 @@ class TargetDiff:
         return f"{s.get('passed', 0) + s.get('unexpected-pass', 0)}/{ran}"
 
     def to_json(self) -> dict:
-        return {"target": self.target, "old": self.passing(self.old), "new": self.passing(self.new),
-                "only_in": None if self.old and self.new else ("new" if self.new else "old"),
-                "regressions": len(self.regressions),
-                "counts": {k: len(self.of_kind(k)) for k in KINDS if self.of_kind(k)},
-                "changes": [c.to_json() for c in self.changes]}
+        return {
+            "target": self.target,
+            "old": self.passing(self.old),
+            "new": self.passing(self.new),
+            "only_in": None if self.old and self.new else ("new" if self.new else "old"),
+            "regressions": len(self.regressions),
+            "counts": {k: len(self.of_kind(k)) for k in KINDS if self.of_kind(k)},
+            "changes": [c.to_json() for c in self.changes],
+        }
 
 
 def compare(old: dict | None, new: dict | None) -> TargetDiff:
@@ -116,8 +127,7 @@ def compare(old: dict | None, new: dict | None) -> TargetDiff:
                 continue
             record = a or b
             message = (a or {}).get("message", "") if kind != "removed" else ""
-            changes.append(Change(case_id, record["capability"], kind, b and b["outcome"],
-                                  a and a["outcome"], message))
+            changes.append(Change(case_id, record["capability"], kind, b and b["outcome"], a and a["outcome"], message))
     return TargetDiff(target, old, new, changes)
 
 
@@ -144,11 +154,15 @@ def compare_runs(old: dict[str, dict], new: dict[str, dict]) -> list[TargetDiff]
 
 
 def to_json(diffs: list[TargetDiff]) -> dict:
-    return {"format": FORMAT, "regressions": sum(len(d.regressions) for d in diffs),
-            "targets": [d.to_json() for d in diffs]}
+    return {
+        "format": FORMAT,
+        "regressions": sum(len(d.regressions) for d in diffs),
+        "targets": [d.to_json() for d in diffs],
+    }
 
 
 # --------------------------------------------------------------------------- Markdown
+
 
 def _esc(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ").replace("<", "&lt;")
@@ -159,15 +173,24 @@ def _first_line(message: str, limit: int = 160) -> str:
     if not lines:
         return ""
     # a failed job's first line only says so; its last names the error
-    text = lines[-1] if lines[0].startswith("the job failed on") else (
-        lines[1] if lines[0].startswith("output differs") and len(lines) > 1 else lines[0])
-    return text if len(text) <= limit else text[:limit - 3] + "..."
+    text = (
+        lines[-1]
+        if lines[0].startswith("the job failed on")
+        else (lines[1] if lines[0].startswith("output differs") and len(lines) > 1 else lines[0])
+    )
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def _table(changes: list[Change]) -> list[str]:
     out = ["| capability | case | before | now | message |", "|---|---|---|---|---|"]
-    ordered = sorted(changes, key=lambda c: (capabilities.BY_ID[c.capability].row
-                                             if c.capability in capabilities.BY_ID else "~", c.capability, c.id))
+    ordered = sorted(
+        changes,
+        key=lambda c: (
+            capabilities.BY_ID[c.capability].row if c.capability in capabilities.BY_ID else "~",
+            c.capability,
+            c.id,
+        ),
+    )
     last = None
     for c in ordered:
         cap = capabilities.BY_ID.get(c.capability)
@@ -183,8 +206,9 @@ def summary_line(d: TargetDiff) -> str:
     return ", ".join(f"{len(d.of_kind(k))} {k}" for k in KINDS if d.of_kind(k)) or "no changes"
 
 
-def to_markdown(diffs: list[TargetDiff], title: str = "Beam conformance: changes since the previous run",
-                marker: bool = True) -> str:
+def to_markdown(
+    diffs: list[TargetDiff], title: str = "Beam conformance: changes since the previous run", marker: bool = True
+) -> str:
     out = ([MARKER] if marker else []) + [f"## {title}", ""]
     total = sum(len(d.regressions) for d in diffs)
     out.append(f"**{total} regression{'' if total == 1 else 's'}**" if total else "**No regressions.**")
@@ -194,8 +218,12 @@ def to_markdown(diffs: list[TargetDiff], title: str = "Beam conformance: changes
             where = "the new run" if d.new else "the previous run"
             out += [f"### {d.target}", "", f"Only in {where}: nothing to compare.", ""]
             continue
-        out += [f"### {d.target}", "",
-                f"Passing {d.passing(d.old)} before, {d.passing(d.new)} now; {summary_line(d)}.", ""]
+        out += [
+            f"### {d.target}",
+            "",
+            f"Passing {d.passing(d.old)} before, {d.passing(d.new)} now; {summary_line(d)}.",
+            "",
+        ]
         for kind, (heading, fails) in KINDS.items():
             changes = d.of_kind(kind)
             if not changes:
@@ -203,6 +231,9 @@ def to_markdown(diffs: list[TargetDiff], title: str = "Beam conformance: changes
             if fails or kind in ("new-failing", "fixed"):
                 out += [f"#### {heading} ({len(changes)})", ""] + _table(changes) + [""]
             else:  # the rest folded, so the comment stays short
-                out += [f"<details><summary>{heading} ({len(changes)})</summary>", ""] + _table(changes) \
+                out += (
+                    [f"<details><summary>{heading} ({len(changes)})</summary>", ""]
+                    + _table(changes)
                     + ["", "</details>", ""]
+                )
     return "\n".join(out).rstrip() + "\n"

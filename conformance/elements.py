@@ -10,11 +10,13 @@ the global window is compared with a 1 ms tolerance: Python's
 ``GlobalWindow().max_timestamp()`` lies 1 us below Java's and so encodes 1 ms
 lower (see SEMANTICS.md, section 1).
 """
+
 from __future__ import annotations
 
 import collections
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any
 
 # Millisecond values of Beam's time constants.
 MIN_TIMESTAMP_MS = -9223372036854775
@@ -38,6 +40,7 @@ ANY = _Any()
 
 # ---------------------------------------------------------------------------
 # Normalised forms: everything reduced to hashable tuples of ints and strings.
+
 
 def to_ms(seconds_or_ms: Any, *, unit: str = "s") -> int:
     """Seconds (int, float or Beam Timestamp) to whole milliseconds, floored."""
@@ -71,6 +74,7 @@ def canon(value: Any) -> Any:
 @dataclass(frozen=True)
 class Window:
     """A window in expectations: ``W(0, 10)`` is [0 s, 10 s); ``GLOBAL`` the global window."""
+
     start_ms: int | None = None
     end_ms: int | None = None
 
@@ -97,6 +101,7 @@ def W(start: float, end: float) -> Window:  # noqa: N802 - reads like the notati
 @dataclass(frozen=True)
 class Pane:
     """A (possibly partial) PaneInfo: fields left as None are not checked."""
+
     first: bool | None = None
     last: bool | None = None
     timing: str | None = None
@@ -140,6 +145,7 @@ NO_FIRING = Pane(True, True, "UNKNOWN", 0, 0)
 @dataclass(frozen=True)
 class Record:
     """One element as a runner produced it, in one window."""
+
     value: Any
     timestamp_ms: int
     window: Window
@@ -157,6 +163,7 @@ class Record:
 @dataclass(frozen=True)
 class Elem:
     """An expected element; fields left as ANY are not checked."""
+
     value: Any
     timestamp: Any = ANY
     window: Any = ANY
@@ -226,9 +233,11 @@ def record_key(record: Record, fields) -> tuple:
 # ---------------------------------------------------------------------------
 # Expectations other than "exactly these elements".
 
+
 @dataclass(frozen=True)
 class OneOf:
     """Any of several outcomes is correct (e.g. pane contents that depend on bundling)."""
+
     alternatives: tuple
 
 
@@ -239,6 +248,7 @@ def one_of(*alternatives: Iterable) -> OneOf:
 @dataclass(frozen=True)
 class Satisfies:
     """A predicate over every produced Record; it returns False or raises AssertionError to fail."""
+
     predicate: Callable[[list], Any]
     description: str
 
@@ -249,6 +259,7 @@ def satisfies(predicate: Callable[[list], Any], description: str) -> Satisfies:
 
 # ---------------------------------------------------------------------------
 # Comparison.
+
 
 @dataclass
 class Verdict:
@@ -268,7 +279,8 @@ def compare_exact(expected: Iterable, actual: list[Record]) -> Verdict:
     if len(field_sets) > 1:
         raise ValueError(
             "every expected element of one check must specify the same fields "
-            f"(value/timestamp/window/pane); got {sorted(map(str, field_sets))}")
+            f"(value/timestamp/window/pane); got {sorted(map(str, field_sets))}"
+        )
     fields = field_sets.pop() if field_sets else ("value",)
     want = collections.Counter(e.key(fields) for e in elems)
     got = collections.Counter(record_key(r, fields) for r in actual)
@@ -310,6 +322,7 @@ def compare(expected: Any, actual: list[Record]) -> Verdict:
 # ---------------------------------------------------------------------------
 # Text.
 
+
 def _fmt_ms(ms: int | None) -> str:
     if ms is None:
         return "?"
@@ -332,8 +345,10 @@ def _listing(title: str, items: Sequence, limit: int = 50) -> str:
 
 def _diff_text(fields, missing, unexpected, n_expected, actual) -> str:
     checked = ", ".join(f if isinstance(f, str) else "pane" for f in fields)
-    head = (f"expected {n_expected} element(s), runner produced {len(actual)}; "
-            f"{len(missing)} missing, {len(unexpected)} unexpected (checked: {checked})")
+    head = (
+        f"expected {n_expected} element(s), runner produced {len(actual)}; "
+        f"{len(missing)} missing, {len(unexpected)} unexpected (checked: {checked})"
+    )
     parts = [head]
     if missing:
         parts.append(_listing("missing (expected, not produced)", missing))

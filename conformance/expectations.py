@@ -19,6 +19,7 @@ A known failure that fails is reported as an expected failure; one that passes i
 an unexpected pass, which fails the run so the file stays true (unless it is marked
 flaky: then a pass is reported as passed, with the entry's reason attached).
 """
+
 from __future__ import annotations
 
 import fnmatch
@@ -64,11 +65,11 @@ class Expectations:
         self._used: set[int] = set()
 
     @classmethod
-    def empty(cls) -> "Expectations":
+    def empty(cls) -> Expectations:
         return cls([])
 
     @classmethod
-    def load(cls, path: str, _depth: int = 0) -> "Expectations":
+    def load(cls, path: str, _depth: int = 0) -> Expectations:
         try:
             with open(path) as f:
                 data = yaml.safe_load(f) or {}
@@ -121,10 +122,17 @@ def parse(data, source: str = "<data>") -> list[KnownFailure]:
         reason = item.get("reason")
         if not isinstance(reason, str) or not reason.strip():
             raise ExpectationsError(f"{where}: every known failure needs a 'reason'")
-        if capability is not None and capability not in capabilities.BY_ID \
-                and capability not in capabilities.GROUPS:
+        if capability is not None and capability not in capabilities.BY_ID and capability not in capabilities.GROUPS:
             raise ExpectationsError(f"{where}: unknown capability {capability!r}")
-        entries.append(KnownFailure(reason.strip(), case, capability, item.get("issue"),
-                                    bool(item.get("skip", False)), bool(item.get("flaky", False)),
-                                    source))
+        entries.append(
+            KnownFailure(
+                reason.strip(),
+                case,
+                capability,
+                item.get("issue"),
+                bool(item.get("skip", False)),
+                bool(item.get("flaky", False)),
+                source,
+            )
+        )
     return entries

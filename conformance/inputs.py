@@ -1,4 +1,5 @@
 """Small transforms that give test input its event timestamps (times in seconds)."""
+
 from __future__ import annotations
 
 import apache_beam as beam
@@ -17,6 +18,8 @@ def value_at_time(label: str = "Stamp"):
 
 def keyed_input(p: beam.Pipeline, items, label: str = "Input") -> beam.PCollection:
     """(key, value) pairs from (key, value, t) triples, each timestamped at its t."""
-    return (p
-            | label >> beam.Create(items)
-            | f"{label}/Stamp" >> beam.Map(lambda kvt: TimestampedValue((kvt[0], kvt[1]), kvt[2])))
+    return (
+        p
+        | label >> beam.Create(items)
+        | f"{label}/Stamp" >> beam.Map(lambda kvt: TimestampedValue((kvt[0], kvt[1]), kvt[2]))
+    )

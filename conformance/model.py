@@ -5,10 +5,12 @@ runner produced. Everything is pure Python over integer milliseconds: an element
 ``Elem(value, timestamp_ms, window)`` and a key-value element has ``value == (key, v)``.
 All input is on time (batch): no triggers, lateness or watermark holds are modelled.
 """
+
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Callable, Iterable, NamedTuple
+from typing import NamedTuple
 
 from conformance.elements import END_OF_GLOBAL_WINDOW_MS
 
@@ -19,6 +21,7 @@ END_OF_WINDOW, EARLIEST, LATEST = "END_OF_WINDOW", "EARLIEST", "LATEST"
 class Interval:
     """The window [start, end) in ms. Its max timestamp, the latest instant inside it, is end - 1 ms
     (our records are ms-precise), before the epoch as after it."""
+
     start: int
     end: int
 
@@ -30,6 +33,7 @@ class Interval:
 @dataclass(frozen=True)
 class Global:
     """The single global window; its max timestamp is END_OF_GLOBAL_WINDOW (MAX - 1 day)."""
+
     max_timestamp: int = END_OF_GLOBAL_WINDOW_MS
 
 
@@ -38,6 +42,7 @@ GLOBAL = Global()
 
 class Elem(NamedTuple):
     """One element in one window (an element in k windows is k Elems)."""
+
     value: object
     timestamp: int
     window: object = GLOBAL
@@ -121,8 +126,7 @@ def key_identity(key) -> tuple:
 def combine_timestamps(timestamps: list[int], window, timestamp_combiner: str) -> int:
     """The output timestamp of a pane: END_OF_WINDOW -> the window's max timestamp,
     EARLIEST -> the minimum input timestamp, LATEST -> the maximum (no shifting, BEAM-12011)."""
-    return {END_OF_WINDOW: window.max_timestamp, EARLIEST: min(timestamps),
-            LATEST: max(timestamps)}[timestamp_combiner]
+    return {END_OF_WINDOW: window.max_timestamp, EARLIEST: min(timestamps), LATEST: max(timestamps)}[timestamp_combiner]
 
 
 def group_by_key(elems: Iterable[Elem], windowfn, timestamp_combiner: str = END_OF_WINDOW) -> list[Elem]:
@@ -146,11 +150,14 @@ def group_by_key(elems: Iterable[Elem], windowfn, timestamp_combiner: str = END_
     return out
 
 
-def combine_per_key(elems: Iterable[Elem], windowfn, fn: Callable[[list], object],
-                    timestamp_combiner: str = END_OF_WINDOW) -> list[Elem]:
+def combine_per_key(
+    elems: Iterable[Elem], windowfn, fn: Callable[[list], object], timestamp_combiner: str = END_OF_WINDOW
+) -> list[Elem]:
     """GroupByKey then ``fn`` over each group's values: same keys, windows and timestamps."""
-    return [Elem((g.value[0], fn(g.value[1])), g.timestamp, g.window)
-            for g in group_by_key(elems, windowfn, timestamp_combiner)]
+    return [
+        Elem((g.value[0], fn(g.value[1])), g.timestamp, g.window)
+        for g in group_by_key(elems, windowfn, timestamp_combiner)
+    ]
 
 
 def flatten(*pcollections: Iterable[Elem]) -> list[Elem]:

@@ -3,6 +3,7 @@
 Registered through the ``pytest11`` entry point, so ``pytest --pyargs conformance``
 works from any project that installed the kit.
 """
+
 from __future__ import annotations
 
 import os
@@ -26,54 +27,103 @@ _STARTED = pytest.StashKey[float]()
 
 def pytest_addoption(parser):
     group = parser.getgroup("beam-conformance", "Beam runner conformance suite")
-    group.addoption("--target", default=os.environ.get("BEAM_CONFORMANCE_TARGET", DEFAULT_TARGET),
-                    help="runner to test: beam-direct, beam-fnapi, grpc://HOST:PORT (any Beam Job API "
-                         "endpoint), or grpc with --job-server-cmd. Default: $BEAM_CONFORMANCE_TARGET "
-                         f"or {DEFAULT_TARGET}. --target=list shows every registered target.")
-    group.addoption("--target-name", default=None,
-                    help="column name for this runner in results and the capability matrix "
-                         "(default: derived from --target)")
-    group.addoption("--expectations", default=None, metavar="FILE.yaml",
-                    help="known failures of this runner (by case id glob or capability, each with a "
-                         "reason). Default: conformance/expectations/<target-name>.yaml if it exists. "
-                         "Pass 'none' to expect every case to pass.")
-    group.addoption("--environment-type", default="LOOPBACK",
-                    choices=["LOOPBACK", "EXTERNAL", "PROCESS", "DOCKER"], type=str.upper,
-                    help="grpc targets: SDK worker environment requested from the runner (default LOOPBACK: "
-                         "a worker in this process that the runner reaches on localhost). EXTERNAL without "
-                         "--environment-config: the session starts Beam's Python worker pool for the runner "
-                         "to reach at --worker-pool-host (a runner in a container or on another host). "
-                         "PROCESS without a config: the runner starts the kit's boot command on its machine.")
-    group.addoption("--environment-config", default=None,
-                    help="grpc targets: environment config as Beam takes it (EXTERNAL: HOST:PORT of a worker "
-                         "pool you run; PROCESS: '{\"command\": \"/path/to/boot\"}'; DOCKER: an image)")
-    group.addoption("--worker-pool-host", default="127.0.0.1", metavar="HOST",
-                    help="EXTERNAL without a config: the address of this machine as the runner sees it, "
-                         "e.g. the docker bridge gateway (172.17.0.1) for a job server in a container; "
-                         "default 127.0.0.1, right for a job server on this machine. The pool listens on "
-                         "every interface.")
-    group.addoption("--worker-pool-port", type=int, default=0, metavar="PORT",
-                    help="EXTERNAL without a config: the worker pool's port (default: a free one)")
-    group.addoption("--job-server-cmd", default=None, metavar="'CMD ... {port}'",
-                    help="grpc targets: start this job server for the session on a free loopback port "
-                         "({port} is replaced), wait until it answers, stop it at the end")
-    group.addoption("--job-server-timeout", type=float, default=60.0, metavar="SECONDS",
-                    help="how long to wait for a job server to answer (default 60)")
-    group.addoption("--case-timeout", type=float, default=DEFAULT_CASE_TIMEOUT, metavar="SECONDS",
-                    help=f"time limit of one case, so a hanging runner cannot hang the suite "
-                         f"(default {DEFAULT_CASE_TIMEOUT:g})")
-    group.addoption("--results-dir", default="reports", metavar="DIR",
-                    help="where results-<target>.json is written (default ./reports)")
-    group.addoption("--no-results", action="store_true",
-                    help="do not write results-<target>.json")
-    group.addoption("--pipeline-shape", default=None, choices=list(shapes.SHAPES), metavar="SHAPE",
-                    help="submit every pipeline as Beam's Python SDK does after pre-optimizing it "
-                         "(--experiments=pre_optimize=SHAPE): "
-                         + "; ".join(f"{k}: {v}" for k, v in shapes.SHAPES.items())
-                         + ". Default: as built (grpc targets: the client's default rewrite)")
-    group.addoption("--trust-unconfirmed-checks", action="store_true",
-                    help="accept output checks that cannot be confirmed because the runner reports no "
-                         "metrics and its workers run out of process")
+    group.addoption(
+        "--target",
+        default=os.environ.get("BEAM_CONFORMANCE_TARGET", DEFAULT_TARGET),
+        help="runner to test: beam-direct, beam-fnapi, grpc://HOST:PORT (any Beam Job API "
+        "endpoint), or grpc with --job-server-cmd. Default: $BEAM_CONFORMANCE_TARGET "
+        f"or {DEFAULT_TARGET}. --target=list shows every registered target.",
+    )
+    group.addoption(
+        "--target-name",
+        default=None,
+        help="column name for this runner in results and the capability matrix (default: derived from --target)",
+    )
+    group.addoption(
+        "--expectations",
+        default=None,
+        metavar="FILE.yaml",
+        help="known failures of this runner (by case id glob or capability, each with a "
+        "reason). Default: conformance/expectations/<target-name>.yaml if it exists. "
+        "Pass 'none' to expect every case to pass.",
+    )
+    group.addoption(
+        "--environment-type",
+        default="LOOPBACK",
+        choices=["LOOPBACK", "EXTERNAL", "PROCESS", "DOCKER"],
+        type=str.upper,
+        help="grpc targets: SDK worker environment requested from the runner (default LOOPBACK: "
+        "a worker in this process that the runner reaches on localhost). EXTERNAL without "
+        "--environment-config: the session starts Beam's Python worker pool for the runner "
+        "to reach at --worker-pool-host (a runner in a container or on another host). "
+        "PROCESS without a config: the runner starts the kit's boot command on its machine.",
+    )
+    group.addoption(
+        "--environment-config",
+        default=None,
+        help="grpc targets: environment config as Beam takes it (EXTERNAL: HOST:PORT of a worker "
+        'pool you run; PROCESS: \'{"command": "/path/to/boot"}\'; DOCKER: an image)',
+    )
+    group.addoption(
+        "--worker-pool-host",
+        default="127.0.0.1",
+        metavar="HOST",
+        help="EXTERNAL without a config: the address of this machine as the runner sees it, "
+        "e.g. the docker bridge gateway (172.17.0.1) for a job server in a container; "
+        "default 127.0.0.1, right for a job server on this machine. The pool listens on "
+        "every interface.",
+    )
+    group.addoption(
+        "--worker-pool-port",
+        type=int,
+        default=0,
+        metavar="PORT",
+        help="EXTERNAL without a config: the worker pool's port (default: a free one)",
+    )
+    group.addoption(
+        "--job-server-cmd",
+        default=None,
+        metavar="'CMD ... {port}'",
+        help="grpc targets: start this job server for the session on a free loopback port "
+        "({port} is replaced), wait until it answers, stop it at the end",
+    )
+    group.addoption(
+        "--job-server-timeout",
+        type=float,
+        default=60.0,
+        metavar="SECONDS",
+        help="how long to wait for a job server to answer (default 60)",
+    )
+    group.addoption(
+        "--case-timeout",
+        type=float,
+        default=DEFAULT_CASE_TIMEOUT,
+        metavar="SECONDS",
+        help=f"time limit of one case, so a hanging runner cannot hang the suite (default {DEFAULT_CASE_TIMEOUT:g})",
+    )
+    group.addoption(
+        "--results-dir",
+        default="reports",
+        metavar="DIR",
+        help="where results-<target>.json is written (default ./reports)",
+    )
+    group.addoption("--no-results", action="store_true", help="do not write results-<target>.json")
+    group.addoption(
+        "--pipeline-shape",
+        default=None,
+        choices=list(shapes.SHAPES),
+        metavar="SHAPE",
+        help="submit every pipeline as Beam's Python SDK does after pre-optimizing it "
+        "(--experiments=pre_optimize=SHAPE): "
+        + "; ".join(f"{k}: {v}" for k, v in shapes.SHAPES.items())
+        + ". Default: as built (grpc targets: the client's default rewrite)",
+    )
+    group.addoption(
+        "--trust-unconfirmed-checks",
+        action="store_true",
+        help="accept output checks that cannot be confirmed because the runner reports no "
+        "metrics and its workers run out of process",
+    )
 
 
 class CaseInfo:
@@ -84,6 +134,7 @@ class CaseInfo:
 
 
 # --------------------------------------------------------------------------- configuration
+
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "capability(id): the capability a conformance case exercises")
@@ -140,16 +191,19 @@ def _load_expectations(config) -> Expectations:
 
 def pytest_report_header(config):
     expectations = config.stash[_EXPECTATIONS]
-    return [f"beam-conformance: target {config.getoption('target')}, expectations "
-            f"{expectations.path or '(none)'} ({len(expectations.entries)} known failures)"]
+    return [
+        f"beam-conformance: target {config.getoption('target')}, expectations "
+        f"{expectations.path or '(none)'} ({len(expectations.entries)} known failures)"
+    ]
 
 
 # --------------------------------------------------------------------------- collection
 
+
 def case_id_of(item) -> str:
     module = item.module.__name__.rsplit(".", 1)[-1]
-    module = module[len("test_"):] if module.startswith("test_") else module
-    name = item.name[len("test_"):] if item.name.startswith("test_") else item.name
+    module = module[len("test_") :] if module.startswith("test_") else module
+    name = item.name[len("test_") :] if item.name.startswith("test_") else item.name
     return f"{module}/{name}"
 
 
@@ -197,6 +251,7 @@ def pytest_collection_modifyitems(session, config, items):
 
 # --------------------------------------------------------------------------- fixtures
 
+
 @pytest.fixture(scope="session")
 def conformance_target(request):
     config = request.config
@@ -221,6 +276,7 @@ def runner(request, conformance_target) -> targets.CaseRunner:
 
 # --------------------------------------------------------------------------- outcomes
 
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item, call):
     outcome = yield
@@ -240,9 +296,11 @@ def pytest_runtest_makereport(item, call):
             kind, message = "passed", f"passed this time; known to fail in some runs: {case.known.describe()}"
         elif case.known is not None and report.passed:
             report.outcome = "failed"
-            report.longrepr = (f"UNEXPECTED PASS: {case.id} passed but is listed as a known failure "
-                               f"in {case.known.source} ({case.known.describe()}). "
-                               "Remove the entry so the expectations stay true.")
+            report.longrepr = (
+                f"UNEXPECTED PASS: {case.id} passed but is listed as a known failure "
+                f"in {case.known.source} ({case.known.describe()}). "
+                "Remove the entry so the expectations stay true."
+            )
             message = report.longrepr
             kind = "unexpected-pass"
         else:
@@ -257,10 +315,15 @@ def pytest_runtest_makereport(item, call):
     if kind is None:
         return
     cap = case.capability
-    report.user_properties.extend([
-        ("case_id", case.id), ("capability", cap.id), ("beam_category", cap.beam_category),
-        ("conformance_outcome", kind), ("conformance_message", message[:8000]),
-    ])
+    report.user_properties.extend(
+        [
+            ("case_id", case.id),
+            ("capability", cap.id),
+            ("beam_category", cap.beam_category),
+            ("conformance_outcome", kind),
+            ("conformance_message", message[:8000]),
+        ]
+    )
     if case.known is not None:
         report.user_properties.append(("known_failure", case.known.describe()))
 
@@ -297,14 +360,16 @@ class _Recorder:
     def pytest_itemcollected(self, item):
         module = getattr(item, "module", None)
         if module is not None and module.__name__.startswith(CASES_PACKAGE):
-            self.case_modules.add(module.__name__[len(CASES_PACKAGE):])
+            self.case_modules.add(module.__name__[len(CASES_PACKAGE) :])
 
     def pytest_deselected(self, items):
         self.deselected += sum(1 for item in items if _is_case(item))
 
     def selection(self) -> dict:
         import pkgutil
+
         import conformance.cases
+
         packaged = {m.name for m in pkgutil.iter_modules(conformance.cases.__path__) if m.name.startswith("test_")}
         return {"deselected": self.deselected, "case_modules_not_collected": sorted(packaged - self.case_modules)}
 
@@ -355,8 +420,6 @@ class _Recorder:
         )
 
 
-
-
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
     recorder = config.stash[_RECORDER]
     records = list(recorder.records.values())
@@ -365,16 +428,18 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     counts = results.summarize(records)
     terminalreporter.section("beam-conformance")
     terminalreporter.write_line(
-        f"target {config.getoption('target')}: " + ", ".join(f"{n} {k}" for k, n in counts.items() if n))
+        f"target {config.getoption('target')}: " + ", ".join(f"{n} {k}" for k, n in counts.items() if n)
+    )
     if recorder.results_path:
-        terminalreporter.write_line(f"results: {recorder.results_path} "
-                                    "(merge runs with `beam-conformance report`)")
+        terminalreporter.write_line(f"results: {recorder.results_path} (merge runs with `beam-conformance report`)")
     expectations = config.stash[_EXPECTATIONS]
     run_ids = [r["id"] for r in records]
-    stale = [e for e in expectations.entries
-             if not any(e.matches(r["id"], r["capability"]) for r in records)]
+    stale = [e for e in expectations.entries if not any(e.matches(r["id"], r["capability"]) for r in records)]
     if stale and len(run_ids) >= 50:  # only meaningful when (most of) the suite ran
-        terminalreporter.write_line(f"{len(stale)} known-failure entr{'y' if len(stale) == 1 else 'ies'} "
-                                    f"in {expectations.path} matched no case:", yellow=True)
+        terminalreporter.write_line(
+            f"{len(stale)} known-failure entr{'y' if len(stale) == 1 else 'ies'} "
+            f"in {expectations.path} matched no case:",
+            yellow=True,
+        )
         for e in stale:
             terminalreporter.write_line(f"  {e.case or e.capability}: {e.reason}", yellow=True)

@@ -1,4 +1,5 @@
 """Machine-readable results of one run: ``results-<target>.json``."""
+
 from __future__ import annotations
 
 import datetime
@@ -55,8 +56,14 @@ def slug(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "-", name).strip("-") or "target"
 
 
-def write(results_dir: str, target: dict, expectations_path: str | None, records: list[dict],
-          started: float, selection: dict | None = None) -> str:
+def write(
+    results_dir: str,
+    target: dict,
+    expectations_path: str | None,
+    records: list[dict],
+    started: float,
+    selection: dict | None = None,
+) -> str:
     os.makedirs(results_dir, exist_ok=True)
     finished = time.time()
     records = sorted(records, key=lambda r: r["id"])

@@ -10,6 +10,7 @@ a representative set of cases in all of them.
 The rewrite is the SDK's own (PortableRunner's), applied as it applies it: grpc targets get the
 experiment, in-process targets the rewritten proto through Beam's run_portable_pipeline.
 """
+
 from __future__ import annotations
 
 from apache_beam.options.pipeline_options import DebugOptions, PipelineOptions, TypeOptions
@@ -19,7 +20,7 @@ SHAPES = {
     "none": "no rewrite",
     "default": "PortableRunner's default: pack and lift combiners",
     "all_except_fusion": "every phase but fusion: packed and lifted combiners, expanded splittable DoFns, "
-                         "transcoded Flatten inputs",
+    "transcoded Flatten inputs",
     "all": "every phase: the pipeline arrives as fused executable stages",
     "pack_combiners": "combiners packed",
     "lift_combiners": "combiners lifted (precombine, GroupByKey, merge, extract)",
@@ -51,6 +52,7 @@ def pre_optimized(pipeline, options: PipelineOptions, default_environment=None):
     ``default_environment``: the environment of transforms that name none (the runner's)."""
     from apache_beam.runners.pipeline_utils import group_by_key_input_visitor
     from apache_beam.runners.portability.portable_runner import PortableRunner
+
     deterministic = not options.view_as(TypeOptions).allow_non_deterministic_key_coders
     pipeline.visit(group_by_key_input_visitor(deterministic))
     proto = pipeline.to_runner_api(default_environment=default_environment)

@@ -21,6 +21,7 @@ Panes are exact: key (default k), window [start, end) in seconds or `global`, th
 values, the timestamp (seconds, or `end_of_global_window`) and every PaneInfo field (is_first
 is index == 0).
 """
+
 from __future__ import annotations
 
 import ast
@@ -34,19 +35,42 @@ from apache_beam.utils.timestamp import Timestamp
 
 from conformance.elements import END_OF_GLOBAL_WINDOW_MS, GLOBAL, W, el, pane
 
-_WINDOW_FNS = {"FixedWindows": window.FixedWindows, "SlidingWindows": window.SlidingWindows,
-               "Sessions": window.Sessions, "GlobalWindows": window.GlobalWindows}
-_TRIGGERS = {"AfterWatermark": trigger.AfterWatermark, "AfterCount": trigger.AfterCount,
-             "AfterProcessingTime": trigger.AfterProcessingTime, "AfterAny": trigger.AfterAny,
-             "AfterAll": trigger.AfterAll, "AfterEach": trigger.AfterEach, "Repeatedly": trigger.Repeatedly,
-             "OrFinally": trigger.OrFinally, "Never": trigger._Never, "Always": trigger.Always,
-             "Default": trigger.DefaultTrigger, "DefaultTrigger": trigger.DefaultTrigger}
-_COMBINERS = {"end_of_window": window.TimestampCombiner.OUTPUT_AT_EOW,
-              "earliest": window.TimestampCombiner.OUTPUT_AT_EARLIEST,
-              "latest": window.TimestampCombiner.OUTPUT_AT_LATEST}
+_WINDOW_FNS = {
+    "FixedWindows": window.FixedWindows,
+    "SlidingWindows": window.SlidingWindows,
+    "Sessions": window.Sessions,
+    "GlobalWindows": window.GlobalWindows,
+}
+_TRIGGERS = {
+    "AfterWatermark": trigger.AfterWatermark,
+    "AfterCount": trigger.AfterCount,
+    "AfterProcessingTime": trigger.AfterProcessingTime,
+    "AfterAny": trigger.AfterAny,
+    "AfterAll": trigger.AfterAll,
+    "AfterEach": trigger.AfterEach,
+    "Repeatedly": trigger.Repeatedly,
+    "OrFinally": trigger.OrFinally,
+    "Never": trigger._Never,
+    "Always": trigger.Always,
+    "Default": trigger.DefaultTrigger,
+    "DefaultTrigger": trigger.DefaultTrigger,
+}
+_COMBINERS = {
+    "end_of_window": window.TimestampCombiner.OUTPUT_AT_EOW,
+    "earliest": window.TimestampCombiner.OUTPUT_AT_EARLIEST,
+    "latest": window.TimestampCombiner.OUTPUT_AT_LATEST,
+}
 END_OF_GLOBAL_WINDOW = Timestamp(micros=END_OF_GLOBAL_WINDOW_MS * 1000)
-_TOP_KEYS = {"about", "capability", "window_fn", "trigger", "accumulation", "allowed_lateness",
-             "timestamp_combiner", "steps"}
+_TOP_KEYS = {
+    "about",
+    "capability",
+    "window_fn",
+    "trigger",
+    "accumulation",
+    "allowed_lateness",
+    "timestamp_combiner",
+    "steps",
+}
 _PANE_KEYS = {"key", "window", "values", "timestamp", "timing", "index", "nonspec", "last"}
 
 
@@ -56,10 +80,10 @@ class TranscriptError(ValueError):
 
 @dataclass
 class Step:
-    kind: str                  # elements, watermark or processing_time
-    value: object              # event times, a watermark (float or "inf") or a delay in seconds
+    kind: str  # elements, watermark or processing_time
+    value: object  # event times, a watermark (float or "inf") or a delay in seconds
     key: str = "k"
-    expect: list = field(default_factory=list)   # conformance.elements.Elem
+    expect: list = field(default_factory=list)  # conformance.elements.Elem
 
 
 @dataclass
@@ -86,8 +110,10 @@ def directory() -> str | None:
     if configured:
         return configured
     package = os.path.dirname(os.path.abspath(__file__))
-    for here in (os.path.join(os.path.dirname(package), "fixtures", "transcripts"),
-                 os.path.join(package, "transcript_files")):
+    for here in (
+        os.path.join(os.path.dirname(package), "fixtures", "transcripts"),
+        os.path.join(package, "transcript_files"),
+    ):
         if os.path.isdir(here):
             return here
     return None
@@ -124,9 +150,17 @@ def load(path: str) -> Transcript:
     steps = [_step(f"{where}, step {i + 1}", s) for i, s in enumerate(doc["steps"] or [])]
     if not steps or steps[-1].kind != "watermark" or steps[-1].value != "inf":
         raise TranscriptError(f"{where}: the last step must be `watermark: inf` (every window then expires)")
-    return Transcript(name, doc["about"], doc["capability"], _construct(where, doc["window_fn"], _WINDOW_FNS),
-                      _construct(where, doc["trigger"], _TRIGGERS), doc["accumulation"] == "accumulating",
-                      float(doc.get("allowed_lateness", 0)), _COMBINERS[combiner], steps)
+    return Transcript(
+        name,
+        doc["about"],
+        doc["capability"],
+        _construct(where, doc["window_fn"], _WINDOW_FNS),
+        _construct(where, doc["trigger"], _TRIGGERS),
+        doc["accumulation"] == "accumulating",
+        float(doc.get("allowed_lateness", 0)),
+        _COMBINERS[combiner],
+        steps,
+    )
 
 
 def _step(where: str, raw) -> Step:
@@ -159,8 +193,13 @@ def _pane(where: str, raw):
         start, end = raw["window"]
         win = W(start, end)
     at = END_OF_GLOBAL_WINDOW if raw["timestamp"] == "end_of_global_window" else raw["timestamp"]
-    info = pane(first=raw["index"] == 0, last=bool(raw["last"]), timing=raw["timing"], index=raw["index"],
-                nonspec=raw["nonspec"])
+    info = pane(
+        first=raw["index"] == 0,
+        last=bool(raw["last"]),
+        timing=raw["timing"],
+        index=raw["index"],
+        nonspec=raw["nonspec"],
+    )
     return el((str(raw.get("key", "k")), sorted(raw["values"])), at, win, info)
 
 

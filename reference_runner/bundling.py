@@ -7,6 +7,7 @@ same seed and pipeline give the same bundles, split points and faults, and switc
 does not change the bundle sizes drawn. A recorded trace can stand in for the streams
 (``Replay``), reproducing a run decision by decision.
 """
+
 from __future__ import annotations
 
 import json
@@ -20,8 +21,8 @@ MAX_INJECTED_FAULTS = 3
 
 @dataclass(frozen=True)
 class Split:
-    at: int            # the runner asks to split just before the bundle reads element ``at`` ...
-    fraction: float    # fraction_of_remainder sent in the ProcessBundleSplitRequest
+    at: int  # the runner asks to split just before the bundle reads element ``at`` ...
+    fraction: float  # fraction_of_remainder sent in the ProcessBundleSplitRequest
     # ... or, for a splittable DoFn, right after the bundle wrote its ``at``-th output, while the
     # element is in progress, so that the SDK splits the element's restriction
     after_output: bool = False
@@ -30,7 +31,7 @@ class Split:
         return {"at": self.at, "fraction": self.fraction, "after_output": self.after_output}
 
     @classmethod
-    def from_json(cls, record: dict | None) -> "Split | None":
+    def from_json(cls, record: dict | None) -> Split | None:
         return cls(record["at"], record["fraction"], record.get("after_output", False)) if record else None
 
 
@@ -38,44 +39,18 @@ class ScheduleError(ValueError):
     """A knob has a value the reference runner does not understand."""
 
 
-@dataclass
+@dataclass(frozen=True)
 class Schedule:
-    """The knobs, as the user gave them (``ReferenceRunner(...)``, pipeline options, target name)."""
+    """The scheduling knobs, read and checked by knobs.Knobs (the one place knobs are parsed)."""
+
     seed: int = 0
-    bundle_size: str | int = WHOLE     # "whole", "random" or a positive number of elements
-    splits: str = NONE                 # "none" or "random"
-    faults: float = 0.0                # probability that an attempt fails part-way
-    clock: str = "virtual"             # processing time: "virtual" (jumps, deterministic) or "wall"
+    bundle_size: str | int = WHOLE  # "whole", "random" or a positive number of elements
+    splits: str = NONE  # "none" or "random"
+    faults: float = 0.0  # probability that an attempt fails part-way
+    clock: str = "virtual"  # processing time: "virtual" (jumps, deterministic) or "wall"
 
-    def __post_init__(self):
-        self.bundle_size = parse_bundle_size(self.bundle_size)
-        if self.splits not in (NONE, RANDOM):
-            raise ScheduleError(f"splits must be 'none' or 'random', not {self.splits!r}")
-        try:
-            self.faults = float(self.faults)
-            self.seed = int(self.seed)
-        except (TypeError, ValueError):
-            raise ScheduleError(f"faults must be a number in [0, 1) and seed an integer, "
-                                f"not {self.faults!r} / {self.seed!r}") from None
-        if not 0 <= self.faults < 1:
-            raise ScheduleError(f"faults must be in [0, 1), not {self.faults}")
-        if self.clock not in ("virtual", "wall"):
-            raise ScheduleError(f"clock must be 'virtual' or 'wall', not {self.clock!r}")
-
-    def policy(self) -> "SeededPolicy":
+    def policy(self) -> SeededPolicy:
         return SeededPolicy(self)
-
-
-def parse_bundle_size(value) -> str | int:
-    if value in (None, WHOLE, RANDOM):
-        return value or WHOLE
-    try:
-        size = int(value)
-    except (TypeError, ValueError):
-        size = 0
-    if size < 1:
-        raise ScheduleError(f"bundle_size must be 'whole', 'random' or a positive integer, not {value!r}")
-    return size
 
 
 class SeededPolicy:
@@ -125,19 +100,25 @@ class Replay:
 
     def _record(self, stage: str) -> dict:
         if self._next >= len(self._records):
-            raise ScheduleError(f"the trace has no more bundles, but stage {stage} asks for one: "
-                                "the pipeline differs from the traced one")
+            raise ScheduleError(
+                f"the trace has no more bundles, but stage {stage} asks for one: "
+                "the pipeline differs from the traced one"
+            )
         record = self._records[self._next]
         if record["stage"] != stage:
-            raise ScheduleError(f"trace line {self._next + 1} is for stage {record['stage']}, but the "
-                                f"runner is scheduling {stage}: the pipeline differs from the traced one")
+            raise ScheduleError(
+                f"trace line {self._next + 1} is for stage {record['stage']}, but the "
+                f"runner is scheduling {stage}: the pipeline differs from the traced one"
+            )
         return record
 
     def bundle_size(self, stage: str, pending: int) -> int:
         size = self._record(stage)["elements"]
         if size > pending:
-            raise ScheduleError(f"trace line {self._next + 1} has a bundle of {size} elements, but stage "
-                                f"{stage} has {pending} pending: the pipeline differs from the traced one")
+            raise ScheduleError(
+                f"trace line {self._next + 1} has a bundle of {size} elements, but stage "
+                f"{stage} has {pending} pending: the pipeline differs from the traced one"
+            )
         return size
 
     def split(self, stage: str, size: int, splittable: bool = False) -> Split | None:
@@ -150,8 +131,10 @@ class Replay:
 
     def finish(self) -> None:
         if self._next < len(self._records):
-            raise ScheduleError(f"the run ended after {self._next} of the trace's {len(self._records)} "
-                                "bundle attempts: the pipeline differs from the traced one")
+            raise ScheduleError(
+                f"the run ended after {self._next} of the trace's {len(self._records)} "
+                "bundle attempts: the pipeline differs from the traced one"
+            )
 
 
 class Trace:

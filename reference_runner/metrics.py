@@ -6,6 +6,7 @@ only the last (PortableMetrics builds a dict). So gauges, string sets and bounde
 merged here: a gauge keeps its latest value, a string set is the union, a bounded trie the
 trie merge (trimmed to its bound, as the SDK does within a worker).
 """
+
 from __future__ import annotations
 
 from apache_beam.metrics import monitoring_infos as mi

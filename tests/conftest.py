@@ -1,4 +1,5 @@
 """Fixtures shared by the kit's tests."""
+
 import pytest
 
 from conformance.targets.workers import WorkerPoolProcess, write_boot_command

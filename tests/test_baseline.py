@@ -1,20 +1,24 @@
 """beam-conformance baseline: an expectations file from a run's failures, and its update."""
+
 import json
 
-import pytest
 import yaml
 
 from conformance import baseline
 from conformance.cli import main
 from conformance.expectations import Expectations, parse
-
 from test_report import case, results_doc
 
-DIFF = ("output differs from the Beam model:\n"
-        "check 'check1': expected 2 element(s), runner produced 1; 1 missing, 0 unexpected (checked: value)\n"
-        "  missing (expected, not produced) (1):\n    2")
-JOB_FAILED = ("the job failed on my-runner:\n    RuntimeError: Pipeline failed.\n    Traceback (most recent call last):\n"
-              "      File \"x.py\", line 1\n    NotImplementedError: beam:transform:teststream:v1")
+DIFF = (
+    "output differs from the Beam model:\n"
+    "check 'check1': expected 2 element(s), runner produced 1; 1 missing, 0 unexpected (checked: value)\n"
+    "  missing (expected, not produced) (1):\n    2"
+)
+JOB_FAILED = (
+    "the job failed on my-runner:\n    RuntimeError: Pipeline failed.\n"
+    "    Traceback (most recent call last):\n"
+    '      File "x.py", line 1\n    NotImplementedError: beam:transform:teststream:v1'
+)
 
 
 def whole_run(cases):
@@ -24,21 +28,26 @@ def whole_run(cases):
 
 
 def first_run():
-    return whole_run([
-        case("pardo/map", "pardo.basic", "passed"),
-        case("pardo/flatmap", "pardo.basic", "failed", DIFF),
-        case("triggers/count_a", "triggers.count", "failed", JOB_FAILED),
-        case("triggers/count_b", "triggers.count", "failed", JOB_FAILED),
-        case("state/bag", "state.bag", "error", "RuntimeError: setup broke\nmore"),
-    ])
+    return whole_run(
+        [
+            case("pardo/map", "pardo.basic", "passed"),
+            case("pardo/flatmap", "pardo.basic", "failed", DIFF),
+            case("triggers/count_a", "triggers.count", "failed", JOB_FAILED),
+            case("triggers/count_b", "triggers.count", "failed", JOB_FAILED),
+            case("state/bag", "state.bag", "error", "RuntimeError: setup broke\nmore"),
+        ]
+    )
 
 
 def test_reasons_are_one_line_from_the_failure():
     assert baseline.reason_of(case("a/b", "pardo.basic", "failed", DIFF)) == (
         "output differs from the Beam model: expected 2 element(s), runner produced 1; 1 missing, 0 unexpected "
-        "(checked: value)")
-    assert baseline.reason_of(case("a/b", "pardo.basic", "failed", JOB_FAILED)) == \
-        "the job failed: NotImplementedError: beam:transform:teststream:v1"
+        "(checked: value)"
+    )
+    assert (
+        baseline.reason_of(case("a/b", "pardo.basic", "failed", JOB_FAILED))
+        == "the job failed: NotImplementedError: beam:transform:teststream:v1"
+    )
     assert baseline.reason_of(case("a/b", "pardo.basic", "failed", "x" * 500)).endswith("...")
     assert baseline.reason_of(case("a/b", "pardo.basic", "expected-failure", "boom", known="known why")) == "known why"
 
@@ -46,13 +55,15 @@ def test_reasons_are_one_line_from_the_failure():
 def test_a_capability_whose_cases_all_fail_becomes_one_entry():
     doc = baseline.build(first_run(), "results-my-runner.json")
     entries = doc["known_failures"]
-    assert {"capability": "triggers.count",
-            "reason": "the job failed: NotImplementedError: beam:transform:teststream:v1"} in entries
+    assert {
+        "capability": "triggers.count",
+        "reason": "the job failed: NotImplementedError: beam:transform:teststream:v1",
+    } in entries
     assert {"case": "pardo/flatmap", "reason": baseline.reason_of(first_run()["cases"][1])} in entries
     # a capability with a single (failing) case stays a case entry; so does one with a passing case
     assert {"case": "state/bag", "reason": "RuntimeError: setup broke"} in entries
     assert len(entries) == 3
-    exp = Expectations(parse(doc))     # a valid expectations file, covering every failing case
+    exp = Expectations(parse(doc))  # a valid expectations file, covering every failing case
     for c in first_run()["cases"]:
         assert (exp.lookup(c["id"], c["capability"]) is not None) == (c["outcome"] != "passed"), c["id"]
 
@@ -63,26 +74,32 @@ def test_a_narrowed_run_never_collapses():
     assert all("case" in e for e in baseline.build(run)["known_failures"])
     run["selection"] = {"deselected": 0, "case_modules_not_collected": ["test_state"]}
     assert all("case" in e for e in baseline.build(run)["known_failures"])
-    del run["selection"]                                       # results from before the record: assume narrowed
+    del run["selection"]  # results from before the record: assume narrowed
     assert all("case" in e for e in baseline.build(run)["known_failures"])
 
 
 def test_update_drops_what_passes_keeps_hand_written_entries_and_adds_new_failures():
-    existing = {"target": "my-runner", "description": "mine", "known_failures": [
-        {"case": "pardo/flatmap", "reason": "hand-written", "issue": "https://example.org/1"},
-        {"capability": "triggers", "reason": "no TestStream", "issue": "https://example.org/2"},
-        {"case": "state/bag", "reason": "fixed soon"},
-        {"case": "timers/flaky_one", "reason": "order varies", "flaky": True},
-        {"case": "sdf/not_in_this_run", "reason": "kept: no evidence"},
-    ]}
-    newer = whole_run([
-        case("pardo/map", "pardo.basic", "failed", DIFF),                    # new failure
-        case("pardo/flatmap", "pardo.basic", "expected-failure", DIFF, known="hand-written"),
-        case("triggers/count_a", "triggers.count", "unexpected-pass", "UNEXPECTED PASS"),
-        case("triggers/count_b", "triggers.count", "expected-failure", JOB_FAILED, known="no TestStream"),
-        case("state/bag", "state.bag", "unexpected-pass", "UNEXPECTED PASS"),
-        case("timers/flaky_one", "timers.strict_ordering", "passed"),
-    ])
+    existing = {
+        "target": "my-runner",
+        "description": "mine",
+        "known_failures": [
+            {"case": "pardo/flatmap", "reason": "hand-written", "issue": "https://example.org/1"},
+            {"capability": "triggers", "reason": "no TestStream", "issue": "https://example.org/2"},
+            {"case": "state/bag", "reason": "fixed soon"},
+            {"case": "timers/flaky_one", "reason": "order varies", "flaky": True},
+            {"case": "sdf/not_in_this_run", "reason": "kept: no evidence"},
+        ],
+    }
+    newer = whole_run(
+        [
+            case("pardo/map", "pardo.basic", "failed", DIFF),  # new failure
+            case("pardo/flatmap", "pardo.basic", "expected-failure", DIFF, known="hand-written"),
+            case("triggers/count_a", "triggers.count", "unexpected-pass", "UNEXPECTED PASS"),
+            case("triggers/count_b", "triggers.count", "expected-failure", JOB_FAILED, known="no TestStream"),
+            case("state/bag", "state.bag", "unexpected-pass", "UNEXPECTED PASS"),
+            case("timers/flaky_one", "timers.strict_ordering", "passed"),
+        ]
+    )
     doc, notes = baseline.update(existing, newer)
     assert doc["description"] == "mine"
     assert doc["known_failures"] == [
@@ -104,7 +121,7 @@ def test_cli_writes_refuses_to_clobber_and_updates(tmp_path, capsys):
     assert main(["baseline", str(results), "-o", str(out)]) == 0
     written = yaml.safe_load(out.read_text())
     assert written["target"] == "my-runner" and len(written["known_failures"]) == 3
-    Expectations.load(str(out))                                   # loads as the plugin loads it
+    Expectations.load(str(out))  # loads as the plugin loads it
     assert main(["baseline", str(results), "-o", str(out)]) == 2
     assert "--update" in capsys.readouterr().err
     data = yaml.safe_load(out.read_text())

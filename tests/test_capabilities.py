@@ -1,5 +1,6 @@
 """The taxonomy and the cases agree: every case names a known capability, and every capability
 has cases unless it says why none can exist."""
+
 import importlib
 import inspect
 import pkgutil
@@ -29,8 +30,9 @@ def _case_capabilities() -> dict[str, list[str]]:
 
 
 def _params(func) -> list:
-    return [p for m in getattr(func, "pytestmark", []) if m.name == "parametrize" for p in m.args[1]
-            if hasattr(p, "marks")]
+    return [
+        p for m in getattr(func, "pytestmark", []) if m.name == "parametrize" for p in m.args[1] if hasattr(p, "marks")
+    ]
 
 
 def test_every_case_names_a_known_capability():

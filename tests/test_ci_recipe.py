@@ -1,5 +1,6 @@
 """The CI recipe in examples/ci/: the shell script, run against our job server, and the GitHub
 Actions workflow that calls it."""
+
 import json
 import os
 import subprocess
@@ -16,29 +17,56 @@ WORKFLOW = ROOT / "examples" / "ci" / "github-actions.yml"
 
 
 def test_script_runs_the_suite_writes_every_report_and_fails_on_an_unexpected_pass(tmp_path):
-    expectations = tmp_path / "ci-runner.yaml"   # claims a case fails that our runner passes
+    expectations = tmp_path / "ci-runner.yaml"  # claims a case fails that our runner passes
     expectations.write_text("known_failures:\n  - case: combine/per_key_builtins\n    reason: thought broken\n")
     previous = tmp_path / "main-results"
     previous.mkdir()
-    (previous / "results-ci-runner.json").write_text(json.dumps(results_doc("ci-runner", [
-        case("pardo/map_applies_function_to_every_element", "pardo.basic", "failed", "was broken on main"),
-        case("combine/per_key_builtins", "combine.per_key", "expected-failure", "boom", known="thought broken"),
-    ])))
+    (previous / "results-ci-runner.json").write_text(
+        json.dumps(
+            results_doc(
+                "ci-runner",
+                [
+                    case("pardo/map_applies_function_to_every_element", "pardo.basic", "failed", "was broken on main"),
+                    case(
+                        "combine/per_key_builtins",
+                        "combine.per_key",
+                        "expected-failure",
+                        "boom",
+                        known="thought broken",
+                    ),
+                ],
+            )
+        )
+    )
     out = tmp_path / "reports"
-    env = dict(os.environ, TARGET_NAME="ci-runner", OUT_DIR=str(out), EXPECTATIONS=str(expectations),
-               PREVIOUS=str(previous), WORKERS="0",
-               JOB_SERVER_CMD=f"{sys.executable} -m reference_runner.jobserver --port {{port}}",
-               PYTEST_ARGS='-k "test_map_applies_function_to_every_element or test_per_key_builtins"',
-               BEAM_CONFORMANCE=str(Path(sys.executable).parent / "beam-conformance"))
+    env = dict(
+        os.environ,
+        TARGET_NAME="ci-runner",
+        OUT_DIR=str(out),
+        EXPECTATIONS=str(expectations),
+        PREVIOUS=str(previous),
+        WORKERS="0",
+        JOB_SERVER_CMD=f"{sys.executable} -m reference_runner.jobserver --port {{port}}",
+        PYTEST_ARGS='-k "test_map_applies_function_to_every_element or test_per_key_builtins"',
+        BEAM_CONFORMANCE=str(Path(sys.executable).parent / "beam-conformance"),
+    )
     done = subprocess.run([str(SCRIPT)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
     # the unexpected pass fails the suite, and so the script; every report is written all the same
     assert done.returncode == 1, done.stdout[-3000:] + done.stderr[-2000:]
-    for name in ("results-ci-runner.json", "junit-ci-runner.xml", "capability-matrix.html", "capability-matrix.md",
-                 "diff.md", "diff.json"):
+    for name in (
+        "results-ci-runner.json",
+        "junit-ci-runner.xml",
+        "capability-matrix.html",
+        "capability-matrix.md",
+        "diff.md",
+        "diff.json",
+    ):
         assert (out / name).exists(), name
     results = json.loads((out / "results-ci-runner.json").read_text())
     assert {c["id"]: c["outcome"] for c in results["cases"]} == {
-        "pardo/map_applies_function_to_every_element": "passed", "combine/per_key_builtins": "unexpected-pass"}
+        "pardo/map_applies_function_to_every_element": "passed",
+        "combine/per_key_builtins": "unexpected-pass",
+    }
     diff = (out / "diff.md").read_text()
     assert "#### Fixed: failed before, pass now (2)" in diff and "**No regressions.**" in diff
     assert "since previous run" in (out / "capability-matrix.md").read_text()

@@ -1,44 +1,64 @@
 """beam-conformance diff: changed outcomes between two runs, and the matrix's changes since a run."""
+
 import json
 
 import pytest
 
 from conformance import diff
 from conformance.cli import main, write_reports
-
 from test_report import case, results_doc
 
 
 def before():
-    return results_doc("my-runner", [
-        case("pardo/map", "pardo.basic", "passed"),
-        case("pardo/flatmap", "pardo.basic", "passed"),
-        case("gbk/sessions", "gbk.sessions", "failed", "boom"),
-        case("state/bag", "state.bag", "expected-failure", "no state", known="no state"),
-        case("state/value", "state.value", "passed"),
-        case("gone/case", "pardo.basic", "passed"),
-    ])
+    return results_doc(
+        "my-runner",
+        [
+            case("pardo/map", "pardo.basic", "passed"),
+            case("pardo/flatmap", "pardo.basic", "passed"),
+            case("gbk/sessions", "gbk.sessions", "failed", "boom"),
+            case("state/bag", "state.bag", "expected-failure", "no state", known="no state"),
+            case("state/value", "state.value", "passed"),
+            case("gone/case", "pardo.basic", "passed"),
+        ],
+    )
 
 
 def after():
-    return results_doc("my-runner", [
-        case("pardo/map", "pardo.basic", "passed"),
-        case("pardo/flatmap", "pardo.basic", "failed",
-             "output differs from the Beam model:\ncheck 'c': expected 2 element(s), runner produced 1"),
-        case("gbk/sessions", "gbk.sessions", "passed"),
-        case("state/bag", "state.bag", "failed", "no state"),
-        case("state/value", "state.value", "skipped", "not run"),
-        case("new/one", "gbk.global", "failed", "new and failing"),
-    ])
+    return results_doc(
+        "my-runner",
+        [
+            case("pardo/map", "pardo.basic", "passed"),
+            case(
+                "pardo/flatmap",
+                "pardo.basic",
+                "failed",
+                "output differs from the Beam model:\ncheck 'c': expected 2 element(s), runner produced 1",
+            ),
+            case("gbk/sessions", "gbk.sessions", "passed"),
+            case("state/bag", "state.bag", "failed", "no state"),
+            case("state/value", "state.value", "skipped", "not run"),
+            case("new/one", "gbk.global", "failed", "new and failing"),
+        ],
+    )
 
 
-@pytest.mark.parametrize("old, new, kind", [
-    ("passed", "failed", "regressed"), ("passed", "error", "regressed"),
-    ("unexpected-pass", "expected-failure", "regressed"), ("failed", "passed", "fixed"),
-    ("failed", "expected-failure", "changed"), ("passed", "skipped", "now-skipped"),
-    ("skipped", "passed", "now-run"), (None, "failed", "new-failing"), (None, "passed", "new-passing"),
-    ("passed", None, "removed"), ("passed", "passed", None), ("passed", "unexpected-pass", "changed"),
-])
+@pytest.mark.parametrize(
+    "old, new, kind",
+    [
+        ("passed", "failed", "regressed"),
+        ("passed", "error", "regressed"),
+        ("unexpected-pass", "expected-failure", "regressed"),
+        ("failed", "passed", "fixed"),
+        ("failed", "expected-failure", "changed"),
+        ("passed", "skipped", "now-skipped"),
+        ("skipped", "passed", "now-run"),
+        (None, "failed", "new-failing"),
+        (None, "passed", "new-passing"),
+        ("passed", None, "removed"),
+        ("passed", "passed", None),
+        ("passed", "unexpected-pass", "changed"),
+    ],
+)
 def test_kinds_of_change(old, new, kind):
     assert diff.kind_of(old, new) == kind
 
@@ -46,8 +66,14 @@ def test_kinds_of_change(old, new, kind):
 def test_changes_between_two_runs():
     d = diff.compare(before(), after())
     kinds = {c.id: c.kind for c in d.changes}
-    assert kinds == {"pardo/flatmap": "regressed", "gbk/sessions": "fixed", "state/bag": "changed",
-                     "state/value": "now-skipped", "new/one": "new-failing", "gone/case": "removed"}
+    assert kinds == {
+        "pardo/flatmap": "regressed",
+        "gbk/sessions": "fixed",
+        "state/bag": "changed",
+        "state/value": "now-skipped",
+        "new/one": "new-failing",
+        "gone/case": "removed",
+    }
     assert [c.id for c in d.regressions] == ["pardo/flatmap"]
     assert d.passing(before()) == "4/6" and d.passing(after()) == "2/5"
 
@@ -56,9 +82,11 @@ def test_markdown_groups_by_capability_and_names_regressions():
     text = diff.to_markdown([diff.compare(before(), after())])
     assert text.startswith(diff.MARKER)
     assert "**1 regression**" in text
-    regressions = text[text.index("#### Regressions"):text.index("#### New cases that fail")]
-    assert "| ParDo: Map and FlatMap `pardo.basic` | `pardo/flatmap` | passed | failed | " \
-           "check 'c': expected 2 element(s), runner produced 1 |" in regressions
+    regressions = text[text.index("#### Regressions") : text.index("#### New cases that fail")]
+    assert (
+        "| ParDo: Map and FlatMap `pardo.basic` | `pardo/flatmap` | passed | failed | "
+        "check 'c': expected 2 element(s), runner produced 1 |" in regressions
+    )
     assert "<details><summary>Ran before, skipped now (1)</summary>" in text
 
 
@@ -66,8 +94,17 @@ def test_cli_exit_status_markdown_and_json(tmp_path, capsys):
     (tmp_path / "old").mkdir()
     (tmp_path / "old" / "results-my-runner.json").write_text(json.dumps(before()))
     (tmp_path / "new.json").write_text(json.dumps(after()))
-    code = main(["diff", str(tmp_path / "old"), str(tmp_path / "new.json"),
-                 "--markdown", str(tmp_path / "d.md"), "--json", str(tmp_path / "d.json")])
+    code = main(
+        [
+            "diff",
+            str(tmp_path / "old"),
+            str(tmp_path / "new.json"),
+            "--markdown",
+            str(tmp_path / "d.md"),
+            "--json",
+            str(tmp_path / "d.json"),
+        ]
+    )
     assert code == 1
     captured = capsys.readouterr()
     assert "1 regression(s): pardo/flatmap" in captured.err

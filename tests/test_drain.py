@@ -2,6 +2,7 @@
 splittable DoFns had left to do (their truncate), finishes everything else (windows fire,
 final panes) and ends DRAINED, with nothing it had already read lost. Unbounded pipelines run
 in the background (``run()`` returns a running result); bounded ones finish inside ``run()``."""
+
 import time
 
 import apache_beam as beam
@@ -18,8 +19,8 @@ from apache_beam.utils.timestamp import Duration, Timestamp
 
 from reference_runner import ReferenceRunner
 
-WINDOWS: list = []   # (window start in s, count), as windows fire
-CHUNK = 100          # elements per self-checkpoint
+WINDOWS: list = []  # (window start in s, count), as windows fire
+CHUNK = 100  # elements per self-checkpoint
 
 
 class _UnboundedTracker(OffsetRestrictionTracker):
@@ -31,7 +32,7 @@ class _Endless(beam.transforms.core.RestrictionProvider):
     """Offsets without end: the SDK's default truncate gives nothing back for them."""
 
     def initial_restriction(self, element):
-        return OffsetRange(0, 2 ** 60)
+        return OffsetRange(0, 2**60)
 
     def create_tracker(self, restriction):
         return _UnboundedTracker(restriction)
@@ -51,8 +52,12 @@ class _Source(beam.DoFn):
     def __init__(self, resume_delay: float = 0):
         self.resume_delay = resume_delay
 
-    def process(self, element, tracker=beam.DoFn.RestrictionParam(_Endless()),
-                estimator=beam.DoFn.WatermarkEstimatorParam(ManualWatermarkEstimator.default_provider())):
+    def process(
+        self,
+        element,
+        tracker=beam.DoFn.RestrictionParam(_Endless()),
+        estimator=beam.DoFn.WatermarkEstimatorParam(ManualWatermarkEstimator.default_provider()),
+    ):
         read = Metrics.counter("drain", "read")
         position = tracker.current_restriction().start
         while position < tracker.current_restriction().start + CHUNK and tracker.try_claim(position):
@@ -78,13 +83,22 @@ class _Record(beam.DoFn):
 
 
 def unbounded_counts(p, resume_delay: float = 0):
-    return (p | beam.Create(["source"]) | beam.ParDo(_Source(resume_delay))
-            | beam.WindowInto(window.FixedWindows(1)) | beam.CombinePerKey(sum) | beam.ParDo(_Record()))
+    return (
+        p
+        | beam.Create(["source"])
+        | beam.ParDo(_Source(resume_delay))
+        | beam.WindowInto(window.FixedWindows(1))
+        | beam.CombinePerKey(sum)
+        | beam.ParDo(_Record())
+    )
 
 
 def counters(metrics_of) -> dict:
-    return {c.key.metric.name: c.committed for c in metrics_of().query(MetricsFilter())["counters"]
-            if c.key.metric.namespace == "drain"}
+    return {
+        c.key.metric.name: c.committed
+        for c in metrics_of().query(MetricsFilter())["counters"]
+        if c.key.metric.namespace == "drain"
+    }
 
 
 def wait_for(condition, what: str, limit: float = 120):
@@ -97,8 +111,8 @@ def wait_for(condition, what: str, limit: float = 120):
 
 def check_drained(found: dict, windows: list) -> None:
     read = found["read"]
-    assert found.get("truncated", 0) >= 1, found   # the source's truncate ran
-    assert found["counted"] == read, found           # every element read was counted, once
+    assert found.get("truncated", 0) >= 1, found  # the source's truncate ran
+    assert found["counted"] == read, found  # every element read was counted, once
     starts = sorted(start for start, _ in windows)
     assert starts == list(range(len(starts))), starts  # every window fired once, none skipped
     full, rest = divmod(read, 1000)
@@ -106,8 +120,10 @@ def check_drained(found: dict, windows: list) -> None:
     assert [count for _, count in sorted(windows)] == expected  # the last window's final pane too
 
 
-@pytest.mark.parametrize("knobs", [dict(clock="virtual"), dict(clock="wall"),
-                                   dict(bundle_size="random", splits="random", faults=0.2, seed=3)])
+@pytest.mark.parametrize(
+    "knobs",
+    [dict(clock="virtual"), dict(clock="wall"), dict(bundle_size="random", splits="random", faults=0.2, seed=3)],
+)
 def test_drain_truncates_the_source_and_fires_every_window(knobs):
     # (with faults: retried attempts, truncation ones included, change nothing committed)
     WINDOWS.clear()
@@ -138,13 +154,21 @@ def test_drain_stops_a_test_stream_and_fires_what_it_had():
     # the wall clock): drained during the wait, its remaining events are dropped, its watermark
     # goes to +infinity and the window fires with what was read.
     WINDOWS.clear()
-    stream = (test_stream.TestStream()
-              .add_elements([window.TimestampedValue(("k", 1), t) for t in (0.1, 0.2, 1.5)])
-              .advance_processing_time(3600)
-              .add_elements([window.TimestampedValue(("k", 1), 0.3)]))
+    stream = (
+        test_stream.TestStream()
+        .add_elements([window.TimestampedValue(("k", 1), t) for t in (0.1, 0.2, 1.5)])
+        .advance_processing_time(3600)
+        .add_elements([window.TimestampedValue(("k", 1), 0.3)])
+    )
     p = beam.Pipeline(runner=ReferenceRunner(clock="wall"))
-    _ = (p | stream | beam.ParDo(_Seen()) | beam.WindowInto(window.FixedWindows(1)) | beam.CombinePerKey(sum)
-         | beam.ParDo(_Record()))
+    _ = (
+        p
+        | stream
+        | beam.ParDo(_Seen())
+        | beam.WindowInto(window.FixedWindows(1))
+        | beam.CombinePerKey(sum)
+        | beam.ParDo(_Record())
+    )
     result = p.run()
     wait_for(lambda: counters(result.metrics).get("seen") == 3, "the first elements")
     assert result.drain() == PipelineState.DRAINED
@@ -182,9 +206,11 @@ def test_draining_a_finished_bounded_job_keeps_its_state():
 
 # --------------------------------------------------------------------------- over the Job API
 
+
 @pytest.fixture(scope="module")
 def server():
     from reference_runner.jobserver.server import JobServer
+
     running = JobServer(port=0, worker_timeout=240, bundle_timeout=240).start()
     yield running
     running.stop()
@@ -193,28 +219,33 @@ def server():
 def _job_api(server):
     import grpc
     from apache_beam.portability.api import beam_job_api_pb2_grpc
+
     return beam_job_api_pb2_grpc.JobServiceStub(grpc.insecure_channel(server.address))
 
 
 def _portable(server, *extra) -> PipelineOptions:
-    return PipelineOptions([f"--job_endpoint={server.address}", "--runner=PortableRunner",
-                            "--environment_type=LOOPBACK", *extra])
+    return PipelineOptions(
+        [f"--job_endpoint={server.address}", "--runner=PortableRunner", "--environment_type=LOOPBACK", *extra]
+    )
 
 
 def _job_counters(stub, job_id: str) -> dict:
     from apache_beam.portability.api import beam_job_api_pb2
     from apache_beam.runners.portability.portable_runner import PortableMetrics
+
     response = stub.GetJobMetrics(beam_job_api_pb2.GetJobMetricsRequest(job_id=job_id), timeout=10)
     return counters(lambda: PortableMetrics(response))
 
 
 def _job_state(stub, job_id: str):
     from apache_beam.portability.api import beam_job_api_pb2
+
     return stub.GetState(beam_job_api_pb2.GetJobStateRequest(job_id=job_id), timeout=10).state
 
 
 def test_drain_over_the_job_api(server):
     from apache_beam.portability.api import beam_job_api_pb2
+
     State = beam_job_api_pb2.JobState
     WINDOWS.clear()
     p = beam.Pipeline(options=_portable(server, "--streaming"))
@@ -226,14 +257,18 @@ def test_drain_over_the_job_api(server):
     answer = stub.Drain(beam_job_api_pb2.DrainJobRequest(job_id=job_id), timeout=10)
     assert answer.state in (State.DRAINING, State.DRAINED)
     wait_for(lambda: _job_state(stub, job_id) == State.DRAINED, "the job to drain")
-    states = [e.state_response.state for e in stub.GetMessageStream(
-        beam_job_api_pb2.JobMessagesRequest(job_id=job_id), timeout=10) if e.HasField("state_response")]
+    states = [
+        e.state_response.state
+        for e in stub.GetMessageStream(beam_job_api_pb2.JobMessagesRequest(job_id=job_id), timeout=10)
+        if e.HasField("state_response")
+    ]
     assert states[-3:] == [State.RUNNING, State.DRAINING, State.DRAINED]
     check_drained(_job_counters(stub, job_id), WINDOWS)
 
 
 def test_draining_a_finished_job_over_the_job_api_keeps_its_state(server):
     from apache_beam.portability.api import beam_job_api_pb2
+
     p = beam.Pipeline(options=_portable(server))
     _ = p | beam.Create([1, 2]) | beam.Map(lambda x: x)
     result = p.run()
@@ -244,7 +279,7 @@ def test_draining_a_finished_job_over_the_job_api_keeps_its_state(server):
 
 def test_the_clock_knob_reaches_the_job_server(server):
     # On the wall clock a TestStream's processing-time advance of 1 s takes at least 1 s.
-    stream = (test_stream.TestStream().add_elements([1]).advance_processing_time(1).add_elements([2]))
+    stream = test_stream.TestStream().add_elements([1]).advance_processing_time(1).add_elements([2])
     p = beam.Pipeline(options=_portable(server, "--reference_clock=wall"))
     _ = p | stream | beam.Map(lambda x: x)
     started = time.monotonic()

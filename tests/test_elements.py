@@ -1,12 +1,24 @@
 """The comparison and diff logic that runs inside the SDK worker."""
+
 import pickle
 
 import pytest
 from apache_beam.utils.timestamp import Timestamp
 
 from conformance import elements
-from conformance.elements import (ANY, END_OF_GLOBAL_WINDOW_MS, GLOBAL, ON_TIME_ONLY, Pane, Record, W, el,
-                                  one_of, pane, satisfies)
+from conformance.elements import (
+    ANY,
+    END_OF_GLOBAL_WINDOW_MS,
+    GLOBAL,
+    ON_TIME_ONLY,
+    Pane,
+    Record,
+    W,
+    el,
+    one_of,
+    pane,
+    satisfies,
+)
 
 
 def rec(value, ts_ms=0, window=GLOBAL, p=ON_TIME_ONLY):
@@ -70,8 +82,9 @@ def test_satisfies_reports_predicate_and_listing():
 
 
 def test_diff_names_windows_timestamps_and_panes():
-    verdict = elements.compare([el("a", 9.999, W(0, 10), ON_TIME_ONLY)],
-                               [rec("a", 19999, W(10, 20), Pane(False, True, "LATE", 1, 1))])
+    verdict = elements.compare(
+        [el("a", 9.999, W(0, 10), ON_TIME_ONLY)], [rec("a", 19999, W(10, 20), Pane(False, True, "LATE", 1, 1))]
+    )
     assert "[0s, 10s)" in verdict.text and "[10s, 20s)" in verdict.text
     assert "LATE" in verdict.text and "9.999s" in verdict.text
 

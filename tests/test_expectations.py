@@ -1,15 +1,20 @@
 """Known-failure files: parsing, validation and matching."""
+
 import pytest
 
 from conformance.expectations import Expectations, ExpectationsError, parse
 
 
 def test_case_globs_and_capability_groups_match():
-    entries = parse({"known_failures": [
-        {"case": "triggers/after_count_*", "reason": "fires late"},
-        {"capability": "state", "reason": "no state support"},
-        {"capability": "timers.looping", "reason": "no looping timers", "issue": "https://example.org/1"},
-    ]})
+    entries = parse(
+        {
+            "known_failures": [
+                {"case": "triggers/after_count_*", "reason": "fires late"},
+                {"capability": "state", "reason": "no state support"},
+                {"capability": "timers.looping", "reason": "no looping timers", "issue": "https://example.org/1"},
+            ]
+        }
+    )
     exp = Expectations(entries)
     assert exp.lookup("triggers/after_count_repeated", "triggers.count").reason == "fires late"
     assert exp.lookup("state/bag_clear", "state.bag").reason == "no state support"
@@ -20,31 +25,39 @@ def test_case_globs_and_capability_groups_match():
 
 
 def test_case_entries_win_over_capability_entries():
-    exp = Expectations(parse({"known_failures": [
-        {"capability": "gbk", "reason": "group-wide"},
-        {"case": "gbk/sessions_merge", "reason": "specific"},
-    ]}))
+    exp = Expectations(
+        parse(
+            {
+                "known_failures": [
+                    {"capability": "gbk", "reason": "group-wide"},
+                    {"case": "gbk/sessions_merge", "reason": "specific"},
+                ]
+            }
+        )
+    )
     assert exp.lookup("gbk/sessions_merge", "gbk.sessions").reason == "specific"
 
 
 def test_unused_entries_are_reported():
-    exp = Expectations(parse({"known_failures": [
-        {"case": "a/b", "reason": "r1"}, {"case": "c/d", "reason": "r2"}]}))
+    exp = Expectations(parse({"known_failures": [{"case": "a/b", "reason": "r1"}, {"case": "c/d", "reason": "r2"}]}))
     exp.lookup("a/b", "pardo.basic")
     assert [e.case for e in exp.unused()] == ["c/d"]
 
 
-@pytest.mark.parametrize("data, message", [
-    ({"known_failures": [{"case": "a/b"}]}, "needs a 'reason'"),
-    ({"known_failures": [{"case": "a/b", "reason": "  "}]}, "needs a 'reason'"),
-    ({"known_failures": [{"reason": "r"}]}, "exactly one of 'case' or 'capability'"),
-    ({"known_failures": [{"case": "a", "capability": "gbk", "reason": "r"}]}, "exactly one"),
-    ({"known_failures": [{"capability": "no.such", "reason": "r"}]}, "unknown capability 'no.such'"),
-    ({"known_failures": [{"case": "a/b", "reason": "r", "sikp": True}]}, "unknown keys"),
-    ({"known_failures": "a/b"}, "must be a list"),
-    ({"knwon_failures": []}, "unknown top-level keys"),
-    (["a"], "top level must be a mapping"),
-])
+@pytest.mark.parametrize(
+    "data, message",
+    [
+        ({"known_failures": [{"case": "a/b"}]}, "needs a 'reason'"),
+        ({"known_failures": [{"case": "a/b", "reason": "  "}]}, "needs a 'reason'"),
+        ({"known_failures": [{"reason": "r"}]}, "exactly one of 'case' or 'capability'"),
+        ({"known_failures": [{"case": "a", "capability": "gbk", "reason": "r"}]}, "exactly one"),
+        ({"known_failures": [{"capability": "no.such", "reason": "r"}]}, "unknown capability 'no.such'"),
+        ({"known_failures": [{"case": "a/b", "reason": "r", "sikp": True}]}, "unknown keys"),
+        ({"known_failures": "a/b"}, "must be a list"),
+        ({"knwon_failures": []}, "unknown top-level keys"),
+        (["a"], "top level must be a mapping"),
+    ],
+)
 def test_malformed_files_are_rejected_with_the_reason(data, message):
     with pytest.raises(ExpectationsError, match=message):
         parse(data, "x.yaml")
@@ -64,6 +77,7 @@ def test_committed_expectation_files_are_valid():
     import os
 
     import conformance
+
     files = glob.glob(os.path.join(os.path.dirname(conformance.__file__), "expectations", "*.yaml"))
     for path in files:
         exp = Expectations.load(path)
@@ -72,8 +86,7 @@ def test_committed_expectation_files_are_valid():
 
 def test_include_adds_the_entries_of_another_file(tmp_path):
     (tmp_path / "base.yaml").write_text("known_failures:\n  - capability: triggers\n    reason: base\n")
-    (tmp_path / "more.yaml").write_text("include: base.yaml\nknown_failures:\n"
-                                        "  - case: 'gbk/x'\n    reason: more\n")
+    (tmp_path / "more.yaml").write_text("include: base.yaml\nknown_failures:\n  - case: 'gbk/x'\n    reason: more\n")
     loaded = Expectations.load(str(tmp_path / "more.yaml"))
     assert [e.reason for e in loaded.entries] == ["more", "base"]
     assert loaded.lookup("triggers/y", "triggers.after_count").reason == "base"

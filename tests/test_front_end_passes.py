@@ -1,7 +1,6 @@
 """The front end's passes for pipelines as SDKs submit them (graph/prepare.py): executable stages
 expanded, SDK-lifted combines re-lifted, re-encodings moved into the SDK, unknown coders
 length-prefixed so the runner reads only standard coders."""
-import typing
 
 import apache_beam as beam
 import pytest
@@ -27,8 +26,9 @@ def _pre_optimized(build, shape: str) -> beam_runner_api_pb2.Pipeline:
 
 def _combine_on_python_equal_keys(p):
     sums = p | beam.Create([(1, 10), (1.0, 20), (True, 30), (1, 1)]) | beam.CombinePerKey(sum)
-    assert_that(sums | beam.MapTuple(lambda k, s: (type(k).__name__, s)),
-                equal_to([("int", 11), ("float", 20), ("bool", 30)]))
+    assert_that(
+        sums | beam.MapTuple(lambda k, s: (type(k).__name__, s)), equal_to([("int", 11), ("float", 20), ("bool", 30)])
+    )
 
 
 def _leaf_urns(proto) -> list[str]:
@@ -86,8 +86,8 @@ def test_flatten_inputs_of_other_coders_are_transcoded_by_the_sdk():
 def test_group_by_key_whose_output_recodes_the_key_gets_an_sdk_transcode():
     # Python types this GroupByKey's output key as Any while its input key is str.
     p = beam.Pipeline()
-    ints = p | "Ints" >> beam.Create([("k", 1)]).with_output_types(typing.Tuple[str, int])
-    strs = p | "Strs" >> beam.Create([("k", "a")]).with_output_types(typing.Tuple[str, str])
+    ints = p | "Ints" >> beam.Create([("k", 1)]).with_output_types(tuple[str, int])
+    strs = p | "Strs" >> beam.Create([("k", "a")]).with_output_types(tuple[str, str])
     _ = (ints, strs) | beam.Flatten() | beam.GroupByKey()
     proto = transcode.transcode_in_sdk(p.to_runner_api())
     components = proto.components
@@ -101,8 +101,13 @@ def test_group_by_key_whose_output_recodes_the_key_gets_an_sdk_transcode():
 
 def test_only_standard_coders_remain_for_the_runner():
     p = beam.Pipeline()
-    _ = (p | beam.Create([("k", {"any": "thing"})]) | beam.GroupByKey()
-         | beam.WindowInto(beam.transforms.window.Sessions(10)) | beam.Map(lambda kv: kv))
+    _ = (
+        p
+        | beam.Create([("k", {"any": "thing"})])
+        | beam.GroupByKey()
+        | beam.WindowInto(beam.transforms.window.Sessions(10))
+        | beam.Map(lambda kv: kv)
+    )
     proto = opaque_coders.length_prefix_unknown(p.to_runner_api())
     components = proto.components
     runner_coders = Coders(components)
@@ -110,8 +115,13 @@ def test_only_standard_coders_remain_for_the_runner():
         assert runner_coders.readable(pcoll.coder_id), components.coders[pcoll.coder_id]
         runner_coders.coder(pcoll.coder_id)  # builds without any user code
     pickled = [cid for cid, c in components.coders.items() if c.spec.urn == "beam:coder:pickled_python:v1"]
-    assert pickled and all(any(c.spec.urn == urns.LENGTH_PREFIX_CODER and list(c.component_coder_ids) == [cid]
-                               for c in components.coders.values()) for cid in pickled)
+    assert pickled and all(
+        any(
+            c.spec.urn == urns.LENGTH_PREFIX_CODER and list(c.component_coder_ids) == [cid]
+            for c in components.coders.values()
+        )
+        for cid in pickled
+    )
     assert opaque_coders.length_prefix_unknown(proto) is proto, "a second pass changes nothing"
 
 
@@ -124,8 +134,12 @@ def test_the_runner_refuses_to_build_a_coder_it_does_not_know():
 
 def test_test_stream_events_of_partly_opaque_coders_are_read_up_to_the_opaque_tail():
     components = beam_runner_api_pb2.Components()
-    for cid, urn, parts in (("s", urns.STRING_UTF8_CODER, []), ("u", "beam:coder:java:thing:v1", []),
-                            ("kv", urns.KV_CODER, ["s", "u"]), ("vk", urns.KV_CODER, ["u", "s"])):
+    for cid, urn, parts in (
+        ("s", urns.STRING_UTF8_CODER, []),
+        ("u", "beam:coder:java:thing:v1", []),
+        ("kv", urns.KV_CODER, ["s", "u"]),
+        ("vk", urns.KV_CODER, ["u", "s"]),
+    ):
         components.coders[cid].spec.urn = urn
         components.coders[cid].component_coder_ids.extend(parts)
     read = Coders(components).outer_reader("kv")
@@ -136,6 +150,6 @@ def test_test_stream_events_of_partly_opaque_coders_are_read_up_to_the_opaque_ta
 
 
 def test_test_stream_of_pickled_elements_runs():
-    stream = (test_stream.TestStream().add_elements([("k", {"a": 1})]).advance_watermark_to_infinity())
+    stream = test_stream.TestStream().add_elements([("k", {"a": 1})]).advance_watermark_to_infinity()
     with beam.Pipeline(runner=ReferenceRunner()) as p:
         assert_that(p | stream | beam.Map(lambda kv: kv[1]["a"]), equal_to([1]))

@@ -1,4 +1,5 @@
 """The grpc:// target against a real Beam Job API server the session starts on loopback."""
+
 import json
 import subprocess
 import sys
@@ -6,7 +7,7 @@ import textwrap
 
 JOB_SERVER = f"{sys.executable} -m apache_beam.runners.portability.local_job_service_main --port {{port}}"
 
-CASES = textwrap.dedent('''
+CASES = textwrap.dedent("""
     import apache_beam as beam
     from apache_beam.transforms import window
     from conformance.api import W, capability, check, el, sorted_groups
@@ -41,18 +42,29 @@ CASES = textwrap.dedent('''
         p = runner.pipeline()
         check(p | beam.Create([1, 2]), [1, 2, 3])
         runner.run(p)
-''')
+""")
 
 
 def run(pytester, *args):
-    return pytester.runpytest_subprocess("-p", "no:cacheprovider", "--show-capture=no",
-                                         "--results-dir", str(pytester.path / "out"), *args)
+    return pytester.runpytest_subprocess(
+        "-p", "no:cacheprovider", "--show-capture=no", "--results-dir", str(pytester.path / "out"), *args
+    )
 
 
 def test_cases_run_over_grpc_against_a_job_server_started_for_the_session(pytester):
     pytester.makepyfile(test_e2e=CASES)
-    result = run(pytester, "--target", "grpc", "--target-name", "local-job-service",
-                 "--job-server-cmd", JOB_SERVER, "--pyargs", "conformance.cases.test_impulse", "test_e2e.py")
+    result = run(
+        pytester,
+        "--target",
+        "grpc",
+        "--target-name",
+        "local-job-service",
+        "--job-server-cmd",
+        JOB_SERVER,
+        "--pyargs",
+        "conformance.cases.test_impulse",
+        "test_e2e.py",
+    )
     # Impulse cases and three of ours pass; the deliberately wrong one fails with its diff,
     # which travelled back from the SDK worker through the job service.
     assert result.ret == 1, result.stdout.str()[-3000:]
@@ -77,7 +89,14 @@ def test_unreachable_endpoint_fails_fast_with_a_clear_message(pytester):
 
 def test_a_job_server_that_dies_is_reported_with_its_output(pytester):
     pytester.makepyfile(test_e2e=CASES)
-    result = run(pytester, "--target", "grpc", "--job-server-timeout", "30", "--job-server-cmd",
-                 f"{sys.executable} -c \"import sys; print('cannot bind {{port}}'); sys.exit(7)\"")
+    result = run(
+        pytester,
+        "--target",
+        "grpc",
+        "--job-server-timeout",
+        "30",
+        "--job-server-cmd",
+        f"{sys.executable} -c \"import sys; print('cannot bind {{port}}'); sys.exit(7)\"",
+    )
     assert result.ret == 3
     result.stdout.fnmatch_lines(["*job server exited with code 7*", "*cannot bind*"])

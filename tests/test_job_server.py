@@ -1,5 +1,6 @@
 """Our job server (reference_runner.jobserver) on loopback, driven by Beam's PortableRunner and by
 raw gRPC requests, hostile ones included."""
+
 import os
 import sys
 import time
@@ -11,8 +12,13 @@ import pytest
 from apache_beam.metrics import Metrics
 from apache_beam.metrics.metric import MetricsFilter
 from apache_beam.options.pipeline_options import PipelineOptions
-from apache_beam.portability.api import (beam_artifact_api_pb2, beam_artifact_api_pb2_grpc, beam_job_api_pb2,
-                                         beam_job_api_pb2_grpc, beam_runner_api_pb2)
+from apache_beam.portability.api import (
+    beam_artifact_api_pb2,
+    beam_artifact_api_pb2_grpc,
+    beam_job_api_pb2,
+    beam_job_api_pb2_grpc,
+    beam_runner_api_pb2,
+)
 from apache_beam.testing.util import assert_that, equal_to
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -30,8 +36,9 @@ def server():
 
 
 def _options(server, *extra):
-    return PipelineOptions([f"--job_endpoint={server.address}", "--runner=PortableRunner",
-                            "--environment_type=LOOPBACK", *extra])
+    return PipelineOptions(
+        [f"--job_endpoint={server.address}", "--runner=PortableRunner", "--environment_type=LOOPBACK", *extra]
+    )
 
 
 class _Count(beam.DoFn):
@@ -44,8 +51,13 @@ class _Count(beam.DoFn):
 
 
 def _keyed_sums(p):
-    return (p | beam.Create(range(10)) | beam.ParDo(_Count()) | beam.GroupByKey()
-            | beam.MapTuple(lambda k, vs: (k, sum(vs))))
+    return (
+        p
+        | beam.Create(range(10))
+        | beam.ParDo(_Count())
+        | beam.GroupByKey()
+        | beam.MapTuple(lambda k, vs: (k, sum(vs)))
+    )
 
 
 def test_a_loopback_job_runs_and_reports_metrics(server):
@@ -55,14 +67,18 @@ def test_a_loopback_job_runs_and_reports_metrics(server):
     assert result.wait_until_finish() == "DONE"
     [counter] = result.metrics().query(MetricsFilter().with_name("seen"))["counters"]
     assert counter.committed == 10 and counter.attempted == 10
-    texts = [m.message_response.message_text for m in _stub(server).GetMessageStream(
-        beam_job_api_pb2.JobMessagesRequest(job_id=result._job_id), timeout=10) if m.HasField("message_response")]
+    texts = [
+        m.message_response.message_text
+        for m in _stub(server).GetMessageStream(beam_job_api_pb2.JobMessagesRequest(job_id=result._job_id), timeout=10)
+        if m.HasField("message_response")
+    ]
     assert any(t.startswith("running on external worker") for t in texts), texts
 
 
 def test_schedule_options_reach_the_runner(server):
-    p = beam.Pipeline(options=_options(server, "--reference_bundle_size=1", "--reference_faults=0.3",
-                                       "--reference_seed=3"))
+    p = beam.Pipeline(
+        options=_options(server, "--reference_bundle_size=1", "--reference_faults=0.3", "--reference_seed=3")
+    )
     assert_that(_keyed_sums(p), equal_to([(0, 20), (1, 25)]))
     result = p.run()
     result.wait_until_finish()
@@ -93,14 +109,17 @@ def _stub(server):
     return beam_job_api_pb2_grpc.JobServiceStub(grpc.insecure_channel(server.address))
 
 
-@pytest.mark.parametrize("call, request_", [
-    ("GetState", beam_job_api_pb2.GetJobStateRequest(job_id="nope")),
-    ("GetPipeline", beam_job_api_pb2.GetJobPipelineRequest(job_id="nope")),
-    ("Cancel", beam_job_api_pb2.CancelJobRequest(job_id="nope")),
-    ("Drain", beam_job_api_pb2.DrainJobRequest(job_id="nope")),
-    ("GetJobMetrics", beam_job_api_pb2.GetJobMetricsRequest(job_id="nope")),
-    ("Run", beam_job_api_pb2.RunJobRequest(preparation_id="nope")),
-])
+@pytest.mark.parametrize(
+    "call, request_",
+    [
+        ("GetState", beam_job_api_pb2.GetJobStateRequest(job_id="nope")),
+        ("GetPipeline", beam_job_api_pb2.GetJobPipelineRequest(job_id="nope")),
+        ("Cancel", beam_job_api_pb2.CancelJobRequest(job_id="nope")),
+        ("Drain", beam_job_api_pb2.DrainJobRequest(job_id="nope")),
+        ("GetJobMetrics", beam_job_api_pb2.GetJobMetricsRequest(job_id="nope")),
+        ("Run", beam_job_api_pb2.RunJobRequest(preparation_id="nope")),
+    ],
+)
 def test_unknown_ids_get_not_found(server, call, request_):
     with pytest.raises(grpc.RpcError) as info:
         getattr(_stub(server), call)(request_, timeout=10)
@@ -108,28 +127,43 @@ def test_unknown_ids_get_not_found(server, call, request_):
 
 
 def test_describe_pipeline_options_lists_every_reference_knob(server):
-    names = {o.name for o in _stub(server).DescribePipelineOptions(
-        beam_job_api_pb2.DescribePipelineOptionsRequest(), timeout=10).options}
-    assert {"reference_seed", "reference_bundle_size", "reference_splits", "reference_faults",
-            "reference_fuse", "reference_clock"} <= names
+    names = {
+        o.name
+        for o in _stub(server)
+        .DescribePipelineOptions(beam_job_api_pb2.DescribePipelineOptionsRequest(), timeout=10)
+        .options
+    }
+    assert {
+        "reference_seed",
+        "reference_bundle_size",
+        "reference_splits",
+        "reference_faults",
+        "reference_fuse",
+        "reference_clock",
+    } <= names
 
 
 def _prepare_with_artifact(server, staged_name: str) -> str:
     pipeline = beam_runner_api_pb2.Pipeline()
     env = pipeline.components.environments["env"]
     env.urn = "beam:env:embedded_python:v1"
-    env.dependencies.add(type_urn="beam:artifact:type:embedded:v1",
-                         type_payload=beam_runner_api_pb2.EmbeddedFilePayload(data=b"x").SerializeToString(),
-                         role_urn="beam:artifact:role:staging_to:v1",
-                         role_payload=beam_runner_api_pb2.ArtifactStagingToRolePayload(
-                             staged_name=staged_name).SerializeToString())
-    return _stub(server).Prepare(beam_job_api_pb2.PrepareJobRequest(pipeline=pipeline, job_name="a"),
-                                 timeout=10).staging_session_token
+    env.dependencies.add(
+        type_urn="beam:artifact:type:embedded:v1",
+        type_payload=beam_runner_api_pb2.EmbeddedFilePayload(data=b"x").SerializeToString(),
+        role_urn="beam:artifact:role:staging_to:v1",
+        role_payload=beam_runner_api_pb2.ArtifactStagingToRolePayload(staged_name=staged_name).SerializeToString(),
+    )
+    return (
+        _stub(server)
+        .Prepare(beam_job_api_pb2.PrepareJobRequest(pipeline=pipeline, job_name="a"), timeout=10)
+        .staging_session_token
+    )
 
 
 def _offer(server, token, payload=b"x"):
     """Play the client's side of artifact staging for one artifact; returns the server's requests."""
     import queue
+
     answers = queue.Queue()
     answers.put(beam_artifact_api_pb2.ArtifactResponseWrapper(staging_token=token))
 
@@ -143,12 +177,19 @@ def _offer(server, token, payload=b"x"):
         for request in stub.ReverseArtifactRetrievalService(messages(), timeout=10):
             requests.append(request)
             if request.HasField("resolve_artifact"):
-                answers.put(beam_artifact_api_pb2.ArtifactResponseWrapper(
-                    resolve_artifact_response=beam_artifact_api_pb2.ResolveArtifactsResponse(
-                        replacements=request.resolve_artifact.artifacts)))
+                answers.put(
+                    beam_artifact_api_pb2.ArtifactResponseWrapper(
+                        resolve_artifact_response=beam_artifact_api_pb2.ResolveArtifactsResponse(
+                            replacements=request.resolve_artifact.artifacts
+                        )
+                    )
+                )
             else:
-                answers.put(beam_artifact_api_pb2.ArtifactResponseWrapper(
-                    get_artifact_response=beam_artifact_api_pb2.GetArtifactResponse(data=payload), is_last=True))
+                answers.put(
+                    beam_artifact_api_pb2.ArtifactResponseWrapper(
+                        get_artifact_response=beam_artifact_api_pb2.GetArtifactResponse(data=payload), is_last=True
+                    )
+                )
     finally:
         answers.put(None)
     return requests
@@ -157,8 +198,12 @@ def _offer(server, token, payload=b"x"):
 def test_artifacts_are_staged_inside_the_staging_directory(server):
     token = _prepare_with_artifact(server, "requirements.txt")
     assert [r.WhichOneof("request") for r in _offer(server, token)] == ["resolve_artifact", "get_artifact"]
-    staged = [os.path.join(root, f) for root, _, files in os.walk(server.staging_dir) for f in files
-              if f.endswith("requirements.txt")]
+    staged = [
+        os.path.join(root, f)
+        for root, _, files in os.walk(server.staging_dir)
+        for f in files
+        if f.endswith("requirements.txt")
+    ]
     assert staged and all(open(f, "rb").read() == b"x" for f in staged)
 
 
@@ -171,12 +216,28 @@ def test_hostile_artifact_names_are_refused(server, name):
     assert not os.path.exists(os.path.join(os.path.dirname(server.staging_dir), "escape.txt"))
 
 
-_METHODS = ["Prepare", "Run", "GetJobs", "GetState", "GetPipeline", "Cancel", "Drain", "GetJobMetrics",
-            "DescribePipelineOptions"]
+_METHODS = [
+    "Prepare",
+    "Run",
+    "GetJobs",
+    "GetState",
+    "GetPipeline",
+    "Cancel",
+    "Drain",
+    "GetJobMetrics",
+    "DescribePipelineOptions",
+]
 
 
-_URNS = ["beam:transform:pardo:v1", "beam:transform:group_by_key:v1", "beam:transform:impulse:v1",
-         "beam:transform:flatten:v1", "beam:transform:teststream:v1", "urn:made:up", ""]
+_URNS = [
+    "beam:transform:pardo:v1",
+    "beam:transform:group_by_key:v1",
+    "beam:transform:impulse:v1",
+    "beam:transform:flatten:v1",
+    "beam:transform:teststream:v1",
+    "urn:made:up",
+    "",
+]
 _NAMES = st.text(alphabet="abc./-_\x00", max_size=8)
 
 
@@ -207,13 +268,20 @@ def _hostile_pipeline(draw) -> bytes:
 
 
 @settings(max_examples=1000, deadline=None, database=None, suppress_health_check=list(HealthCheck))
-@given(call=st.one_of(st.tuples(st.sampled_from(_METHODS), st.binary(max_size=300)),
-                      st.tuples(st.just("Prepare"), _hostile_pipeline())))
+@given(
+    call=st.one_of(
+        st.tuples(st.sampled_from(_METHODS), st.binary(max_size=300)),
+        st.tuples(st.just("Prepare"), _hostile_pipeline()),
+    )
+)
 def test_fuzz_malformed_requests_never_take_the_server_down(server, call):
     method, body = call
     channel = _fuzz_channel(server)
-    call = channel.unary_unary(f"/org.apache.beam.model.job_management.v1.JobService/{method}",
-                               request_serializer=lambda b: b, response_deserializer=lambda b: b)
+    call = channel.unary_unary(
+        f"/org.apache.beam.model.job_management.v1.JobService/{method}",
+        request_serializer=lambda b: b,
+        response_deserializer=lambda b: b,
+    )
     try:
         call(body, timeout=10)
     except grpc.RpcError as e:
@@ -236,8 +304,15 @@ def test_after_the_fuzzing_a_valid_job_still_succeeds(server):
 @pytest.mark.timeout(120)  # a hang, not a clear failure, is what this guards against
 def test_a_worker_killed_mid_bundle_fails_the_job_clearly(server, worker_pool):
     _, address = worker_pool
-    options = PipelineOptions([f"--job_endpoint={server.address}", "--runner=PortableRunner",
-                               "--environment_type=EXTERNAL", f"--environment_config={address}"])
+    options = PipelineOptions(
+        [
+            f"--job_endpoint={server.address}",
+            "--runner=PortableRunner",
+            "--environment_type=EXTERNAL",
+            f"--environment_config={address}",
+        ]
+    )
+
     def die_on_three(x):  # nested, so it travels by value to the worker process
         if x == 3:
             os._exit(1)  # the worker process disappears in the middle of a bundle
@@ -252,8 +327,12 @@ def test_a_worker_killed_mid_bundle_fails_the_job_clearly(server, worker_pool):
 
 def test_twenty_concurrent_jobs_all_correct(server, worker_pool):
     _, address = worker_pool
-    options = [f"--job_endpoint={server.address}", "--runner=PortableRunner",
-               "--environment_type=EXTERNAL", f"--environment_config={address}"]
+    options = [
+        f"--job_endpoint={server.address}",
+        "--runner=PortableRunner",
+        "--environment_type=EXTERNAL",
+        f"--environment_config={address}",
+    ]
 
     def job(n):
         p = beam.Pipeline(options=PipelineOptions(options))
@@ -275,7 +354,10 @@ def test_cancel_stops_a_busy_job_promptly(server):
     _ = p | beam.Create([1]) | beam.Map(sleep_long)
     result = p.run()
     stub = _stub(server)
-    state = lambda: stub.GetState(beam_job_api_pb2.GetJobStateRequest(job_id=result._job_id), timeout=10).state
+
+    def state():
+        return stub.GetState(beam_job_api_pb2.GetJobStateRequest(job_id=result._job_id), timeout=10).state
+
     deadline = time.time() + 30
     while state() != beam_job_api_pb2.JobState.RUNNING and time.time() < deadline:
         time.sleep(0.05)
@@ -290,10 +372,16 @@ def test_cancel_stops_a_busy_job_promptly(server):
 
 def test_a_process_environment_starts_its_command(server, tmp_path):
     boot = tmp_path / "boot.sh"
-    boot.write_text(f"#!/bin/sh\nexec {sys.executable} -m reference_runner.worker.boot \"$@\"\n")
+    boot.write_text(f'#!/bin/sh\nexec {sys.executable} -m reference_runner.worker.boot "$@"\n')
     boot.chmod(0o755)
-    options = PipelineOptions([f"--job_endpoint={server.address}", "--runner=PortableRunner",
-                               "--environment_type=PROCESS", f'--environment_config={{"command": "{boot}"}}'])
+    options = PipelineOptions(
+        [
+            f"--job_endpoint={server.address}",
+            "--runner=PortableRunner",
+            "--environment_type=PROCESS",
+            f'--environment_config={{"command": "{boot}"}}',
+        ]
+    )
     p = beam.Pipeline(options=options)
     assert_that(p | beam.Create(["a", "b", "a"]) | beam.combiners.Count.PerElement(), equal_to([("a", 2), ("b", 1)]))
     assert p.run().wait_until_finish() == "DONE"
@@ -313,19 +401,64 @@ def test_an_oversized_pipeline_is_refused():
 def test_staged_artifacts_are_served_back_and_nothing_else(server):
     token = _prepare_with_artifact(server, "served.txt")
     _offer(server, token, payload=b"payload")
-    [path] = [os.path.join(root, f) for root, _, files in os.walk(server.staging_dir) for f in files
-              if f.endswith("served.txt")]
+    [path] = [
+        os.path.join(root, f)
+        for root, _, files in os.walk(server.staging_dir)
+        for f in files
+        if f.endswith("served.txt")
+    ]
     stub = beam_artifact_api_pb2_grpc.ArtifactRetrievalServiceStub(grpc.insecure_channel(server.address))
 
     def fetch(file_path):
         artifact = beam_runner_api_pb2.ArtifactInformation(
             type_urn="beam:artifact:type:file:v1",
-            type_payload=beam_runner_api_pb2.ArtifactFilePayload(path=file_path).SerializeToString())
-        return b"".join(r.data for r in stub.GetArtifact(
-            beam_artifact_api_pb2.GetArtifactRequest(artifact=artifact), timeout=10))
+            type_payload=beam_runner_api_pb2.ArtifactFilePayload(path=file_path).SerializeToString(),
+        )
+        return b"".join(
+            r.data for r in stub.GetArtifact(beam_artifact_api_pb2.GetArtifactRequest(artifact=artifact), timeout=10)
+        )
 
     assert fetch(path) == b"payload"
     for outside in ("/etc/passwd", os.path.join(server.staging_dir, "..", "x"), __file__):
         with pytest.raises(grpc.RpcError) as info:
             fetch(outside)
         assert info.value.code() == grpc.StatusCode.PERMISSION_DENIED
+
+
+def _prepare(server, pipeline, **options) -> beam_job_api_pb2.PrepareJobResponse:
+    from google.protobuf import struct_pb2
+
+    struct = struct_pb2.Struct()
+    struct.update({f"beam:option:reference_{name}:v1": value for name, value in options.items()})
+    return _stub(server).Prepare(
+        beam_job_api_pb2.PrepareJobRequest(pipeline=pipeline, job_name="p", pipeline_options=struct), timeout=60
+    )
+
+
+def _test_stream_pipeline():
+    from apache_beam.testing.test_stream import TestStream
+
+    p = beam.Pipeline()
+    _ = p | TestStream().add_elements([1]).advance_watermark_to_infinity() | beam.Map(str)
+    return p.to_runner_api()
+
+
+def test_prepare_reads_the_jobs_knobs_and_names_a_bad_one(server):
+    p = beam.Pipeline()
+    _ = p | beam.Create([1]) | beam.Map(str)
+    assert _prepare(server, p.to_runner_api(), lift="false", seed=7, bundle_size=2).preparation_id
+    with pytest.raises(grpc.RpcError) as info:
+        _prepare(server, p.to_runner_api(), bundle_size=0)
+    assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert "bundle_size must be" in info.value.details()
+
+
+def test_the_spark_backend_refuses_streaming_at_prepare():
+    running = JobServer(port=0, backend="spark").start()
+    try:
+        with pytest.raises(grpc.RpcError) as info:
+            _prepare(running, _test_stream_pipeline())
+        assert info.value.code() == grpc.StatusCode.UNIMPLEMENTED
+        assert "TestStream" in info.value.details() and "the Spark backend" in info.value.details()
+    finally:
+        running.stop()

@@ -1,9 +1,10 @@
 """User metrics reported by several bundles merge into one value per metric (reference_runner/metrics.py)."""
+
 from apache_beam.metrics import monitoring_infos as mi
 from apache_beam.metrics.cells import BoundedTrieData, DistributionData, GaugeData
+from apache_beam.metrics.metric import MetricsFilter
 from apache_beam.portability.api import beam_job_api_pb2
 from apache_beam.runners.portability.portable_runner import PortableMetrics
-from apache_beam.metrics.metric import MetricsFilter
 
 from reference_runner.metrics import merge_user_metrics
 
@@ -16,10 +17,14 @@ def _trie(*paths):
 
 
 def _query(infos):
-    results = PortableMetrics(beam_job_api_pb2.GetJobMetricsResponse(
-        metrics=beam_job_api_pb2.MetricResults(committed=merge_user_metrics(infos))))
-    return {kind: {m.key.metric.name: m.committed for m in found}
-            for kind, found in results.query(MetricsFilter()).items()}
+    results = PortableMetrics(
+        beam_job_api_pb2.GetJobMetricsResponse(
+            metrics=beam_job_api_pb2.MetricResults(committed=merge_user_metrics(infos))
+        )
+    )
+    return {
+        kind: {m.key.metric.name: m.committed for m in found} for kind, found in results.query(MetricsFilter()).items()
+    }
 
 
 def test_every_metric_type_merges_across_bundles():
@@ -47,6 +52,8 @@ def test_every_metric_type_merges_across_bundles():
 
 
 def test_metrics_of_different_steps_stay_apart():
-    infos = [mi.user_set_string("ns", "labels", {"a"}, ptransform="one"),
-             mi.user_set_string("ns", "labels", {"b"}, ptransform="two")]
+    infos = [
+        mi.user_set_string("ns", "labels", {"a"}, ptransform="one"),
+        mi.user_set_string("ns", "labels", {"b"}, ptransform="two"),
+    ]
     assert sorted(sorted(mi.extract_string_set_value(i)) for i in merge_user_metrics(infos)) == [["a"], ["b"]]

@@ -3,6 +3,7 @@
 Units follow the vectors: Java tests count milliseconds, the Python transcripts count whole
 units with windows written [start, max_timestamp]; the model works on any integer unit.
 """
+
 from conformance import model
 from conformance.elements import END_OF_GLOBAL_WINDOW_MS
 from conformance.model import EARLIEST, END_OF_WINDOW, GLOBAL, LATEST, Elem, Interval
@@ -40,19 +41,23 @@ def test_sliding_with_offset_and_period_dividing_size():
 
 def test_sessions_vector_from_java_gbk_test():
     # SEMANTICS 4: gap 4: foo@1, foo@4 -> [1, 8); bar@3 -> [3, 7); foo@9 -> [9, 13).
-    elems = model.create([(("foo", 1), 1), (("foo", 4), 4), (("bar", 3), 3), (("foo", 9), 9)],
-                         model.Sessions(4))
+    elems = model.create([(("foo", 1), 1), (("foo", 4), 4), (("bar", 3), 3), (("foo", 9), 9)], model.Sessions(4))
     groups = model.group_by_key(elems, model.Sessions(4))
-    assert sorted(groups, key=repr) == sorted([
-        Elem(("foo", [1, 4]), 7, Interval(1, 8)),
-        Elem(("bar", [3]), 6, Interval(3, 7)),
-        Elem(("foo", [9]), 12, Interval(9, 13)),
-    ], key=repr)
+    assert sorted(groups, key=repr) == sorted(
+        [
+            Elem(("foo", [1, 4]), 7, Interval(1, 8)),
+            Elem(("bar", [3]), 6, Interval(3, 7)),
+            Elem(("foo", [9]), 12, Interval(9, 13)),
+        ],
+        key=repr,
+    )
 
 
 def test_touching_sessions_do_not_merge_but_overlapping_ones_chain():
     assert model.Sessions.merge([Interval(1, 5), Interval(5, 9)]) == {
-        Interval(1, 5): Interval(1, 5), Interval(5, 9): Interval(5, 9)}
+        Interval(1, 5): Interval(1, 5),
+        Interval(5, 9): Interval(5, 9),
+    }
     # [0,4) overlaps [3,7) which overlaps [6,10): all three merge transitively.
     merged = model.Sessions.merge([Interval(0, 4), Interval(6, 10), Interval(3, 7)])
     assert set(merged.values()) == {Interval(0, 10)}
@@ -100,7 +105,9 @@ def test_combine_per_key_keeps_group_timestamps_and_windows():
     fixed = model.FixedWindows(10)
     elems = model.create([(("k", 1), 1), (("k", 2), 4), (("j", 5), 12)], fixed)
     assert sorted(model.combine_per_key(elems, fixed, sum, LATEST)) == [
-        Elem(("j", 5), 12, Interval(10, 20)), Elem(("k", 3), 4, Interval(0, 10))]
+        Elem(("j", 5), 12, Interval(10, 20)),
+        Elem(("k", 3), 4, Interval(0, 10)),
+    ]
 
 
 def test_flatten_is_a_multiset_union():

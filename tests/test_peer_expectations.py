@@ -1,6 +1,7 @@
 """The committed expectation files stay true: the whole suite, run against each of our targets
 (and, on request, each of Beam's own runners) with its committed known failures, has no
 regression and no unexpected pass."""
+
 import json
 import os
 import subprocess
@@ -21,8 +22,11 @@ CHECK_ALL_SCHEDULES = os.environ.get("BEAM_CONFORMANCE_ALL_SCHEDULES") == "1"
 # Pipeline shapes (13 cases x 6 SDK pre-optimizations) change what is submitted, not how it is
 # scheduled: CI runs them on the in-process reference target and over our job server, where a
 # shape reaches a real submission; the schedules and Spark skip them unless all schedules are on.
-SHAPES_ONLY_WHERE_SUBMITTED = {"reference:bundle_size=random,splits=random,seed=7", "reference:faults=0.2,seed=3",
-                               "spark"}
+SHAPES_ONLY_WHERE_SUBMITTED = {
+    "reference:bundle_size=random,splits=random,seed=7",
+    "reference:faults=0.2,seed=3",
+    "spark",
+}
 
 PEERS = {
     "beam-direct": ["--target", "beam-direct"],
@@ -30,37 +34,77 @@ PEERS = {
     "reference": ["--target", "reference"],
     # the schedules issue 3 asks to hold: the same verdicts whatever the bundling
     "reference:bundle_size=1": ["--target", "reference:bundle_size=1"],
-    "reference:bundle_size=random,splits=random,seed=7": ["--target", "reference:bundle_size=random,splits=random,seed=7"],
+    "reference:bundle_size=random,splits=random,seed=7": [
+        "--target",
+        "reference:bundle_size=random,splits=random,seed=7",
+    ],
     "reference:faults=0.2,seed=3": ["--target", "reference:faults=0.2,seed=3"],
     "reference:fuse=false": ["--target", "reference:fuse=false"],
-    "beam-local-job-service": ["--target", "grpc", "--target-name", "beam-local-job-service",
-                               "--job-server-cmd", JOB_SERVER],
+    "beam-local-job-service": [
+        "--target",
+        "grpc",
+        "--target-name",
+        "beam-local-job-service",
+        "--job-server-cmd",
+        JOB_SERVER,
+    ],
     "spark": ["--target", "spark"],
     # our job server, reached like any portable runner: same verdicts as the in-process target
-    "reference-job-server": ["--target", "grpc", "--target-name", "reference-job-server", "--job-server-cmd",
-                             f"{sys.executable} -m reference_runner.jobserver --port {{port}}"],
+    "reference-job-server": [
+        "--target",
+        "grpc",
+        "--target-name",
+        "reference-job-server",
+        "--job-server-cmd",
+        f"{sys.executable} -m reference_runner.jobserver --port {{port}}",
+    ],
 }
 
 
 def _marks(peer: str) -> list:
     if peer in BEAM_PEERS:
-        return [pytest.mark.skipif(not CHECK_BEAM_PEERS, reason="a Beam peer: set BEAM_CONFORMANCE_CHECK_PEERS=1 "
-                                                                "to check its committed expectations")]
+        return [
+            pytest.mark.skipif(
+                not CHECK_BEAM_PEERS,
+                reason="a Beam peer: set BEAM_CONFORMANCE_CHECK_PEERS=1 to check its committed expectations",
+            )
+        ]
     if peer in SLOW_SCHEDULES:
-        return [pytest.mark.skipif(not CHECK_ALL_SCHEDULES, reason="checked on request: set "
-                                                                   "BEAM_CONFORMANCE_ALL_SCHEDULES=1")]
+        return [
+            pytest.mark.skipif(
+                not CHECK_ALL_SCHEDULES, reason="checked on request: set BEAM_CONFORMANCE_ALL_SCHEDULES=1"
+            )
+        ]
     return []
 
 
 @pytest.mark.parametrize("peer", [pytest.param(peer, marks=_marks(peer)) for peer in sorted(PEERS)])
 def test_suite_matches_committed_expectations(peer, tmp_path):
     narrowed = ["-m", "not shapes"] if peer in SHAPES_ONLY_WHERE_SUBMITTED and not CHECK_ALL_SCHEDULES else []
-    command = [sys.executable, "-m", "pytest", "--pyargs", "conformance", *PEERS[peer], *narrowed, "-n", "2",
-               "-p", "no:cacheprovider", "--show-capture=no", "--tb=line", "-q",
-               "--results-dir", str(tmp_path)]
+    command = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "--pyargs",
+        "conformance",
+        *PEERS[peer],
+        *narrowed,
+        "-n",
+        "2",
+        "-p",
+        "no:cacheprovider",
+        "--show-capture=no",
+        "--tb=line",
+        "-q",
+        "--results-dir",
+        str(tmp_path),
+    ]
     done = subprocess.run(command, capture_output=True, text=True, timeout=1500)
     doc = json.loads((tmp_path / f"results-{peer.partition(':')[0]}.json").read_text())
-    bad = [f"{c['id']}: {c['outcome']}: {c['message'][:300]}" for c in doc["cases"]
-           if c["outcome"] in ("failed", "unexpected-pass", "error")]
+    bad = [
+        f"{c['id']}: {c['outcome']}: {c['message'][:300]}"
+        for c in doc["cases"]
+        if c["outcome"] in ("failed", "unexpected-pass", "error")
+    ]
     assert done.returncode == 0 and not bad, "\n".join(bad) or done.stdout[-3000:]
     assert doc["summary"]["passed"] >= 100, doc["summary"]

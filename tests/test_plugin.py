@@ -1,10 +1,11 @@
 """The pytest plugin, exercised the way a user runs it: pytest in a subprocess on real pipelines."""
+
 import json
 import textwrap
 
 import pytest
 
-CASES = textwrap.dedent('''
+CASES = textwrap.dedent("""
     import time
     import apache_beam as beam
     from conformance.api import capability, check
@@ -21,7 +22,7 @@ CASES = textwrap.dedent('''
         check(p | beam.Create([("k", 1)]) | beam.GroupByKey() | beam.MapTuple(lambda k, vs: (k, sorted(vs))),
               [("k", [1, 2])])
         runner.run(p)
-''')
+""")
 
 
 @pytest.fixture
@@ -31,8 +32,9 @@ def suite(pytester):
 
 
 def run(pytester, *args):
-    return pytester.runpytest_subprocess("-p", "no:cacheprovider", "--show-capture=no",
-                                         "--results-dir", str(pytester.path / "out"), *args)
+    return pytester.runpytest_subprocess(
+        "-p", "no:cacheprovider", "--show-capture=no", "--results-dir", str(pytester.path / "out"), *args
+    )
 
 
 def load_results(pytester, target="beam-fnapi"):
@@ -43,10 +45,13 @@ def test_results_record_outcome_capability_and_diff(suite):
     result = run(suite, "--target", "beam-fnapi")
     assert result.ret == 1
     out = result.stdout.str()
-    diff = out[out.index("missing (expected, not produced) (1):"):]
+    diff = out[out.index("missing (expected, not produced) (1):") :]
     assert "expected 1 element(s), runner produced 1; 1 missing, 1 unexpected" in out
-    assert diff.index("('k', [1, 2])") < diff.index("unexpected (produced, not expected) (1):") \
+    assert (
+        diff.index("('k', [1, 2])")
+        < diff.index("unexpected (produced, not expected) (1):")
         < diff.index("('k', [1]) @ END_OF_GLOBAL_WINDOW in GLOBAL")
+    )
     doc = load_results(suite)
     by_id = {c["id"]: c for c in doc["cases"]}
     assert by_id["cases/map_passes"]["outcome"] == "passed"
@@ -61,7 +66,8 @@ def test_results_record_outcome_capability_and_diff(suite):
 
 def test_known_failure_is_expected_and_the_run_passes(suite):
     (suite.path / "exp.yaml").write_text(
-        "known_failures:\n  - case: cases/wrong_expectation_fails\n    reason: deliberately wrong\n")
+        "known_failures:\n  - case: cases/wrong_expectation_fails\n    reason: deliberately wrong\n"
+    )
     result = run(suite, "--target", "beam-fnapi", "--expectations", "exp.yaml")
     assert result.ret == 0
     result.stdout.fnmatch_lines(["*1 passed, 1 xfailed*"])
@@ -71,8 +77,7 @@ def test_known_failure_is_expected_and_the_run_passes(suite):
 
 
 def test_unexpected_pass_fails_the_run(suite):
-    (suite.path / "exp.yaml").write_text(
-        "known_failures:\n  - capability: pardo\n    reason: thought broken\n")
+    (suite.path / "exp.yaml").write_text("known_failures:\n  - capability: pardo\n    reason: thought broken\n")
     result = run(suite, "--target", "beam-fnapi", "--expectations", "exp.yaml", "-k", "map_passes")
     assert result.ret == 1
     result.stdout.fnmatch_lines(["*UNEXPECTED PASS*cases/map_passes*thought broken*"])
@@ -81,7 +86,8 @@ def test_unexpected_pass_fails_the_run(suite):
 
 def test_flaky_entries_accept_both_outcomes(suite):
     (suite.path / "exp.yaml").write_text(
-        "known_failures:\n  - case: 'cases/*'\n    reason: fails in some runs\n    flaky: true\n")
+        "known_failures:\n  - case: 'cases/*'\n    reason: fails in some runs\n    flaky: true\n"
+    )
     result = run(suite, "--target", "beam-fnapi", "--expectations", "exp.yaml")
     assert result.ret == 0
     cases = {c["id"]: c for c in load_results(suite)["cases"]}
@@ -92,7 +98,8 @@ def test_flaky_entries_accept_both_outcomes(suite):
 
 def test_skip_entries_are_not_run_and_carry_their_reason(suite):
     (suite.path / "exp.yaml").write_text(
-        "known_failures:\n  - case: 'cases/wrong_*'\n    reason: hangs this runner\n    skip: true\n")
+        "known_failures:\n  - case: 'cases/wrong_*'\n    reason: hangs this runner\n    skip: true\n"
+    )
     result = run(suite, "--target", "beam-fnapi", "--expectations", "exp.yaml")
     assert result.ret == 0
     cases = {c["id"]: c for c in load_results(suite)["cases"]}
@@ -109,12 +116,19 @@ def test_capability_groups_are_markers(suite):
 def test_runs_in_parallel_with_xdist(suite):
     result = run(suite, "--target", "beam-fnapi", "-n", "2")
     assert result.ret == 1
-    assert load_results(suite)["summary"] == {"passed": 1, "failed": 1, "expected-failure": 0,
-                                              "unexpected-pass": 0, "skipped": 0, "error": 0}
+    assert load_results(suite)["summary"] == {
+        "passed": 1,
+        "failed": 1,
+        "expected-failure": 0,
+        "unexpected-pass": 0,
+        "skipped": 0,
+        "error": 0,
+    }
 
 
 def test_a_hanging_case_times_out(pytester):
-    pytester.makepyfile(test_hang='''
+    pytester.makepyfile(
+        test_hang="""
         import time
         import apache_beam as beam
         from conformance.api import capability, check
@@ -124,7 +138,8 @@ def test_a_hanging_case_times_out(pytester):
             p = runner.pipeline()
             check(p | beam.Create([1]) | beam.Map(lambda x: time.sleep(120) or x), [1])
             runner.run(p)
-    ''')
+    """
+    )
     result = run(pytester, "--target", "beam-fnapi", "--case-timeout", "5")
     assert result.ret == 1
     result.stdout.fnmatch_lines(["*Timeout*"])
@@ -132,13 +147,15 @@ def test_a_hanging_case_times_out(pytester):
 
 
 def test_malformed_cases_are_reported_at_collection(pytester):
-    pytester.makepyfile(test_bad='''
+    pytester.makepyfile(
+        test_bad="""
         from conformance.api import capability
 
         @capability("no.such.capability")
         def test_x(runner):
             pass
-    ''')
+    """
+    )
     result = run(pytester, "--target", "beam-fnapi")
     assert result.ret == 4
     result.stderr.fnmatch_lines(["*unknown capability 'no.such.capability'*"])
@@ -159,7 +176,17 @@ def test_bad_expectations_file_is_a_usage_error(suite):
 
 def test_help_documents_every_option(pytester):
     result = pytester.runpytest_subprocess("--help")
-    for option in ("--target", "--target-name", "--expectations", "--environment-type", "--environment-config",
-                   "--job-server-cmd", "--job-server-timeout", "--case-timeout", "--results-dir",
-                   "--no-results", "--trust-unconfirmed-checks"):
+    for option in (
+        "--target",
+        "--target-name",
+        "--expectations",
+        "--environment-type",
+        "--environment-config",
+        "--job-server-cmd",
+        "--job-server-timeout",
+        "--case-timeout",
+        "--results-dir",
+        "--no-results",
+        "--trust-unconfirmed-checks",
+    ):
         result.stdout.fnmatch_lines([f"*{option}*"])

@@ -1,4 +1,5 @@
 """Seeded bundling, splits, injected faults, traces and replay of the reference runner."""
+
 import json
 
 import apache_beam as beam
@@ -8,8 +9,9 @@ from apache_beam.metrics.metric import MetricsFilter
 from apache_beam.testing.util import assert_that, equal_to
 
 from reference_runner import ReferenceRunner
-from reference_runner.bundling import Schedule, ScheduleError
+from reference_runner.bundling import ScheduleError
 from reference_runner.engine import manager
+from reference_runner.knobs import Knobs
 
 EXPECTED = [(0, 273), (1, 247), (2, 260)]  # sums of range(40) by x % 3
 
@@ -27,8 +29,13 @@ def _run(tmp_path, name, **knobs):
     """Run a small keyed sum; returns (trace lines, result)."""
     trace = tmp_path / f"{name}.jsonl"
     p = beam.Pipeline(runner=ReferenceRunner(trace=str(trace), **knobs))
-    sums = (p | beam.Create(range(40)) | beam.ParDo(_CountSeen()) | beam.GroupByKey()
-            | beam.MapTuple(lambda k, vs: (k, sum(vs))))
+    sums = (
+        p
+        | beam.Create(range(40))
+        | beam.ParDo(_CountSeen())
+        | beam.GroupByKey()
+        | beam.MapTuple(lambda k, vs: (k, sum(vs)))
+    )
     assert_that(sums, equal_to(EXPECTED))
     result = p.run()
     result.wait_until_finish()
@@ -80,22 +87,26 @@ def test_committed_metrics_count_each_element_once_attempted_count_every_attempt
 
 def test_options_from_the_command_line(tmp_path):
     trace = tmp_path / "t.jsonl"
-    options = beam.options.pipeline_options.PipelineOptions([
-        "--reference_bundle_size=2", "--reference_seed=5", f"--reference_trace={trace}"])
+    options = beam.options.pipeline_options.PipelineOptions(
+        ["--reference_bundle_size=2", "--reference_seed=5", f"--reference_trace={trace}"]
+    )
     with beam.Pipeline(runner=ReferenceRunner(), options=options) as p:
         assert_that(p | beam.Create(range(6)) | beam.Map(lambda x: x * 2), equal_to([0, 2, 4, 6, 8, 10]))
     assert max(json.loads(line)["elements"] for line in trace.read_text().splitlines()) == 2
 
 
-@pytest.mark.parametrize("knobs, message", [
-    (dict(bundle_size=0), "bundle_size"),
-    (dict(bundle_size="huge"), "bundle_size"),
-    (dict(splits="sometimes"), "splits"),
-    (dict(faults=1.5), "faults"),
-])
+@pytest.mark.parametrize(
+    "knobs, message",
+    [
+        (dict(bundle_size=0), "bundle_size"),
+        (dict(bundle_size="huge"), "bundle_size"),
+        (dict(splits="sometimes"), "splits"),
+        (dict(faults=1.5), "faults"),
+    ],
+)
 def test_bad_knobs_are_named(knobs, message):
     with pytest.raises(ScheduleError, match=message):
-        Schedule(**knobs)
+        Knobs.parse(knobs)
 
 
 def test_replay_of_a_different_pipeline_is_refused(tmp_path):
@@ -108,10 +119,12 @@ def test_replay_of_a_different_pipeline_is_refused(tmp_path):
 
 def test_a_stuck_job_is_described_stage_by_stage():
     # A bundle taken but never committed: nothing else can run, yet work remains.
-    em = manager.ElementManager([
-        manager.StageSpec("impulse", manager.IMPULSE, [], ["a"]),
-        manager.StageSpec("work", manager.SDK, ["a"], ["b"]),
-    ])
+    em = manager.ElementManager(
+        [
+            manager.StageSpec("impulse", manager.IMPULSE, [], ["a"]),
+            manager.StageSpec("work", manager.SDK, ["a"], ["b"]),
+        ]
+    )
     em.start({"a": [b"x"]})
     assert em.next_bundle() is not None
     assert em.next_bundle() is None and not em.done()
@@ -122,8 +135,9 @@ def test_a_stuck_job_is_described_stage_by_stage():
 
 def test_runner_named_on_the_command_line(tmp_path):
     trace = tmp_path / "cli.jsonl"
-    options = beam.options.pipeline_options.PipelineOptions([
-        "--runner=reference_runner.ReferenceRunner", "--reference_bundle_size=1", f"--reference_trace={trace}"])
+    options = beam.options.pipeline_options.PipelineOptions(
+        ["--runner=reference_runner.ReferenceRunner", "--reference_bundle_size=1", f"--reference_trace={trace}"]
+    )
     with beam.Pipeline(options=options) as p:
         assert_that(p | beam.Create([1, 2, 3]) | beam.Map(lambda x: x + 1), equal_to([2, 3, 4]))
     assert {json.loads(line)["elements"] for line in trace.read_text().splitlines()} == {1}

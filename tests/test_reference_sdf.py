@@ -1,5 +1,6 @@
 """Splittable DoFns and bundle finalization on the reference runner, beyond the conformance cases:
 the expanded graph, residuals really rescheduled, and finalization only for committed bundles."""
+
 import os
 
 import apache_beam as beam
@@ -10,9 +11,9 @@ from apache_beam.testing.util import assert_that, equal_to
 
 from conformance.cases.test_sdf import CountProvider  # [0, n), unsplit
 from reference_runner import ReferenceRunner
-from reference_runner.execute import Job, JobFailed
+from reference_runner.backends import ReferenceBackend
+from reference_runner.execute import JobFailed
 from reference_runner.graph import urns
-
 
 
 class _OneOffsetPerCall(beam.DoFn):
@@ -45,13 +46,15 @@ def test_self_checkpointing_sdf_emits_every_offset_once_one_call_each(fuse):
 def test_splittable_pardo_is_expanded_and_processing_starts_a_stage():
     p = beam.Pipeline()
     _ = p | beam.Create([2]) | beam.ParDo(_OneOffsetPerCall())
-    job = Job(p.to_runner_api())
-    leaf_urns = [t.urn for t in job.graph.transforms]
+    plan = ReferenceBackend().prepare(p.to_runner_api())
+    leaf_urns = [t.urn for t in plan.graph.transforms]
     for urn in (urns.SDF_PAIR_WITH_RESTRICTION, urns.SDF_SPLIT_AND_SIZE, urns.SDF_PROCESS_SIZED):
         assert leaf_urns.count(urn) == 1
-    assert urns.PAR_DO not in [t.urn for t in job.graph.transforms if "OneOffsetPerCall" in t.name]
-    [process_stage] = [s for s in job.stages if any(t.urn == urns.SDF_PROCESS_SIZED for t in s.transforms)]
-    assert process_stage.transforms[0].urn == urns.SDF_PROCESS_SIZED  # fed (and re-fed) by the runner
+    assert urns.PAR_DO not in [t.urn for t in plan.graph.transforms if "OneOffsetPerCall" in t.name]
+    by_id = plan.graph.by_id
+    [process_stage] = [s for s in plan.stages if any(by_id[t].urn == urns.SDF_PROCESS_SIZED for t in s.transforms)]
+    assert by_id[process_stage.transforms[0]].urn == urns.SDF_PROCESS_SIZED  # fed (and re-fed) by the runner
+    assert process_stage.splittable and process_stage.truncation is not None
 
 
 class _OffsetsWithSide(beam.DoFn):
@@ -106,12 +109,14 @@ class _StatefulSplittable(beam.DoFn):
 
 def test_unsupported_features_of_a_splittable_dofn_are_named_once():
     from reference_runner.graph.check import UnsupportedPipeline
+
     p = beam.Pipeline(runner=ReferenceRunner())
     _ = p | beam.Create([("k", 1)]) | beam.ParDo(_StatefulSplittable())
     with pytest.raises(UnsupportedPipeline) as info:
         p.run()
-    assert [q for q in info.value.problems if "user state" in q] == \
-        ["transform 'ParDo(_StatefulSplittable)/Process': splittable DoFn with user state or timers (count)"]
+    assert [q for q in info.value.problems if "user state" in q] == [
+        "transform 'ParDo(_StatefulSplittable)/Process': splittable DoFn with user state or timers (count)"
+    ]
 
 
 class _ManyOffsets(beam.DoFn):
@@ -126,6 +131,7 @@ class _ManyOffsets(beam.DoFn):
 
 def test_runner_splits_a_restriction_mid_element_and_loses_nothing(tmp_path):
     import json
+
     split_mid_element = False
     for seed in range(12):
         trace = tmp_path / f"{seed}.jsonl"
@@ -133,6 +139,7 @@ def test_runner_splits_a_restriction_mid_element_and_loses_nothing(tmp_path):
             out = p | beam.Create([30, 40]) | beam.ParDo(_ManyOffsets())
             assert_that(out, equal_to([(n, i) for n in (30, 40) for i in range(n)]))
         records = [json.loads(line) for line in trace.read_text().splitlines()]
-        split_mid_element |= any(r["split"] and r["split"]["after_output"] and r.get("restrictions_split_off")
-                                 for r in records)
+        split_mid_element |= any(
+            r["split"] and r["split"]["after_output"] and r.get("restrictions_split_off") for r in records
+        )
     assert split_mid_element, "no seed made the SDK split a restriction while it was being processed"

@@ -1,4 +1,5 @@
 """The capability matrix built from results, in each output format."""
+
 import json
 
 import yaml
@@ -9,33 +10,57 @@ from conformance.report import matrix
 
 def case(id_, capability, outcome, message="", known=None):
     from conformance import capabilities
+
     cap = capabilities.get(capability)
-    return {"id": id_, "nodeid": f"x::{id_}", "capability": capability, "capability_title": cap.title,
-            "matrix_row": cap.row, "beam_category": cap.beam_category, "streaming": cap.streaming,
-            "outcome": outcome, "duration_s": 0.1, "message": message, "known_failure": known}
+    return {
+        "id": id_,
+        "nodeid": f"x::{id_}",
+        "capability": capability,
+        "capability_title": cap.title,
+        "matrix_row": cap.row,
+        "beam_category": cap.beam_category,
+        "streaming": cap.streaming,
+        "outcome": outcome,
+        "duration_s": 0.1,
+        "message": message,
+        "known_failure": known,
+    }
 
 
 def results_doc(target, cases):
     from conformance import results
-    return {"format": results.FORMAT, "target": target, "target_info": {"apache_beam": "2.77.0"},
-            "summary": results.summarize(cases), "wall_time_s": 1.5, "cases": cases}
+
+    return {
+        "format": results.FORMAT,
+        "target": target,
+        "target_info": {"apache_beam": "2.77.0"},
+        "summary": results.summarize(cases),
+        "wall_time_s": 1.5,
+        "cases": cases,
+    }
 
 
 def sample():
-    a = results_doc("runner-a", [
-        case("pardo/map", "pardo.basic", "passed"),
-        case("pardo/flatmap", "pardo.basic", "passed"),
-        case("gbk/sessions", "gbk.sessions", "failed", "check 'x': 1 missing\n  missing: ('k', [1])"),
-        case("gbk/global", "gbk.global", "passed"),
-        case("state/bag", "state.bag", "expected-failure", "boom", known="no state support"),
-        case("state/value", "state.value", "skipped", "known failure, not run"),
-    ])
-    b = results_doc("runner-b", [
-        case("pardo/map", "pardo.basic", "passed"),
-        case("pardo/flatmap", "pardo.basic", "unexpected-pass", "UNEXPECTED PASS"),
-        case("gbk/sessions", "gbk.sessions", "passed"),
-        case("gbk/global", "gbk.global", "error", "setup failed"),
-    ])
+    a = results_doc(
+        "runner-a",
+        [
+            case("pardo/map", "pardo.basic", "passed"),
+            case("pardo/flatmap", "pardo.basic", "passed"),
+            case("gbk/sessions", "gbk.sessions", "failed", "check 'x': 1 missing\n  missing: ('k', [1])"),
+            case("gbk/global", "gbk.global", "passed"),
+            case("state/bag", "state.bag", "expected-failure", "boom", known="no state support"),
+            case("state/value", "state.value", "skipped", "known failure, not run"),
+        ],
+    )
+    b = results_doc(
+        "runner-b",
+        [
+            case("pardo/map", "pardo.basic", "passed"),
+            case("pardo/flatmap", "pardo.basic", "unexpected-pass", "UNEXPECTED PASS"),
+            case("gbk/sessions", "gbk.sessions", "passed"),
+            case("gbk/global", "gbk.global", "error", "setup failed"),
+        ],
+    )
     return [a, b]
 
 
@@ -43,10 +68,10 @@ def test_verdicts_count_cases_that_ran():
     m = matrix.build(sample())
     assert m.row_cell("ParDo", "runner-a").verdict == "Yes"
     assert m.row_cell("ParDo", "runner-a").qualifier == "all 2 cases pass"
-    assert m.row_cell("GroupByKey", "runner-b").verdict == "No"          # the only case errored
+    assert m.row_cell("GroupByKey", "runner-b").verdict == "No"  # the only case errored
     assert m.row_cell("Session windows", "runner-a").verdict == "No"
     assert m.row_cell("Stateful Processing", "runner-a").verdict == "No"  # known failures still fail
-    assert m.capability_cell("state.value", "runner-a").verdict == ""     # skipped only: not tested
+    assert m.capability_cell("state.value", "runner-a").verdict == ""  # skipped only: not tested
     assert m.capability_cell("state.value", "runner-a").qualifier == "1 case skipped"
     assert m.row_cell("Stateful Processing", "runner-b").qualifier == "not tested"
     assert "no state support" in m.row_cell("Stateful Processing", "runner-a").note()
@@ -54,8 +79,9 @@ def test_verdicts_count_cases_that_ran():
 
 def test_partial_verdict_and_merge_replaces_earlier_run_of_same_target():
     docs = sample()
-    newer = results_doc("runner-a", [case("pardo/map", "pardo.basic", "passed"),
-                                     case("pardo/flatmap", "pardo.basic", "failed", "x")])
+    newer = results_doc(
+        "runner-a", [case("pardo/map", "pardo.basic", "passed"), case("pardo/flatmap", "pardo.basic", "failed", "x")]
+    )
     m = matrix.build(docs + [newer])
     assert [c.name for c in m.columns] == ["runner-a", "runner-b"]
     assert m.row_cell("ParDo", "runner-a").verdict == "Partially"
@@ -117,5 +143,6 @@ def test_cli_rejects_files_that_are_not_results(tmp_path, capsys):
 
 def test_results_name_installed_modules_without_machine_paths():
     from conformance.results import portable_paths
+
     text = 'File "/home/me/.tox/x/lib/python3.11/site-packages/apache_beam/runners/a.py", line 3'
     assert portable_paths(text) == 'File "<site-packages>/apache_beam/runners/a.py", line 3'

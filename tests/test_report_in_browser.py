@@ -1,6 +1,7 @@
 """The HTML matrix as a person reads it, in a real headless Chromium (Debian's package, driven by
 Playwright): the grid, a cell's cases, the filters, the layout at 1280 px and 390 px (screenshots
 kept as artifacts), grayscale legibility, and axe-core (from the npm registry) run in the page."""
+
 import fcntl
 import json
 import os
@@ -13,7 +14,6 @@ import pytest
 
 from conformance import capabilities
 from conformance.cli import write_reports
-
 from test_report import case, results_doc, sample
 
 CHROMIUM = os.environ.get("CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
@@ -38,9 +38,17 @@ def browser():
         _unavailable("no chromium on this machine (apt-get install chromium)")
     with sync_playwright() as pw:
         chromium = pw.chromium.launch(
-            executable_path=CHROMIUM, headless=True,
-            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                  "--disable-component-update", "--disable-sync", "--no-first-run"])
+            executable_path=CHROMIUM,
+            headless=True,
+            args=[
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+                "--no-first-run",
+            ],
+        )
         yield chromium
         chromium.close()
 
@@ -69,10 +77,13 @@ def _write(docs, directory: Path, previous=None) -> Path:
     return directory / "capability-matrix.html"
 
 
-MESSAGE = ("output differs from the Beam model:\ncheck 'check1': expected 3 element(s), runner produced 2; "
-           "1 missing, 0 unexpected (checked: value, timestamp, window, pane)\n  missing (expected, not produced) (1):\n"
-           "    ('a_rather_long_key_name_for_wrapping', [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16]) "
-           "@ 9.999s in [0s, 10s) pane(ON_TIME first last index=0 nonspec=0)")
+MESSAGE = (
+    "output differs from the Beam model:\ncheck 'check1': expected 3 element(s), runner produced 2; "
+    "1 missing, 0 unexpected (checked: value, timestamp, window, pane)\n"
+    "  missing (expected, not produced) (1):\n"
+    "    ('a_rather_long_key_name_for_wrapping', [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16]) "
+    "@ 9.999s in [0s, 10s) pane(ON_TIME first last index=0 nonspec=0)"
+)
 
 
 def six_targets():
@@ -83,12 +94,26 @@ def six_targets():
         for i, cap in enumerate(c for c in capabilities.CAPABILITIES if not c.untestable):
             for k in range(2):
                 pick = (i * 7 + t * 3 + k) % 11
-                outcome = ("skipped" if t == 2 and cap.streaming   # refused up front: rows not tested
-                           else "failed" if pick == 0 else "expected-failure" if pick in (1, 2)
-                           else "skipped" if pick == 3 else "passed")
-                cases.append(case(f"{cap.group}/{cap.id.replace('.', '_')}_{k}", cap.id, outcome,
-                                  MESSAGE if outcome != "passed" else "",
-                                  known="a known limitation of this runner" if outcome == "expected-failure" else None))
+                outcome = (
+                    "skipped"
+                    if t == 2 and cap.streaming  # refused up front: rows not tested
+                    else "failed"
+                    if pick == 0
+                    else "expected-failure"
+                    if pick in (1, 2)
+                    else "skipped"
+                    if pick == 3
+                    else "passed"
+                )
+                cases.append(
+                    case(
+                        f"{cap.group}/{cap.id.replace('.', '_')}_{k}",
+                        cap.id,
+                        outcome,
+                        MESSAGE if outcome != "passed" else "",
+                        known="a known limitation of this runner" if outcome == "expected-failure" else None,
+                    )
+                )
         docs.append(results_doc(name, cases))
     previous = json.loads(json.dumps(docs[0]))
     for c in previous["cases"][:6]:
@@ -125,7 +150,7 @@ def test_grid_shows_targets_rows_and_verdicts(sample_page):
     assert sessions_a.evaluate("e => getComputedStyle(e).backgroundColor") == "rgb(164, 35, 29)"
     assert pardo_a.evaluate("e => getComputedStyle(e).backgroundColor") == "rgb(212, 239, 219)"
     gbk_b = page.locator('#matrix tr.row:has(th:text-is("GroupByKey")) td[data-target="t1"]')
-    assert gbk_b.get_attribute("data-verdict") == "no"          # its only case errored
+    assert gbk_b.get_attribute("data-verdict") == "no"  # its only case errored
 
 
 def test_a_cell_opens_its_cases_with_messages(sample_page):
@@ -158,11 +183,11 @@ def test_filters_by_text_verdict_and_target(sample_page):
     page.select_option("#f-verdict", "no")
     shown = [t.split("\n")[0] for t in rows.all_inner_texts()]
     assert shown == ["GroupByKey", "Stateful Processing", "Session windows"]
-    page.uncheck('#filters input[data-target="t1"]')           # runner-b's column goes, and its No rows
+    page.uncheck('#filters input[data-target="t1"]')  # runner-b's column goes, and its No rows
     assert not page.locator('#matrix thead th[data-target="t1"]').is_visible()
     assert [t.split("\n")[0] for t in rows.all_inner_texts()] == ["Stateful Processing", "Session windows"]
     page.check('#filters input[data-target="t1"]')
-    page.select_option("#f-verdict", "outcome:unexpected-pass")    # a case outcome, not a verdict
+    page.select_option("#f-verdict", "outcome:unexpected-pass")  # a case outcome, not a verdict
     assert [t.split("\n")[0] for t in rows.all_inner_texts()] == ["ParDo"]
     page.select_option("#f-verdict", "")
     assert rows.count() == all_rows
@@ -182,7 +207,7 @@ def test_layout_fits_and_header_and_first_column_stay(browser, six_page_path, wi
         assert page.evaluate("document.body.scrollWidth") <= width
         wrap = page.locator(".grid-wrap")
         assert page.locator("#matrix thead th.target").count() == 6
-        if width >= 1280:   # six targets fit: the grid needs no sideways scrolling either
+        if width >= 1280:  # six targets fit: the grid needs no sideways scrolling either
             assert wrap.evaluate("e => e.scrollWidth <= e.clientWidth")
         # scroll the grid down: its header row stays at the top
         wrap.evaluate("e => { e.scrollTop = 600; }")
@@ -200,13 +225,13 @@ def test_layout_fits_and_header_and_first_column_stay(browser, six_page_path, wi
         row = page.locator("#matrix tbody tr.row").nth(12)
         first, cell = row.locator("th").bounding_box(), row.locator("td").first.bounding_box()
         assert abs(first["x"] - left) < 1.5, (first, left)
-        assert cell["x"] < first["x"] + first["width"], (cell, first)   # the cells did move under it
+        assert cell["x"] < first["x"] + first["width"], (cell, first)  # the cells did move under it
     finally:
         page.close()
 
 
 def _luminance(rgb: str) -> float:
-    r, g, b = (int(x) / 255 for x in rgb[rgb.index("(") + 1:rgb.index(")")].split(",")[:3])
+    r, g, b = (int(x) / 255 for x in rgb[rgb.index("(") + 1 : rgb.index(")")].split(",")[:3])
     lin = [c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4 for c in (r, g, b)]
     return 0.2126 * lin[0] + 0.7152 * lin[1] + 0.0722 * lin[2]
 
@@ -239,15 +264,27 @@ def _axe_script() -> str:
     cache = Path(os.environ.get("BEAM_CONFORMANCE_NPM_CACHE") or Path(sys.prefix) / "share" / "beam-conformance-npm")
     script = cache / "node_modules" / "axe-core" / "axe.min.js"
     cache.mkdir(parents=True, exist_ok=True)
-    with open(cache / ".lock", "w") as lock:   # xdist workers may get here together
+    with open(cache / ".lock", "w") as lock:  # xdist workers may get here together
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not script.exists():
             npm = shutil.which("npm")
             if npm is None:
                 _unavailable("npm is not installed, so axe-core cannot be fetched (apt-get install npm)")
-            done = subprocess.run([npm, "install", "--prefix", str(cache), "--no-audit", "--no-fund",
-                                   "--loglevel=error", f"axe-core@{AXE_VERSION}"],
-                                  capture_output=True, text=True, timeout=300)
+            done = subprocess.run(
+                [
+                    npm,
+                    "install",
+                    "--prefix",
+                    str(cache),
+                    "--no-audit",
+                    "--no-fund",
+                    "--loglevel=error",
+                    f"axe-core@{AXE_VERSION}",
+                ],
+                capture_output=True,
+                text=True,
+                timeout=300,
+            )
             if done.returncode != 0 or not script.exists():
                 _unavailable(f"npm could not install axe-core@{AXE_VERSION}: {done.stderr.strip()[-500:]}")
     return script.read_text()
@@ -270,8 +307,11 @@ def test_axe_finds_no_serious_or_critical_violation(browser, six_page_path, widt
                 return r.violations.map(v => ({id: v.id, impact: v.impact, help: v.help,
                                                nodes: v.nodes.slice(0, 3).map(n => n.target.join(' '))}));
             }""")
-            problems += [f"{state}: {v['impact']} {v['id']}: {v['help']} at {v['nodes']}" for v in found
-                         if v["impact"] in ("serious", "critical")]
+            problems += [
+                f"{state}: {v['impact']} {v['id']}: {v['help']} at {v['nodes']}"
+                for v in found
+                if v["impact"] in ("serious", "critical")
+            ]
         assert not problems, "\n".join(problems)
     finally:
         page.close()

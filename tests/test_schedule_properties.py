@@ -1,5 +1,6 @@
 """Hypothesis draws reference-runner schedules (seed, bundle sizes, splits, faults, fusion) and
 runs the suite's property-based cases under each: every schedule must give the model's result."""
+
 import inspect
 
 from hypothesis import HealthCheck, given, settings
@@ -9,23 +10,32 @@ from conformance import targets
 from conformance.cases import test_properties
 from conformance.targets.base import CaseRunner, TargetSettings
 
-PROPERTY_CASES = sorted((name, fn) for name, fn in inspect.getmembers(test_properties, inspect.isfunction)
-                        if name.startswith("test_"))
+PROPERTY_CASES = sorted(
+    (name, fn) for name, fn in inspect.getmembers(test_properties, inspect.isfunction) if name.startswith("test_")
+)
 
 SCHEDULES = st.builds(
-    lambda seed, size, splits, faults, fuse: (f"reference:seed={seed},bundle_size={size},splits={splits},"
-                                              f"faults={faults},fuse={fuse}"),
-    seed=st.integers(0, 2**31), size=st.sampled_from(["whole", "1", "2", "3", "random"]),
-    splits=st.sampled_from(["none", "random"]), faults=st.sampled_from(["0", "0.2", "0.5"]),
-    fuse=st.sampled_from(["true", "false"]))
+    lambda seed, size, splits, faults, fuse: (
+        f"reference:seed={seed},bundle_size={size},splits={splits},faults={faults},fuse={fuse}"
+    ),
+    seed=st.integers(0, 2**31),
+    size=st.sampled_from(["whole", "1", "2", "3", "random"]),
+    splits=st.sampled_from(["none", "random"]),
+    faults=st.sampled_from(["0", "0.2", "0.5"]),
+    fuse=st.sampled_from(["true", "false"]),
+)
 
 
 def test_there_are_property_cases_to_drive():
     assert len(PROPERTY_CASES) >= 10
 
 
-@settings(max_examples=12, deadline=None, database=None,
-          suppress_health_check=[HealthCheck.nested_given, HealthCheck.too_slow])
+@settings(
+    max_examples=12,
+    deadline=None,
+    database=None,
+    suppress_health_check=[HealthCheck.nested_given, HealthCheck.too_slow],
+)
 @given(spec=SCHEDULES, case=st.sampled_from(PROPERTY_CASES))
 def test_every_schedule_gives_the_models_result(spec, case):
     _, run_case = case

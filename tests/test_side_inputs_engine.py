@@ -1,5 +1,6 @@
 """Streaming side inputs in the engine (engine/sideinputs.py, ElementManager's held main input),
 driven with plain elements: no SDK, no protos."""
+
 from reference_runner.engine import manager as m
 from reference_runner.engine.sideinputs import SideInputBuffer
 
@@ -29,10 +30,14 @@ def _manager(events):
     # stream -> "main" read by "read" with side input "side" (straight from the stream). Main
     # elements are (name, side window they need, its max timestamp).
     return m.ElementManager(
-        [m.StageSpec("stream", m.TEST_STREAM, [], ["main", "side"], events=events),
-         m.StageSpec("read", m.SDK, ["main"], ["out"], side_inputs=["side"],
-                     side_windows=lambda e: [("side", e[1], e[2])])],
-        side_decoders={"side": _decode})
+        [
+            m.StageSpec("stream", m.TEST_STREAM, [], ["main", "side"], events=events),
+            m.StageSpec(
+                "read", m.SDK, ["main"], ["out"], side_inputs=["side"], side_windows=lambda e: [("side", e[1], e[2])]
+            ),
+        ],
+        side_decoders={"side": _decode},
+    )
 
 
 def _run_until_quiet(em):
@@ -45,10 +50,12 @@ def _run_until_quiet(em):
 
 
 def test_main_input_waits_for_a_pane_or_the_side_watermark_and_holds_the_watermark():
-    events = [(m.ELEMENTS, "main", [("a", b"w1", 9 * S), ("b", b"w2", 19 * S)]),
-              (m.ELEMENTS, "side", [(1, b"w1", 0)]),
-              (m.WATERMARK, "main", 20 * S),
-              (m.WATERMARK, "side", 20 * S)]
+    events = [
+        (m.ELEMENTS, "main", [("a", b"w1", 9 * S), ("b", b"w2", 19 * S)]),
+        (m.ELEMENTS, "side", [(1, b"w1", 0)]),
+        (m.WATERMARK, "main", 20 * S),
+        (m.WATERMARK, "side", 20 * S),
+    ]
     em = _manager(events)
     em.start({})
     assert em.advance_time() and _run_until_quiet(em) == []  # held: nothing fired for w1 yet
@@ -64,9 +71,13 @@ def test_main_input_waits_for_a_pane_or_the_side_watermark_and_holds_the_waterma
 
 
 def test_batch_side_inputs_are_read_whole_once_the_producer_finished():
-    em = m.ElementManager([m.StageSpec("imp", m.IMPULSE, [], ["side"]),
-                           m.StageSpec("imp2", m.IMPULSE, [], ["main"]),
-                           m.StageSpec("read", m.SDK, ["main"], [], side_inputs=["side"])])
+    em = m.ElementManager(
+        [
+            m.StageSpec("imp", m.IMPULSE, [], ["side"]),
+            m.StageSpec("imp2", m.IMPULSE, [], ["main"]),
+            m.StageSpec("read", m.SDK, ["main"], [], side_inputs=["side"]),
+        ]
+    )
     em.start({"side": [b"s"], "main": [b"m"]})
     bundle = em.next_bundle()
     assert bundle.inputs == [b"m"] and em.side_input("side") == (0, [b"s"])
@@ -75,10 +86,14 @@ def test_batch_side_inputs_are_read_whole_once_the_producer_finished():
 def test_batch_triggered_side_input_is_read_once_finished_showing_the_latest_pane_per_window():
     # A side input with decoders in batch (the executor gives them for triggered side inputs): read
     # once its producer finished, as a window -> latest pane map, not every pane it fired.
-    em = m.ElementManager([m.StageSpec("side_src", m.IMPULSE, [], ["side"]),
-                           m.StageSpec("main_src", m.IMPULSE, [], ["main"]),
-                           m.StageSpec("read", m.SDK, ["main"], [], side_inputs=["side"])],
-                          side_decoders={"side": _decode})
+    em = m.ElementManager(
+        [
+            m.StageSpec("side_src", m.IMPULSE, [], ["side"]),
+            m.StageSpec("main_src", m.IMPULSE, [], ["main"]),
+            m.StageSpec("read", m.SDK, ["main"], [], side_inputs=["side"]),
+        ],
+        side_decoders={"side": _decode},
+    )
     em.start({"side": [(1, b"w1", 0), (3, b"w1", 1), (5, b"w2", 0), (6, b"w2", 0)], "main": [b"m"]})
     bundle = em.next_bundle()
     assert bundle.inputs == [b"m"]

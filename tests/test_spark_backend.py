@@ -1,4 +1,5 @@
 """The Spark backend used directly from Beam, on the process's local SparkSession."""
+
 import apache_beam as beam
 import pytest
 from apache_beam.metrics import Metrics
@@ -18,16 +19,21 @@ from reference_runner.spark.runner import SparkJobFailed  # noqa: E402
 def test_word_count_with_a_side_input():
     with beam.Pipeline(runner=SparkRunner()) as p:
         stop = p | "Stop" >> beam.Create(["b"])
-        counts = (p | beam.Create(["a b", "b c c"]) | beam.FlatMap(str.split)
-                  | beam.Filter(lambda w, s: w != s, beam.pvalue.AsSingleton(stop))
-                  | beam.Map(lambda w: (w, 1)) | beam.CombinePerKey(sum))
+        counts = (
+            p
+            | beam.Create(["a b", "b c c"])
+            | beam.FlatMap(str.split)
+            | beam.Filter(lambda w, s: w != s, beam.pvalue.AsSingleton(stop))
+            | beam.Map(lambda w: (w, 1))
+            | beam.CombinePerKey(sum)
+        )
         assert_that(counts, equal_to([("a", 1), ("c", 2)]))
 
 
 def test_a_stage_with_two_outputs_feeds_both():
     with beam.Pipeline(runner=SparkRunner()) as p:
-        parts = (p | beam.Create(range(6))
-                 | beam.Map(lambda x: beam.pvalue.TaggedOutput("odd", x) if x % 2 else x).with_outputs("odd", main="even"))
+        split = beam.Map(lambda x: beam.pvalue.TaggedOutput("odd", x) if x % 2 else x).with_outputs("odd", main="even")
+        parts = p | beam.Create(range(6)) | split
         assert_that(parts.even, equal_to([0, 2, 4]), label="even")
         assert_that(parts.odd, equal_to([1, 3, 5]), label="odd")
 
@@ -42,8 +48,14 @@ def test_user_code_runs_once_per_element_when_two_stages_read_its_output():
     p = beam.Pipeline(runner=SparkRunner())
     counted = p | beam.Create(range(10)) | beam.Map(count)
     assert_that(counted | "Double" >> beam.Map(lambda x: 2 * x), equal_to([2 * x for x in range(10)]), label="a")
-    assert_that(counted | "Keyed" >> beam.Map(lambda x: (x % 2, x)) | beam.GroupByKey()
-                | beam.MapTuple(lambda k, vs: (k, sum(vs))), equal_to([(0, 20), (1, 25)]), label="b")
+    assert_that(
+        counted
+        | "Keyed" >> beam.Map(lambda x: (x % 2, x))
+        | beam.GroupByKey()
+        | beam.MapTuple(lambda k, vs: (k, sum(vs))),
+        equal_to([(0, 20), (1, 25)]),
+        label="b",
+    )
     result = p.run()
     [counter] = result.metrics().query(MetricsFilter().with_name("seen"))["counters"]
     assert counter.committed == 10
@@ -70,12 +82,14 @@ def test_a_side_input_over_the_size_limit_is_refused_by_name():
 
 class _CountAtEndOfKey(beam.DoFn):
     """Counts and gathers each key's values in state; a timer at the end of the global window emits them."""
+
     COUNT = userstate.CombiningValueStateSpec("count", beam.coders.VarIntCoder(), combiners.CountCombineFn())
     VALUES = userstate.BagStateSpec("values", beam.coders.VarIntCoder())
     END = userstate.TimerSpec("end", userstate.TimeDomain.WATERMARK)
 
-    def process(self, kv, count=beam.DoFn.StateParam(COUNT), values=beam.DoFn.StateParam(VALUES),
-                end=beam.DoFn.TimerParam(END)):
+    def process(
+        self, kv, count=beam.DoFn.StateParam(COUNT), values=beam.DoFn.StateParam(VALUES), end=beam.DoFn.TimerParam(END)
+    ):
         count.add(kv[1])
         values.add(kv[1])
         end.set(GlobalWindow().max_timestamp())
@@ -98,6 +112,7 @@ def test_stateful_pardo_counts_every_key_exactly_over_several_partitions():
 
 class _Countdown(beam.DoFn):
     """Each key's timer re-arms itself, one second later, three times; state counts the firings."""
+
     FIRED = userstate.ReadModifyWriteStateSpec("fired", beam.coders.VarIntCoder())
     TICK = userstate.TimerSpec("tick", userstate.TimeDomain.WATERMARK)
 
@@ -105,8 +120,13 @@ class _Countdown(beam.DoFn):
         tick.set(Timestamp(kv[1]))
 
     @userstate.on_timer(TICK)
-    def on_tick(self, key=beam.DoFn.KeyParam, ts=beam.DoFn.TimestampParam, fired=beam.DoFn.StateParam(FIRED),
-                tick=beam.DoFn.TimerParam(TICK)):
+    def on_tick(
+        self,
+        key=beam.DoFn.KeyParam,
+        ts=beam.DoFn.TimestampParam,
+        fired=beam.DoFn.StateParam(FIRED),
+        tick=beam.DoFn.TimerParam(TICK),
+    ):
         n = (fired.read() or 0) + 1
         fired.write(n)
         yield key, int(ts), n
@@ -136,16 +156,24 @@ class _TimerAfterExpiry(beam.DoFn):
 
 def test_a_timer_set_after_its_window_expires_fails_the_job_by_name():
     p = beam.Pipeline(runner=SparkRunner())
-    _ = (p | beam.Create([("k", 1)]) | beam.Map(lambda kv: window.TimestampedValue(kv, 1))
-         | beam.WindowInto(window.FixedWindows(10), allowed_lateness=5)
-         | beam.ParDo(_TimerAfterExpiry()))
-    with pytest.raises(SparkJobFailed, match=r"timer ts-late of .* set for Timestamp\(15\.999000\), after its window's expiration"):
+    _ = (
+        p
+        | beam.Create([("k", 1)])
+        | beam.Map(lambda kv: window.TimestampedValue(kv, 1))
+        | beam.WindowInto(window.FixedWindows(10), allowed_lateness=5)
+        | beam.ParDo(_TimerAfterExpiry())
+    )
+    with pytest.raises(
+        SparkJobFailed, match=r"timer ts-late of .* set for Timestamp\(15\.999000\), after its window's expiration"
+    ):
         p.run()
 
 
 def test_a_streaming_pipeline_is_refused_up_front_naming_the_backend_and_teststream():
     from apache_beam.testing import test_stream
+
     from reference_runner.graph.check import UnsupportedPipeline
+
     stream = test_stream.TestStream().add_elements([1, 2]).advance_watermark_to_infinity()
     with pytest.raises(UnsupportedPipeline, match=r"(?s)the Spark backend cannot run.*TestStream"):
         with beam.Pipeline(runner=SparkRunner(), options=PipelineOptions(["--streaming"])) as p:
@@ -163,26 +191,50 @@ def test_a_count_trigger_fires_early_panes_in_batch_then_the_on_time_pane():
     # the ON_TIME pane with the fifth (the last pane, allowed lateness 0).
     from apache_beam.transforms import trigger
     from apache_beam.utils.windowed_value import PaneInfoTiming
+
     with beam.Pipeline(runner=SparkRunner()) as p:
-        out = (p | beam.Create([("k", v) for v in range(5)]) | beam.Map(lambda kv: window.TimestampedValue(kv, 1))
-               | beam.WindowInto(window.FixedWindows(10), trigger=trigger.AfterWatermark(early=trigger.AfterCount(2)),
-                                 accumulation_mode=trigger.AccumulationMode.DISCARDING)
-               | beam.GroupByKey())
-        assert_that(out | beam.ParDo(_Panes()), equal_to([f"{PaneInfoTiming.EARLY} 0 not-last",
-                                                          f"{PaneInfoTiming.EARLY} 1 not-last",
-                                                          f"{PaneInfoTiming.ON_TIME} 2 last"]), label="panes")
+        out = (
+            p
+            | beam.Create([("k", v) for v in range(5)])
+            | beam.Map(lambda kv: window.TimestampedValue(kv, 1))
+            | beam.WindowInto(
+                window.FixedWindows(10),
+                trigger=trigger.AfterWatermark(early=trigger.AfterCount(2)),
+                accumulation_mode=trigger.AccumulationMode.DISCARDING,
+            )
+            | beam.GroupByKey()
+        )
+        assert_that(
+            out | beam.ParDo(_Panes()),
+            equal_to(
+                [
+                    f"{PaneInfoTiming.EARLY} 0 not-last",
+                    f"{PaneInfoTiming.EARLY} 1 not-last",
+                    f"{PaneInfoTiming.ON_TIME} 2 last",
+                ]
+            ),
+            label="panes",
+        )
         assert_that(out | beam.FlatMap(lambda kv: list(kv[1])), equal_to(list(range(5))), label="values")
 
 
 def test_a_processing_time_trigger_is_refused_in_batch_by_name():
     from apache_beam.transforms import trigger
+
     from reference_runner.graph.check import UnsupportedPipeline
+
     with pytest.raises(UnsupportedPipeline, match=r"(?s)the Spark backend cannot run.*processing-time trigger"):
         with beam.Pipeline(runner=SparkRunner()) as p:
-            _ = (p | beam.Create([("k", 1)])
-                 | beam.WindowInto(window.GlobalWindows(), trigger=trigger.Repeatedly(trigger.AfterProcessingTime(5)),
-                                   accumulation_mode=trigger.AccumulationMode.DISCARDING)
-                 | beam.GroupByKey())
+            _ = (
+                p
+                | beam.Create([("k", 1)])
+                | beam.WindowInto(
+                    window.GlobalWindows(),
+                    trigger=trigger.Repeatedly(trigger.AfterProcessingTime(5)),
+                    accumulation_mode=trigger.AccumulationMode.DISCARDING,
+                )
+                | beam.GroupByKey()
+            )
 
 
 class _MarksItsInstance(beam.DoFn):
@@ -194,6 +246,7 @@ class _MarksItsInstance(beam.DoFn):
     def process(self, element):
         import os
         import uuid
+
         if not hasattr(self, "token"):  # a new instance (an address may be reused, a uuid is not)
             self.token = uuid.uuid4().hex
         with open(os.path.join(self.folder, self.token), "a") as marks:
@@ -208,6 +261,7 @@ class _MarksItsInstanceAndTearsDown(_MarksItsInstance):
 
 def _runs_seen_per_instance(dofn, folder, runs=3) -> list:
     import os
+
     for run in range(runs):
         with beam.Pipeline(runner=SparkRunner()) as p:
             _ = p | beam.Create([(run, i) for i in range(4)]) | beam.ParDo(dofn(str(folder)))
@@ -237,19 +291,23 @@ def test_a_warm_executor_never_shows_a_stage_the_side_input_of_an_earlier_job():
 
 
 def test_reshuffle_is_a_repartition_not_a_group_by_key():
-    from reference_runner.graph import fusion, lifting, reshuffle, sdf
-    from reference_runner.graph.pipeline import PipelineGraph
-    from reference_runner.spark import plan as planning
+    from reference_runner.graph import plan as planning
+    from reference_runner.graph.prepare import SPARK
+
     p = beam.Pipeline()
     _ = p | beam.Create(range(10)) | beam.Reshuffle() | beam.Map(lambda x: x)
-    graph = PipelineGraph(sdf.expand(lifting.lift(reshuffle.replace(p.to_runner_api()))))
-    plans = planning.plan(graph, fusion.fuse(graph), "j")
-    assert [pl.kind for pl in plans].count("group") == 0  # Create's and the user's Reshuffle
-    assert sum(pl.redistribute for pl in plans) == 2
+    stages = planning.prepare(p.to_runner_api(), SPARK).stages
+    assert [s.kind for s in stages].count(planning.StageKind.GROUP) == 0  # Create's and the user's Reshuffle
+    assert sum(s.redistribute for s in stages) == 2
     with beam.Pipeline(runner=SparkRunner()) as p:
-        out = (p | beam.Create([("a", 1), ("b", 2)]) | beam.Map(lambda kv: window.TimestampedValue(kv, kv[1]))
-               | beam.WindowInto(window.FixedWindows(10)) | beam.Reshuffle()
-               | beam.Map(lambda kv, t=beam.DoFn.TimestampParam, w=beam.DoFn.WindowParam: (kv, t, w.end)))
+        out = (
+            p
+            | beam.Create([("a", 1), ("b", 2)])
+            | beam.Map(lambda kv: window.TimestampedValue(kv, kv[1]))
+            | beam.WindowInto(window.FixedWindows(10))
+            | beam.Reshuffle()
+            | beam.Map(lambda kv, t=beam.DoFn.TimestampParam, w=beam.DoFn.WindowParam: (kv, t, w.end))
+        )
         assert_that(out, equal_to([(("a", 1), Timestamp(1), Timestamp(10)), (("b", 2), Timestamp(2), Timestamp(10))]))
 
 
@@ -257,17 +315,29 @@ def test_a_triggered_side_input_shows_readers_its_latest_pane_per_window():
     # Python's CombineGlobally with its default reads its combined output as a side input and
     # insists on one value: over a repeating trigger only the latest pane may be visible.
     from apache_beam.transforms import trigger
+
     with beam.Pipeline(runner=SparkRunner()) as p:
-        total = (p | beam.Create(list(range(1, 11)))
-                 | beam.WindowInto(window.GlobalWindows(), trigger=trigger.Repeatedly(trigger.AfterCount(3)),
-                                   accumulation_mode=trigger.AccumulationMode.ACCUMULATING)
-                 | beam.CombineGlobally(sum))
+        total = (
+            p
+            | beam.Create(list(range(1, 11)))
+            | beam.WindowInto(
+                window.GlobalWindows(),
+                trigger=trigger.Repeatedly(trigger.AfterCount(3)),
+                accumulation_mode=trigger.AccumulationMode.ACCUMULATING,
+            )
+            | beam.CombineGlobally(sum)
+        )
         assert_that(total, equal_to([55]))
 
 
 def test_a_group_keeps_the_arrival_order_of_values_from_one_bundle():
     # (see tests/test_reference_runner.py: what users rely on and Beam's runners keep)
     with beam.Pipeline(runner=SparkRunner()) as p:
-        out = (p | beam.Create([None]) | beam.FlatMap(lambda _: [("k", i) for i in range(50)])
-               | beam.GroupByKey() | beam.MapTuple(lambda k, vs: list(vs)))
+        out = (
+            p
+            | beam.Create([None])
+            | beam.FlatMap(lambda _: [("k", i) for i in range(50)])
+            | beam.GroupByKey()
+            | beam.MapTuple(lambda k, vs: list(vs))
+        )
         assert_that(out, equal_to([list(range(50))]))

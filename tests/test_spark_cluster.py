@@ -1,6 +1,7 @@
 """The Spark backend on a real standalone cluster: a master and one worker started on loopback
 from the pyspark distribution, so stages, coders and user code travel to an executor process of
 their own (not the driver's JVM, as in local[N])."""
+
 import json
 import os
 import socket
@@ -9,6 +10,7 @@ import sys
 import time
 
 import pytest
+
 from conformance.targets.processes import free_port
 
 pyspark = pytest.importorskip("pyspark")
@@ -30,20 +32,53 @@ def _wait_for_port(port: int, process, what: str, timeout: float = 90) -> None:
 
 @pytest.fixture(scope="module")
 def standalone_cluster(tmp_path_factory):
-    env = {**os.environ, "SPARK_HOME": SPARK_HOME, "PYSPARK_PYTHON": sys.executable,
-           "SPARK_LOCAL_IP": "127.0.0.1", "SPARK_WORKER_DIR": str(tmp_path_factory.mktemp("spark-work"))}
+    env = {
+        **os.environ,
+        "SPARK_HOME": SPARK_HOME,
+        "PYSPARK_PYTHON": sys.executable,
+        "SPARK_LOCAL_IP": "127.0.0.1",
+        "SPARK_WORKER_DIR": str(tmp_path_factory.mktemp("spark-work")),
+    }
     port = free_port()
     started = []
     try:
-        master = subprocess.Popen([SPARK_CLASS, "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
-                                   "--port", str(port), "--webui-port", str(free_port())],
-                                  env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+        master = subprocess.Popen(
+            [
+                SPARK_CLASS,
+                "org.apache.spark.deploy.master.Master",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(port),
+                "--webui-port",
+                str(free_port()),
+            ],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
         started.append(master)
         _wait_for_port(port, master, "the Spark master")
-        worker = subprocess.Popen([SPARK_CLASS, "org.apache.spark.deploy.worker.Worker", f"spark://127.0.0.1:{port}",
-                                   "--host", "127.0.0.1", "--cores", "2", "--memory", "2g",
-                                   "--webui-port", str(free_port())],
-                                  env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+        worker = subprocess.Popen(
+            [
+                SPARK_CLASS,
+                "org.apache.spark.deploy.worker.Worker",
+                f"spark://127.0.0.1:{port}",
+                "--host",
+                "127.0.0.1",
+                "--cores",
+                "2",
+                "--memory",
+                "2g",
+                "--webui-port",
+                str(free_port()),
+            ],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
         started.append(worker)
         time.sleep(3)  # the worker registers with the master
         yield f"spark://127.0.0.1:{port}"
@@ -54,16 +89,32 @@ def standalone_cluster(tmp_path_factory):
 
 
 def test_cases_run_on_a_standalone_cluster(standalone_cluster, tmp_path):
-    command = [sys.executable, "-m", "pytest", "--pyargs", "conformance", "--target", f"spark:master={standalone_cluster}",
-               "-p", "no:cacheprovider", "-q", "--results-dir", str(tmp_path),
-               # a spread of stage kinds: shuffles, sessions merged per key, broadcast side inputs,
-               # multimap side inputs, metrics from executors, DoFn teardown
-               "-k", "(sessions_merge or as_singleton or multimap or committed_counter or teardown "
-                     "or combine_globally or fixed_windows_group) and not model and not across_inputs"]
+    command = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "--pyargs",
+        "conformance",
+        "--target",
+        f"spark:master={standalone_cluster}",
+        "-p",
+        "no:cacheprovider",
+        "-q",
+        "--results-dir",
+        str(tmp_path),
+        # a spread of stage kinds: shuffles, sessions merged per key, broadcast side inputs,
+        # multimap side inputs, metrics from executors, DoFn teardown
+        "-k",
+        "(sessions_merge or as_singleton or multimap or committed_counter or teardown "
+        "or combine_globally or fixed_windows_group) and not model and not across_inputs",
+    ]
     done = subprocess.run(command, capture_output=True, text=True, timeout=1500)
     doc = json.loads((tmp_path / "results-spark.json").read_text())
-    bad = [f"{c['id']}: {c['outcome']}: {c['message'][:300]}" for c in doc["cases"]
-           if c["outcome"] in ("failed", "unexpected-pass", "error")]
+    bad = [
+        f"{c['id']}: {c['outcome']}: {c['message'][:300]}"
+        for c in doc["cases"]
+        if c["outcome"] in ("failed", "unexpected-pass", "error")
+    ]
     assert done.returncode == 0 and not bad, "\n".join(bad) or done.stdout[-3000:]
     assert doc["summary"]["passed"] >= 8, doc["summary"]
     assert doc["target_info"]["master"] == standalone_cluster

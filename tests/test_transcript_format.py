@@ -1,5 +1,6 @@
 """The transcript format (conformance/transcripts.py): every shipped file loads, and a
 malformed or hostile one is refused with an error naming the file and the problem."""
+
 import textwrap
 
 import pytest
@@ -40,19 +41,22 @@ def test_a_good_transcript_builds_its_windowing_and_panes(tmp_path):
     assert expected.value == ("k", [1, 2]) and expected.pane.first and expected.pane.timing == "EARLY"
 
 
-@pytest.mark.parametrize("change, message", [
-    (("trigger: Repeatedly(AfterCount(2))", "trigger: __import__('os').system('true')"), "cannot build"),
-    (("trigger: Repeatedly(AfterCount(2))", "trigger: Repeatedly(AfterCount(2)).__class__"), "cannot build"),
-    (("window_fn: FixedWindows(10)", "window_fn: FixedWindows('10')"), "cannot build"),
-    (("  - watermark: inf\n", ""), "last step must be `watermark: inf`"),
-    (("accumulation: discarding", "accumulation: sometimes"), "accumulation must be"),
-    (("about: a scenario", "about: a scenario\nfavourite: blue"), "unknown keys"),
-    (("timing: EARLY", "timing: SOON"), "timing must be"),
-    (("nonspec: -1, ", ""), "a pane has exactly"),
-    (("  - elements: [1, 2]", "  - elements: [one]"), "list of event times"),
-    (("  - watermark: inf", "  - watermark: inf\n    processing_time: 3"), "exactly one of"),
-    (("about: a scenario", "about: [unclosed"), "not valid YAML"),
-])
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        (("trigger: Repeatedly(AfterCount(2))", "trigger: __import__('os').system('true')"), "cannot build"),
+        (("trigger: Repeatedly(AfterCount(2))", "trigger: Repeatedly(AfterCount(2)).__class__"), "cannot build"),
+        (("window_fn: FixedWindows(10)", "window_fn: FixedWindows('10')"), "cannot build"),
+        (("  - watermark: inf\n", ""), "last step must be `watermark: inf`"),
+        (("accumulation: discarding", "accumulation: sometimes"), "accumulation must be"),
+        (("about: a scenario", "about: a scenario\nfavourite: blue"), "unknown keys"),
+        (("timing: EARLY", "timing: SOON"), "timing must be"),
+        (("nonspec: -1, ", ""), "a pane has exactly"),
+        (("  - elements: [1, 2]", "  - elements: [one]"), "list of event times"),
+        (("  - watermark: inf", "  - watermark: inf\n    processing_time: 3"), "exactly one of"),
+        (("about: a scenario", "about: [unclosed"), "not valid YAML"),
+    ],
+)
 def test_malformed_transcripts_are_refused_by_name(tmp_path, change, message):
     old, new = change
     assert old in _GOOD

@@ -1,5 +1,6 @@
 """The engine's trigger state machines and triggered GroupByKey (engine/triggers.py, engine/panes.py),
 driven directly with plain elements: no SDK, no protos."""
+
 from reference_runner.engine import triggers as t
 from reference_runner.engine.grouping import EARLIEST, END_OF_WINDOW, Grouping
 from reference_runner.engine.panes import TriggeredBuffer
@@ -24,13 +25,26 @@ class Codec:
         return key.encode(), key, value, micros, [window]
 
     def build(self, key, values, timestamp, window, pane):
-        return (key, list(values), timestamp / S, (window.start // S, window.end // S),
-                (pane.timing, pane.index, pane.nonspeculative_index, pane.is_first, pane.is_last))
+        return (
+            key,
+            list(values),
+            timestamp / S,
+            (window.start // S, window.end // S),
+            (pane.timing, pane.index, pane.nonspeculative_index, pane.is_first, pane.is_last),
+        )
 
 
 def buffer(trigger, accumulating=False, lateness=0, combiner=END_OF_WINDOW, merging=False):
-    return TriggeredBuffer(Grouping(Codec(), merging=merging, timestamp_combiner=combiner,
-                                    allowed_lateness=lateness * S, trigger=trigger, accumulating=accumulating))
+    return TriggeredBuffer(
+        Grouping(
+            Codec(),
+            merging=merging,
+            timestamp_combiner=combiner,
+            allowed_lateness=lateness * S,
+            trigger=trigger,
+            accumulating=accumulating,
+        )
+    )
 
 
 class Driver:
@@ -78,8 +92,8 @@ def test_watermark_past_end_and_gc_at_once_gives_one_final_on_time_pane():
 
 def test_droppable_elements_are_dropped_and_late_born_window_panes_are_late():
     d = Driver(buffer(t.Default(), lateness=5))
-    d.watermark(100).add("gone", 1)           # 9.999 + 5 < 100: dropped
-    d.watermark(112).add("late", 105)         # [100,110) is past its end but within lateness
+    d.watermark(100).add("gone", 1)  # 9.999 + 5 < 100: dropped
+    d.watermark(112).add("late", 105)  # [100,110) is past its end but within lateness
     assert d.buf.dropped == 1
     assert d.shapes() == [(["late"], LATE(0, 0))]
     d.watermark("inf")
@@ -98,8 +112,13 @@ def test_early_and_late_firings_repeat_with_on_time_pane_even_when_empty():
     d = Driver(buffer(trig, lateness=50))
     d.add(1, 1).add(2, 2).add(3, 3).add(4, 4).watermark(20)
     d.add(5, 5).add(6, 6).add(7, 7).watermark("inf")
-    assert d.shapes() == [([1, 2], EARLY(0)), ([3, 4], EARLY(1)), ([], ON_TIME(2, False)),
-                          ([5, 6], LATE(3, 1)), ([7], LATE(4, 2, True))]
+    assert d.shapes() == [
+        ([1, 2], EARLY(0)),
+        ([3, 4], EARLY(1)),
+        ([], ON_TIME(2, False)),
+        ([5, 6], LATE(3, 1)),
+        ([7], LATE(4, 2, True)),
+    ]
 
 
 def test_accumulating_mode_repeats_everything_so_far():
@@ -165,8 +184,13 @@ def test_sessions_merge_trigger_state_and_restart_panes_in_a_new_window():
     d.add(1, 1).add(3, 3).add(4, 4).watermark("inf")
     windows = [p[3] for p in d.panes]
     assert windows == [(1, 12), (1, 14), (1, 15), (1, 15), (1, 15)]
-    assert d.shapes() == [([1, 2], EARLY(0)), ([1, 2, 3, 4], EARLY(0)), ([1, 2, 3, 4, 5], ON_TIME(0, False)),
-                          ([1, 1, 2, 3, 3, 4, 4, 5], LATE(1, 1)), ([1, 1, 2, 3, 3, 4, 4, 5], LATE(2, 2, True))]
+    assert d.shapes() == [
+        ([1, 2], EARLY(0)),
+        ([1, 2, 3, 4], EARLY(0)),
+        ([1, 2, 3, 4, 5], ON_TIME(0, False)),
+        ([1, 1, 2, 3, 3, 4, 4, 5], LATE(1, 1)),
+        ([1, 1, 2, 3, 3, 4, 4, 5], LATE(2, 2, True)),
+    ]
 
 
 def test_earliest_timestamp_ignores_elements_behind_the_watermark():
@@ -191,15 +215,22 @@ def test_hold_keeps_the_output_watermark_at_open_windows():
 
 def test_element_manager_applies_teststream_events_one_at_a_time_and_moves_the_clock():
     from reference_runner.engine import manager as m
+
     trig = t.AfterWatermark(early=t.AfterProcessingTime((("delay", 5 * S),)))
     grouping = Grouping(Codec(), trigger=trig)
-    events = [(m.ELEMENTS, "in", [("k", 1, 1, 10)]),
-              (m.PROCESSING_TIME, None, 6 * S),
-              (m.ELEMENTS, "in", [("k", 2, 2, 10)]),
-              (m.WATERMARK, "in", 5 * S)]
-    em = m.ElementManager([m.StageSpec("stream", m.TEST_STREAM, [], ["in"], events=events),
-                           m.StageSpec("group", m.GROUP, ["in"], ["out"], grouping=grouping),
-                           m.StageSpec("sink", m.SDK, ["out"], [])])
+    events = [
+        (m.ELEMENTS, "in", [("k", 1, 1, 10)]),
+        (m.PROCESSING_TIME, None, 6 * S),
+        (m.ELEMENTS, "in", [("k", 2, 2, 10)]),
+        (m.WATERMARK, "in", 5 * S),
+    ]
+    em = m.ElementManager(
+        [
+            m.StageSpec("stream", m.TEST_STREAM, [], ["in"], events=events),
+            m.StageSpec("group", m.GROUP, ["in"], ["out"], grouping=grouping),
+            m.StageSpec("sink", m.SDK, ["out"], []),
+        ]
+    )
     em.start({})
     steps = 0
     while em.advance_time():

@@ -2,12 +2,12 @@
 resumes it only when the rest of the pipeline has caught up, and holds the stage's output
 watermark at what the watermark estimator promised, so windows downstream fire (and their
 state goes) while the source is still producing."""
-import apache_beam as beam
-from apache_beam.testing.util import assert_that, equal_to
-from apache_beam.transforms import window
 
+import apache_beam as beam
 from apache_beam.io.restriction_trackers import OffsetRange, OffsetRestrictionTracker
 from apache_beam.io.watermark_estimators import ManualWatermarkEstimator
+from apache_beam.testing.util import assert_that, equal_to
+from apache_beam.transforms import window
 from apache_beam.utils.timestamp import Timestamp
 
 from reference_runner import ReferenceRunner
@@ -36,8 +36,12 @@ class _Offsets(beam.transforms.core.RestrictionProvider):
 class _Source(beam.DoFn):
     """Element i at i ms, ``chunk`` elements per self-checkpoint, the watermark following."""
 
-    def process(self, element, tracker=beam.DoFn.RestrictionParam(_Offsets()),
-                estimator=beam.DoFn.WatermarkEstimatorParam(ManualWatermarkEstimator.default_provider())):
+    def process(
+        self,
+        element,
+        tracker=beam.DoFn.RestrictionParam(_Offsets()),
+        estimator=beam.DoFn.WatermarkEstimatorParam(ManualWatermarkEstimator.default_provider()),
+    ):
         EVENTS.append(("chunk", None))
         position = tracker.current_restriction().start
         stop = min(tracker.current_restriction().stop, position + element["chunk"])
@@ -52,11 +56,14 @@ class _Source(beam.DoFn):
 def test_windows_fire_while_the_source_is_still_producing():
     EVENTS.clear()
     with beam.Pipeline(runner=ReferenceRunner()) as p:
-        counts = (p | beam.Create([{"count": 5000, "chunk": 1000}])
-                  | beam.ParDo(_Source())
-                  | beam.WindowInto(window.FixedWindows(1))
-                  | beam.CombinePerKey(sum)
-                  | beam.ParDo(_Record()))
+        counts = (
+            p
+            | beam.Create([{"count": 5000, "chunk": 1000}])
+            | beam.ParDo(_Source())
+            | beam.WindowInto(window.FixedWindows(1))
+            | beam.CombinePerKey(sum)
+            | beam.ParDo(_Record())
+        )
         assert_that(counts, equal_to([1000] * 5))
     chunks = [i for i, (kind, _) in enumerate(EVENTS) if kind == "chunk"]
     fired = [i for i, (kind, _) in enumerate(EVENTS) if kind == "fired"]
@@ -76,7 +83,11 @@ def test_a_residual_without_a_watermark_holds_the_stage_until_done():
                 tracker.defer_remainder()
 
     with beam.Pipeline(runner=ReferenceRunner()) as p:
-        out = (p | beam.Create([6]) | beam.ParDo(Countdown())
-               | beam.WindowInto(window.FixedWindows(3)) | beam.CombinePerKey(sum))
+        out = (
+            p
+            | beam.Create([6])
+            | beam.ParDo(Countdown())
+            | beam.WindowInto(window.FixedWindows(3))
+            | beam.CombinePerKey(sum)
+        )
         assert_that(out, equal_to([("k", 3), ("k", 3)]))
-

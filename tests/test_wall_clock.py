@@ -3,6 +3,8 @@
 self-checkpoint) instead of jumping to them; the virtual clock (the default) gives the same
 results without waiting. Only lower bounds on elapsed time are asserted: waiting at least as
 long as asked is the wall clock's correctness property; how much longer depends on the machine."""
+
+import itertools
 import time
 
 import apache_beam as beam
@@ -14,7 +16,8 @@ from apache_beam.utils.timestamp import Duration
 
 from conformance.cases.test_sdf import CountProvider  # [0, n), unsplit
 from reference_runner import ReferenceRunner
-from reference_runner.bundling import Schedule, ScheduleError
+from reference_runner.bundling import ScheduleError
+from reference_runner.knobs import Knobs
 
 RESULTS: dict = {}
 RESUMED: list = []
@@ -36,16 +39,24 @@ def _early_panes(p):
     # Repeatedly(AfterProcessingTime(1)): {1, 2} fires once processing time passes 1 s after the
     # first element, {3} likewise; the stream's processing time advances by 1.2 s twice. (Beam's
     # AfterProcessingTime takes whole seconds.)
-    stream = (test_stream.TestStream()
-              .add_elements([window.TimestampedValue(("k", 1), 1), window.TimestampedValue(("k", 2), 2)])
-              .advance_processing_time(1.2)
-              .add_elements([window.TimestampedValue(("k", 3), 3)])
-              .advance_processing_time(1.2)
-              .advance_watermark_to_infinity())
-    return (p | stream
-            | beam.WindowInto(window.GlobalWindows(), trigger=trigger.Repeatedly(trigger.AfterProcessingTime(1)),
-                              accumulation_mode=trigger.AccumulationMode.DISCARDING)
-            | beam.CombinePerKey(sum))
+    stream = (
+        test_stream.TestStream()
+        .add_elements([window.TimestampedValue(("k", 1), 1), window.TimestampedValue(("k", 2), 2)])
+        .advance_processing_time(1.2)
+        .add_elements([window.TimestampedValue(("k", 3), 3)])
+        .advance_processing_time(1.2)
+        .advance_watermark_to_infinity()
+    )
+    return (
+        p
+        | stream
+        | beam.WindowInto(
+            window.GlobalWindows(),
+            trigger=trigger.Repeatedly(trigger.AfterProcessingTime(1)),
+            accumulation_mode=trigger.AccumulationMode.DISCARDING,
+        )
+        | beam.CombinePerKey(sum)
+    )
 
 
 # two processing-time panes, then (discarding) the empty final one at the end of the window
@@ -63,7 +74,6 @@ def test_after_processing_time_fires_on_either_clock(clock):
     if clock == "wall":
         assert elapsed >= 2.4  # two processing-time advances of 1.2 s, waited for in real time
         assert RESULTS["wall"] == RESULTS.get("virtual", RESULTS["wall"])
-
 
 
 class _Slowly(beam.DoFn):
@@ -86,7 +96,7 @@ def test_a_resume_delay_is_waited_for_on_the_wall_clock(clock):
     assert sorted(x for x, _, _ in RESULTS.pop(f"resume-{clock}")) == [0, 1, 2, 3]
     if clock == "wall":
         # every resume came at least the requested 0.1 s after the call that deferred it
-        gaps = [b[1] - a[1] for a, b in zip(RESUMED, RESUMED[1:]) if (a[0], b[0]) == ("deferred", "resumed")]
+        gaps = [b[1] - a[1] for a, b in itertools.pairwise(RESUMED) if (a[0], b[0]) == ("deferred", "resumed")]
         assert len(gaps) >= 3 and all(gap >= 0.1 for gap in gaps), gaps
 
 
@@ -97,4 +107,4 @@ def test_the_clock_option_and_its_validation():
         _ = _early_panes(p) | _collect("option")
     assert sorted(RESULTS["option"]) == _PANES
     with pytest.raises(ScheduleError, match="clock must be"):
-        Schedule(clock="sundial")
+        Knobs.parse({"clock": "sundial"})

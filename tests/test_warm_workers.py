@@ -1,6 +1,7 @@
 """Warm in-process SDK workers (reference_runner/worker/warm.py): a later job reuses the bundle
 processors of an identical stage, but never a DoFn that has a setup or teardown, never another
 job's side inputs or state."""
+
 import json
 import os
 

@@ -1,6 +1,7 @@
 """Packaging as users install it: build the wheel, install it into a fresh venv outside the
 checkout, and run the suite (against our job server, started from that venv) and the report
 from an empty directory, with no file of the checkout on the path."""
+
 import json
 import os
 import subprocess
@@ -11,16 +12,19 @@ from pathlib import Path
 from conformance.targets.processes import free_port, start_group, stop_group, wait_until_serving
 
 ROOT = Path(__file__).resolve().parents[1]
-SELECTION = ("test_map_applies_function_to_every_element or test_per_key_builtins "
-             "or fixed_default_on_time or sessions_default_merge")
+SELECTION = (
+    "test_map_applies_function_to_every_element or test_per_key_builtins "
+    "or fixed_default_on_time or sessions_default_merge"
+)
 
 
 def _clean_env(venv_dir: Path) -> dict:
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("PYTHONPATH", "VIRTUAL_ENV", "PYTHONHOME", "PYTHONSTARTUP")}
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV", "PYTHONHOME", "PYTHONSTARTUP")}
     # the fresh venv first; nothing of the checkout or of the tox env on PATH
-    env["PATH"] = os.pathsep.join([str(venv_dir / "bin")] + [
-        p for p in env.get("PATH", "").split(os.pathsep) if p and not p.startswith(str(ROOT))])
+    env["PATH"] = os.pathsep.join(
+        [str(venv_dir / "bin")]
+        + [p for p in env.get("PATH", "").split(os.pathsep) if p and not p.startswith(str(ROOT))]
+    )
     env["PIP_DISABLE_PIP_VERSION_CHECK"] = "1"
     return env
 
@@ -35,8 +39,11 @@ def test_wheel_installs_into_a_fresh_venv_and_runs_from_an_empty_directory(tmp_p
     dist, venv_dir, empty = tmp_path / "dist", tmp_path / "venv", tmp_path / "empty"
     empty.mkdir()
     # build with this environment's setuptools (no download); install as a user would
-    _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(dist), str(ROOT)],
-         tmp_path, os.environ)
+    _run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(dist), str(ROOT)],
+        tmp_path,
+        os.environ,
+    )
     [wheel] = dist.glob("beam_runner_conformance-*.whl")
     venv.create(venv_dir, with_pip=False, clear=True)
     python = str(venv_dir / "bin" / "python")
@@ -45,9 +52,11 @@ def test_wheel_installs_into_a_fresh_venv_and_runs_from_an_empty_directory(tmp_p
     # the index (or pip's cache); no byte-compiling, which only costs time here
     _run([sys.executable, "-m", "pip", "--python", python, "install", "-q", "--no-compile", str(wheel)], empty, env)
 
-    where = json.loads(_run([python, "-c", "import json, sys, conformance, reference_runner; "
-                                           "print(json.dumps([conformance.__file__, reference_runner.__file__, sys.path]))"],
-                            empty, env))
+    script = (
+        "import json, sys, conformance, reference_runner; "
+        "print(json.dumps([conformance.__file__, reference_runner.__file__, sys.path]))"
+    )
+    where = json.loads(_run([python, "-c", script], empty, env))
     for path in where[:2]:
         assert path.startswith(str(venv_dir)), where
     assert not [p for p in where[2] if p.startswith(str(ROOT))], where[2]
@@ -58,9 +67,28 @@ def test_wheel_installs_into_a_fresh_venv_and_runs_from_an_empty_directory(tmp_p
     server = start_group([str(venv_dir / "bin" / "reference-runner"), "serve", "--port", str(port)], log, "job server")
     try:
         wait_until_serving(f"127.0.0.1:{port}", 60, server, log.name, "job server")
-        _run([python, "-m", "pytest", "--pyargs", "conformance", "--target", f"grpc://127.0.0.1:{port}",
-              "--target-name", "from-wheel", "-p", "no:cacheprovider", "-q", "--results-dir", "out",
-              "-k", SELECTION], empty, env)
+        _run(
+            [
+                python,
+                "-m",
+                "pytest",
+                "--pyargs",
+                "conformance",
+                "--target",
+                f"grpc://127.0.0.1:{port}",
+                "--target-name",
+                "from-wheel",
+                "-p",
+                "no:cacheprovider",
+                "-q",
+                "--results-dir",
+                "out",
+                "-k",
+                SELECTION,
+            ],
+            empty,
+            env,
+        )
     finally:
         stop_group(server)
         log.close()
@@ -72,10 +100,11 @@ def test_wheel_installs_into_a_fresh_venv_and_runs_from_an_empty_directory(tmp_p
     assert outcomes["transcripts/transcript[fixed_default_on_time]"] == "passed", outcomes
     assert outcomes["transcripts/transcript[sessions_default_merge]"] == "passed", outcomes
 
-    out = _run([str(venv_dir / "bin" / "beam-conformance"), "report", "--results-dir", "out", "--out", "out"],
-               empty, env)
+    out = _run(
+        [str(venv_dir / "bin" / "beam-conformance"), "report", "--results-dir", "out", "--out", "out"], empty, env
+    )
     assert "wrote out/capability-matrix.html" in out
     page = (empty / "out" / "capability-matrix.html").read_text()
-    assert 'id="matrix"' in page and ".grid-wrap" in page and "cases-dialog" in page   # styles and script inlined
+    assert 'id="matrix"' in page and ".grid-wrap" in page and "cases-dialog" in page  # styles and script inlined
     # nothing else was written where the user ran it (hypothesis keeps its example database there)
     assert {p.name for p in empty.iterdir()} <= {"out", ".hypothesis"}

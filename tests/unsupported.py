@@ -1,4 +1,5 @@
 """A transform no runner knows: a primitive under a URN of its own (for tests of refusals)."""
+
 import apache_beam as beam
 from apache_beam import pvalue
 

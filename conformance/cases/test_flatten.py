@@ -1,13 +1,12 @@
 """Flatten: union of PCollections and its corner cases (SEMANTICS.md, section 3)."""
-import typing
 
 import apache_beam as beam
 from apache_beam.transforms import window
 
 from conformance.api import NO_FIRING, W, capability, check, created, el, grouped, sorted_groups, stamped_by_value
 
-
 # --------------------------------------------------------------------------- basic
+
 
 @capability("flatten.basic")
 def test_flatten_three_inputs(runner):
@@ -50,16 +49,31 @@ def test_flatten_of_flattens(runner):
 def test_flatten_keeps_timestamps_windows_and_panes(runner):
     # Flatten changes nothing about an element: timestamp, window and (unknown) pane are kept.
     p = runner.pipeline()
-    a = (p | "A" >> beam.Create([("a", 3), ("a", 14)]) | "StampA" >> stamped_by_value()
-           | "WinA" >> beam.WindowInto(window.FixedWindows(10)))
-    b = (p | "B" >> beam.Create([("b", 7)]) | "StampB" >> stamped_by_value()
-           | "WinB" >> beam.WindowInto(window.FixedWindows(10)))
-    check((a, b) | beam.Flatten(), [el(("a", 3), 3, W(0, 10), NO_FIRING), el(("a", 14), 14, W(10, 20), NO_FIRING),
-                                    el(("b", 7), 7, W(0, 10), NO_FIRING)])
+    a = (
+        p
+        | "A" >> beam.Create([("a", 3), ("a", 14)])
+        | "StampA" >> stamped_by_value()
+        | "WinA" >> beam.WindowInto(window.FixedWindows(10))
+    )
+    b = (
+        p
+        | "B" >> beam.Create([("b", 7)])
+        | "StampB" >> stamped_by_value()
+        | "WinB" >> beam.WindowInto(window.FixedWindows(10))
+    )
+    check(
+        (a, b) | beam.Flatten(),
+        [
+            el(("a", 3), 3, W(0, 10), NO_FIRING),
+            el(("a", 14), 14, W(10, 20), NO_FIRING),
+            el(("b", 7), 7, W(0, 10), NO_FIRING),
+        ],
+    )
     runner.run(p)
 
 
 # --------------------------------------------------------------------------- same input several times
+
 
 @capability("flatten.same_input")
 def test_same_pcollection_three_times(runner):
@@ -85,12 +99,13 @@ def test_same_pcollection_three_times_then_count(runner):
     # SEMANTICS 3: every occurrence contributes a copy, also when counted after a GroupByKey.
     p = runner.pipeline()
     pc = p | beam.Create([("k", 1), ("j", 2)])
-    out = ((pc, pc, pc) | beam.Flatten() | beam.GroupByKey() | sorted_groups())
+    out = (pc, pc, pc) | beam.Flatten() | beam.GroupByKey() | sorted_groups()
     check(out, grouped([("k", [1, 1, 1]), ("j", [2, 2, 2])]))
     runner.run(p)
 
 
 # --------------------------------------------------------------------------- empty flatten
+
 
 @capability("flatten.empty")
 def test_empty_flatten_consumed_by_pardo(runner):
@@ -137,17 +152,23 @@ def test_empty_flatten_flattened_with_non_empty(runner):
 
 # --------------------------------------------------------------------------- heterogeneous coders
 
+
 @capability("flatten.heterogeneous_coders")
 def test_ints_and_strs_with_different_coders_then_gbk(runner):
     # SEMANTICS 3 (FlattenWithHeterogeneousCoders): inputs coded as varint and as UTF-8 strings are
     # transcoded to the output's coder; the union then groups correctly.
     p = runner.pipeline()
-    ints = (p | "Ints" >> beam.Create([1, 2, 300]).with_output_types(int)
-              | "KeyInts" >> beam.Map(lambda x: ("k", x)).with_output_types(typing.Tuple[str, int]))
-    strs = (p | "Strs" >> beam.Create(["a", "bb"]).with_output_types(str)
-              | "KeyStrs" >> beam.Map(lambda x: ("k", x)).with_output_types(typing.Tuple[str, str]))
-    out = ((ints, strs) | beam.Flatten() | beam.GroupByKey()
-           | beam.MapTuple(lambda k, vs: (k, sorted(vs, key=repr))))
+    ints = (
+        p
+        | "Ints" >> beam.Create([1, 2, 300]).with_output_types(int)
+        | "KeyInts" >> beam.Map(lambda x: ("k", x)).with_output_types(tuple[str, int])
+    )
+    strs = (
+        p
+        | "Strs" >> beam.Create(["a", "bb"]).with_output_types(str)
+        | "KeyStrs" >> beam.Map(lambda x: ("k", x)).with_output_types(tuple[str, str])
+    )
+    out = (ints, strs) | beam.Flatten() | beam.GroupByKey() | beam.MapTuple(lambda k, vs: (k, sorted(vs, key=repr)))
     check(out, grouped([("k", sorted([1, 2, 300, "a", "bb"], key=repr))]))
     runner.run(p)
 
@@ -156,10 +177,10 @@ def test_ints_and_strs_with_different_coders_then_gbk(runner):
 def test_bare_ints_and_strs_with_different_coders(runner):
     # SEMANTICS 3: the flattened elements of a varint input and a string input keep their exact values and types.
     p = runner.pipeline()
-    ints = p | "Ints" >> beam.Create([0, -1, 2 ** 40]).with_output_types(int)
+    ints = p | "Ints" >> beam.Create([0, -1, 2**40]).with_output_types(int)
     strs = p | "Strs" >> beam.Create(["0", ""]).with_output_types(str)
     out = (ints, strs) | beam.Flatten() | beam.Map(lambda x: (type(x).__name__, x))
-    check(out, created([("int", 0), ("int", -1), ("int", 2 ** 40), ("str", "0"), ("str", "")]))
+    check(out, created([("int", 0), ("int", -1), ("int", 2**40), ("str", "0"), ("str", "")]))
     runner.run(p)
 
 
@@ -167,17 +188,24 @@ def test_bare_ints_and_strs_with_different_coders(runner):
 def test_kv_inputs_with_different_value_coders_grouped(runner):
     # SEMANTICS 3: KVs whose value coders differ (varint, bytes, double) flatten and group under one key coder.
     p = runner.pipeline()
-    a = p | "A" >> beam.Create([("x", 1), ("y", 2)]).with_output_types(typing.Tuple[str, int])
-    b = p | "B" >> beam.Create([("x", b"\x00\xff")]).with_output_types(typing.Tuple[str, bytes])
-    c = p | "C" >> beam.Create([("y", 2.5), ("x", -0.5)]).with_output_types(typing.Tuple[str, float])
-    out = ((a, b, c) | beam.Flatten() | beam.GroupByKey()
-           | beam.MapTuple(lambda k, vs: (k, sorted((type(v).__name__, v) for v in vs))))
-    check(out, grouped([("x", [("bytes", b"\x00\xff"), ("float", -0.5), ("int", 1)]),
-                        ("y", [("float", 2.5), ("int", 2)])]))
+    a = p | "A" >> beam.Create([("x", 1), ("y", 2)]).with_output_types(tuple[str, int])
+    b = p | "B" >> beam.Create([("x", b"\x00\xff")]).with_output_types(tuple[str, bytes])
+    c = p | "C" >> beam.Create([("y", 2.5), ("x", -0.5)]).with_output_types(tuple[str, float])
+    out = (
+        (a, b, c)
+        | beam.Flatten()
+        | beam.GroupByKey()
+        | beam.MapTuple(lambda k, vs: (k, sorted((type(v).__name__, v) for v in vs)))
+    )
+    check(
+        out,
+        grouped([("x", [("bytes", b"\x00\xff"), ("float", -0.5), ("int", 1)]), ("y", [("float", 2.5), ("int", 2)])]),
+    )
     runner.run(p)
 
 
 # --------------------------------------------------------------------------- into GroupByKey
+
 
 @capability("flatten.into_gbk")
 def test_flatten_feeding_gbk(runner):
@@ -198,8 +226,9 @@ def test_same_input_consumed_by_flatten_and_gbk(runner):
     pc = p | "Shared" >> beam.Create([("k", 1), ("k", 2)])
     other = p | "Other" >> beam.Create([("k", 3)])
     direct = pc | "DirectGBK" >> beam.GroupByKey() | "SortDirect" >> sorted_groups()
-    via_flatten = ((pc, other) | beam.Flatten() | "FlattenedGBK" >> beam.GroupByKey()
-                   | "SortFlattened" >> sorted_groups())
+    via_flatten = (
+        (pc, other) | beam.Flatten() | "FlattenedGBK" >> beam.GroupByKey() | "SortFlattened" >> sorted_groups()
+    )
     check(direct, grouped([("k", [1, 2])]), label="direct")
     check(via_flatten, grouped([("k", [1, 2, 3])]), label="via_flatten")
     runner.run(p)
@@ -210,13 +239,22 @@ def test_flatten_of_windowed_inputs_into_gbk(runner):
     # SEMANTICS 3/4: after a Flatten of inputs with the same Fixed windowing, the GBK groups per key and window
     # across inputs.
     p = runner.pipeline()
-    a = (p | "A" >> beam.Create([("k", 1), ("k", 12)]) | "StampA" >> stamped_by_value()
-           | "WinA" >> beam.WindowInto(window.FixedWindows(10)))
-    b = (p | "B" >> beam.Create([("k", 5), ("k", 25)]) | "StampB" >> stamped_by_value()
-           | "WinB" >> beam.WindowInto(window.FixedWindows(10)))
+    a = (
+        p
+        | "A" >> beam.Create([("k", 1), ("k", 12)])
+        | "StampA" >> stamped_by_value()
+        | "WinA" >> beam.WindowInto(window.FixedWindows(10))
+    )
+    b = (
+        p
+        | "B" >> beam.Create([("k", 5), ("k", 25)])
+        | "StampB" >> stamped_by_value()
+        | "WinB" >> beam.WindowInto(window.FixedWindows(10))
+    )
     out = (a, b) | beam.Flatten() | beam.GroupByKey() | sorted_groups()
-    check(out, grouped([("k", [1, 5])], W(0, 10)) + grouped([("k", [12])], W(10, 20))
-          + grouped([("k", [25])], W(20, 30)))
+    check(
+        out, grouped([("k", [1, 5])], W(0, 10)) + grouped([("k", [12])], W(10, 20)) + grouped([("k", [25])], W(20, 30))
+    )
     runner.run(p)
 
 

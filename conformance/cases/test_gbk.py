@@ -1,16 +1,26 @@
 """GroupByKey: grouping per key, window and pane (SEMANTICS.md, sections 4 and 8)."""
+
 import hashlib
-import typing
 
 import apache_beam as beam
 from apache_beam import coders
 from apache_beam.transforms import window
 
-from conformance.api import (END_OF_GLOBAL_WINDOW, GLOBAL, ON_TIME_ONLY, W, capability, check, el, grouped,
-                             sorted_groups, stamped_by_value)
-
+from conformance.api import (
+    END_OF_GLOBAL_WINDOW,
+    GLOBAL,
+    ON_TIME_ONLY,
+    W,
+    capability,
+    check,
+    el,
+    grouped,
+    sorted_groups,
+    stamped_by_value,
+)
 
 # --------------------------------------------------------------------------- global window
+
 
 @capability("gbk.global")
 def test_global_window_groups_many_keys(runner):
@@ -19,8 +29,13 @@ def test_global_window_groups_many_keys(runner):
     p = runner.pipeline()
     data = [(f"key{k:02d}", k * 10 + i) for k in range(40) for i in range(3)]
     out = p | beam.Create(data) | beam.GroupByKey() | sorted_groups()
-    check(out, [el((f"key{k:02d}", [k * 10, k * 10 + 1, k * 10 + 2]), END_OF_GLOBAL_WINDOW, GLOBAL, ON_TIME_ONLY)
-                for k in range(40)])
+    check(
+        out,
+        [
+            el((f"key{k:02d}", [k * 10, k * 10 + 1, k * 10 + 2]), END_OF_GLOBAL_WINDOW, GLOBAL, ON_TIME_ONLY)
+            for k in range(40)
+        ],
+    )
     runner.run(p)
 
 
@@ -29,13 +44,23 @@ def test_global_window_keys_of_several_types(runner):
     # SEMANTICS 8: keys of different types (str, int, bytes, tuple) in one PCollection group independently.
     p = runner.pipeline()
     data = [("a", 1), (7, 2), (b"a", 3), (("a", 7), 4), ("a", 5), (7, 6), (b"a", 7), (("a", 7), 8), (-3, 9)]
-    out = (p | beam.Create(data) | beam.GroupByKey() | sorted_groups()
-             | beam.MapTuple(lambda k, vs: ((type(k).__name__, k), vs)))
-    check(out, [el((("str", "a"), [1, 5]), END_OF_GLOBAL_WINDOW, GLOBAL, ON_TIME_ONLY),
-                el((("int", 7), [2, 6]), END_OF_GLOBAL_WINDOW, GLOBAL, ON_TIME_ONLY),
-                el((("bytes", b"a"), [3, 7]), END_OF_GLOBAL_WINDOW, GLOBAL, ON_TIME_ONLY),
-                el((("tuple", ("a", 7)), [4, 8]), END_OF_GLOBAL_WINDOW, GLOBAL, ON_TIME_ONLY),
-                el((("int", -3), [9]), END_OF_GLOBAL_WINDOW, GLOBAL, ON_TIME_ONLY)])
+    out = (
+        p
+        | beam.Create(data)
+        | beam.GroupByKey()
+        | sorted_groups()
+        | beam.MapTuple(lambda k, vs: ((type(k).__name__, k), vs))
+    )
+    check(
+        out,
+        [
+            el((("str", "a"), [1, 5]), END_OF_GLOBAL_WINDOW, GLOBAL, ON_TIME_ONLY),
+            el((("int", 7), [2, 6]), END_OF_GLOBAL_WINDOW, GLOBAL, ON_TIME_ONLY),
+            el((("bytes", b"a"), [3, 7]), END_OF_GLOBAL_WINDOW, GLOBAL, ON_TIME_ONLY),
+            el((("tuple", ("a", 7)), [4, 8]), END_OF_GLOBAL_WINDOW, GLOBAL, ON_TIME_ONLY),
+            el((("int", -3), [9]), END_OF_GLOBAL_WINDOW, GLOBAL, ON_TIME_ONLY),
+        ],
+    )
     runner.run(p)
 
 
@@ -44,27 +69,37 @@ def test_global_window_output_timestamp_is_end_of_window_not_input(runner):
     # SEMANTICS 4: END_OF_WINDOW (the default) stamps the group at the window's max timestamp,
     # whatever the input timestamps were.
     p = runner.pipeline()
-    out = (p | beam.Create([("k", 5), ("k", 100), ("j", -20)]) | stamped_by_value()
-             | beam.GroupByKey() | sorted_groups())
-    check(out, [el(("k", [5, 100]), END_OF_GLOBAL_WINDOW, GLOBAL),
-                el(("j", [-20]), END_OF_GLOBAL_WINDOW, GLOBAL)])
+    out = p | beam.Create([("k", 5), ("k", 100), ("j", -20)]) | stamped_by_value() | beam.GroupByKey() | sorted_groups()
+    check(out, [el(("k", [5, 100]), END_OF_GLOBAL_WINDOW, GLOBAL), el(("j", [-20]), END_OF_GLOBAL_WINDOW, GLOBAL)])
     runner.run(p)
 
 
 # --------------------------------------------------------------------------- fixed windows
+
 
 @capability("gbk.fixed")
 def test_fixed_windows_group_per_key_and_window(runner):
     # SEMANTICS 4/5: Fixed(10) puts t in [10N, 10N+10); each (key, window) is one ON_TIME pane at the window end.
     p = runner.pipeline()
     data = [("a", 1), ("a", 9), ("b", 5), ("a", 10), ("b", 19), ("a", 25)]
-    out = (p | beam.Create(data) | stamped_by_value() | beam.WindowInto(window.FixedWindows(10))
-             | beam.GroupByKey() | sorted_groups())
-    check(out, [el(("a", [1, 9]), 9.999, W(0, 10), ON_TIME_ONLY),
-                el(("b", [5]), 9.999, W(0, 10), ON_TIME_ONLY),
-                el(("a", [10]), 19.999, W(10, 20), ON_TIME_ONLY),
-                el(("b", [19]), 19.999, W(10, 20), ON_TIME_ONLY),
-                el(("a", [25]), 29.999, W(20, 30), ON_TIME_ONLY)])
+    out = (
+        p
+        | beam.Create(data)
+        | stamped_by_value()
+        | beam.WindowInto(window.FixedWindows(10))
+        | beam.GroupByKey()
+        | sorted_groups()
+    )
+    check(
+        out,
+        [
+            el(("a", [1, 9]), 9.999, W(0, 10), ON_TIME_ONLY),
+            el(("b", [5]), 9.999, W(0, 10), ON_TIME_ONLY),
+            el(("a", [10]), 19.999, W(10, 20), ON_TIME_ONLY),
+            el(("b", [19]), 19.999, W(10, 20), ON_TIME_ONLY),
+            el(("a", [25]), 29.999, W(20, 30), ON_TIME_ONLY),
+        ],
+    )
     runner.run(p)
 
 
@@ -73,12 +108,23 @@ def test_fixed_windows_negative_timestamps(runner):
     # SEMANTICS 4: window start = floor(t / size) * size, also below zero: -1 and -10 are in [-10, 0).
     p = runner.pipeline()
     data = [("k", -1.0), ("k", -10.0), ("k", -10.5), ("k", -0.001), ("k", 0.0), ("k", -25.0)]
-    out = (p | beam.Create(data) | stamped_by_value() | beam.WindowInto(window.FixedWindows(10))
-             | beam.GroupByKey() | sorted_groups())
-    check(out, [el(("k", [-25.0]), -20.001, W(-30, -20)),
-                el(("k", [-10.5]), -10.001, W(-20, -10)),
-                el(("k", [-10.0, -1.0, -0.001]), -0.001, W(-10, 0)),
-                el(("k", [0.0]), 9.999, W(0, 10))])
+    out = (
+        p
+        | beam.Create(data)
+        | stamped_by_value()
+        | beam.WindowInto(window.FixedWindows(10))
+        | beam.GroupByKey()
+        | sorted_groups()
+    )
+    check(
+        out,
+        [
+            el(("k", [-25.0]), -20.001, W(-30, -20)),
+            el(("k", [-10.5]), -10.001, W(-20, -10)),
+            el(("k", [-10.0, -1.0, -0.001]), -0.001, W(-10, 0)),
+            el(("k", [0.0]), 9.999, W(0, 10)),
+        ],
+    )
     runner.run(p)
 
 
@@ -87,12 +133,23 @@ def test_fixed_windows_with_offset(runner):
     # SEMANTICS 4: Fixed(10, offset 3) windows are [10N+3, 10N+13); 2.999 and 3 fall on either side of a boundary.
     p = runner.pipeline()
     data = [("k", 2.999), ("k", 3.0), ("k", 12.999), ("k", 13.0), ("k", -7.0), ("k", -7.001)]
-    out = (p | beam.Create(data) | stamped_by_value() | beam.WindowInto(window.FixedWindows(10, offset=3))
-             | beam.GroupByKey() | sorted_groups())
-    check(out, [el(("k", [-7.001]), -7.001, W(-17, -7)),
-                el(("k", [-7.0, 2.999]), 2.999, W(-7, 3)),
-                el(("k", [3.0, 12.999]), 12.999, W(3, 13)),
-                el(("k", [13.0]), 22.999, W(13, 23))])
+    out = (
+        p
+        | beam.Create(data)
+        | stamped_by_value()
+        | beam.WindowInto(window.FixedWindows(10, offset=3))
+        | beam.GroupByKey()
+        | sorted_groups()
+    )
+    check(
+        out,
+        [
+            el(("k", [-7.001]), -7.001, W(-17, -7)),
+            el(("k", [-7.0, 2.999]), 2.999, W(-7, 3)),
+            el(("k", [3.0, 12.999]), 12.999, W(3, 13)),
+            el(("k", [13.0]), 22.999, W(13, 23)),
+        ],
+    )
     runner.run(p)
 
 
@@ -101,27 +158,45 @@ def test_fixed_windows_offset_is_normalised_into_size(runner):
     # SEMANTICS 4: the offset is normalised into [0, size): offset 13 with size 10 is offset 3.
     p = runner.pipeline()
     data = [("k", 2.0), ("k", 4.0), ("k", 14.0)]
-    out = (p | beam.Create(data) | stamped_by_value() | beam.WindowInto(window.FixedWindows(10, offset=13))
-             | beam.GroupByKey() | sorted_groups())
-    check(out, [el(("k", [2.0]), 2.999, W(-7, 3)),
-                el(("k", [4.0]), 12.999, W(3, 13)),
-                el(("k", [14.0]), 22.999, W(13, 23))])
+    out = (
+        p
+        | beam.Create(data)
+        | stamped_by_value()
+        | beam.WindowInto(window.FixedWindows(10, offset=13))
+        | beam.GroupByKey()
+        | sorted_groups()
+    )
+    check(
+        out,
+        [el(("k", [2.0]), 2.999, W(-7, 3)), el(("k", [4.0]), 12.999, W(3, 13)), el(("k", [14.0]), 22.999, W(13, 23))],
+    )
     runner.run(p)
 
 
 # --------------------------------------------------------------------------- sliding windows
+
 
 @capability("gbk.sliding")
 def test_sliding_windows_java_vector_in_milliseconds(runner):
     # SEMANTICS 4 (Java GBK vector): size 5 ms, period 3 ms: t=1 -> [-3,2),[0,5); t=3,4 -> [0,5),[3,8).
     p = runner.pipeline()
     data = [("k", 0.001), ("k", 0.004), ("k", 0.003)]
-    out = (p | beam.Create(data) | stamped_by_value()
-             | beam.WindowInto(window.SlidingWindows(size=0.005, period=0.003))
-             | beam.GroupByKey() | sorted_groups())
-    check(out, [el(("k", [0.001]), 0.001, W(-0.003, 0.002)),
-                el(("k", [0.001, 0.003, 0.004]), 0.004, W(0, 0.005)),
-                el(("k", [0.003, 0.004]), 0.007, W(0.003, 0.008))])
+    out = (
+        p
+        | beam.Create(data)
+        | stamped_by_value()
+        | beam.WindowInto(window.SlidingWindows(size=0.005, period=0.003))
+        | beam.GroupByKey()
+        | sorted_groups()
+    )
+    check(
+        out,
+        [
+            el(("k", [0.001]), 0.001, W(-0.003, 0.002)),
+            el(("k", [0.001, 0.003, 0.004]), 0.004, W(0, 0.005)),
+            el(("k", [0.003, 0.004]), 0.007, W(0.003, 0.008)),
+        ],
+    )
     runner.run(p)
 
 
@@ -129,11 +204,15 @@ def test_sliding_windows_java_vector_in_milliseconds(runner):
 def test_sliding_windows_element_goes_to_every_window(runner):
     # SEMANTICS 4: with size 10 and period 2 every element lies in exactly 5 windows, each a separate group.
     p = runner.pipeline()
-    out = (p | beam.Create([("k", 7.5)]) | stamped_by_value()
-             | beam.WindowInto(window.SlidingWindows(size=10, period=2))
-             | beam.GroupByKey() | sorted_groups())
-    check(out, [el(("k", [7.5]), start + 9.999, W(start, start + 10), ON_TIME_ONLY)
-                for start in (-2, 0, 2, 4, 6)])
+    out = (
+        p
+        | beam.Create([("k", 7.5)])
+        | stamped_by_value()
+        | beam.WindowInto(window.SlidingWindows(size=10, period=2))
+        | beam.GroupByKey()
+        | sorted_groups()
+    )
+    check(out, [el(("k", [7.5]), start + 9.999, W(start, start + 10), ON_TIME_ONLY) for start in (-2, 0, 2, 4, 6)])
     runner.run(p)
 
 
@@ -142,30 +221,52 @@ def test_sliding_windows_with_offset_and_negative_timestamps(runner):
     # SEMANTICS 4: window starts are last_start - k*period with last_start = t - ((t - offset) mod period).
     p = runner.pipeline()
     data = [("k", 0.0), ("k", 7.0), ("k", -4.0)]
-    out = (p | beam.Create(data) | stamped_by_value()
-             | beam.WindowInto(window.SlidingWindows(size=10, period=5, offset=2))
-             | beam.GroupByKey() | sorted_groups())
+    out = (
+        p
+        | beam.Create(data)
+        | stamped_by_value()
+        | beam.WindowInto(window.SlidingWindows(size=10, period=5, offset=2))
+        | beam.GroupByKey()
+        | sorted_groups()
+    )
     # 0 -> [-3,7), [-8,2); 7 -> [7,17), [2,12); -4 -> [-8,2), [-13,-3)
-    check(out, [el(("k", [-4.0]), -3.001, W(-13, -3)),
-                el(("k", [-4.0, 0.0]), 1.999, W(-8, 2)),
-                el(("k", [0.0]), 6.999, W(-3, 7)),
-                el(("k", [7.0]), 11.999, W(2, 12)),
-                el(("k", [7.0]), 16.999, W(7, 17))])
+    check(
+        out,
+        [
+            el(("k", [-4.0]), -3.001, W(-13, -3)),
+            el(("k", [-4.0, 0.0]), 1.999, W(-8, 2)),
+            el(("k", [0.0]), 6.999, W(-3, 7)),
+            el(("k", [7.0]), 11.999, W(2, 12)),
+            el(("k", [7.0]), 16.999, W(7, 17)),
+        ],
+    )
     runner.run(p)
 
 
 # --------------------------------------------------------------------------- sessions
+
 
 @capability("gbk.sessions")
 def test_sessions_java_vector(runner):
     # SEMANTICS 4 (Java GBK vector, gap 4): foo@1,@4 -> [1,8); bar@3 -> [3,7); foo@9 -> [9,13).
     p = runner.pipeline()
     data = [("foo", 1), ("foo", 4), ("bar", 3), ("foo", 9)]
-    out = (p | beam.Create(data) | stamped_by_value() | beam.WindowInto(window.Sessions(4))
-             | beam.GroupByKey() | sorted_groups())
-    check(out, [el(("foo", [1, 4]), 7.999, W(1, 8), ON_TIME_ONLY),
-                el(("bar", [3]), 6.999, W(3, 7), ON_TIME_ONLY),
-                el(("foo", [9]), 12.999, W(9, 13), ON_TIME_ONLY)])
+    out = (
+        p
+        | beam.Create(data)
+        | stamped_by_value()
+        | beam.WindowInto(window.Sessions(4))
+        | beam.GroupByKey()
+        | sorted_groups()
+    )
+    check(
+        out,
+        [
+            el(("foo", [1, 4]), 7.999, W(1, 8), ON_TIME_ONLY),
+            el(("bar", [3]), 6.999, W(3, 7), ON_TIME_ONLY),
+            el(("foo", [9]), 12.999, W(9, 13), ON_TIME_ONLY),
+        ],
+    )
     runner.run(p)
 
 
@@ -173,8 +274,14 @@ def test_sessions_java_vector(runner):
 def test_sessions_touching_windows_do_not_merge(runner):
     # SEMANTICS 4: sessions merge only on strict overlap; [1,5) and [5,9) touch and stay apart.
     p = runner.pipeline()
-    out = (p | beam.Create([("k", 1), ("k", 5)]) | stamped_by_value() | beam.WindowInto(window.Sessions(4))
-             | beam.GroupByKey() | sorted_groups())
+    out = (
+        p
+        | beam.Create([("k", 1), ("k", 5)])
+        | stamped_by_value()
+        | beam.WindowInto(window.Sessions(4))
+        | beam.GroupByKey()
+        | sorted_groups()
+    )
     check(out, [el(("k", [1]), 4.999, W(1, 5)), el(("k", [5]), 8.999, W(5, 9))])
     runner.run(p)
 
@@ -183,9 +290,14 @@ def test_sessions_touching_windows_do_not_merge(runner):
 def test_sessions_overlapping_by_one_millisecond_merge(runner):
     # SEMANTICS 4: [0,4) and [3.999,7.999) overlap by 1 ms, so they merge into their span.
     p = runner.pipeline()
-    out = (p | beam.Create([("k", 0.0), ("k", 3.999)]) | stamped_by_value()
-             | beam.WindowInto(window.Sessions(4))
-             | beam.GroupByKey() | sorted_groups())
+    out = (
+        p
+        | beam.Create([("k", 0.0), ("k", 3.999)])
+        | stamped_by_value()
+        | beam.WindowInto(window.Sessions(4))
+        | beam.GroupByKey()
+        | sorted_groups()
+    )
     check(out, [el(("k", [0.0, 3.999]), 7.998, W(0, 7.999))])
     runner.run(p)
 
@@ -196,8 +308,14 @@ def test_sessions_merge_bridging_several_sessions(runner):
     p = runner.pipeline()
     # 0 -> [0,4), 6 -> [6,10), 12 -> [12,16) are apart; 3 bridges the first two, 9 the last two.
     data = [("k", 0), ("k", 6), ("k", 12), ("k", 3), ("k", 9), ("k", 30)]
-    out = (p | beam.Create(data) | stamped_by_value() | beam.WindowInto(window.Sessions(4))
-             | beam.GroupByKey() | sorted_groups())
+    out = (
+        p
+        | beam.Create(data)
+        | stamped_by_value()
+        | beam.WindowInto(window.Sessions(4))
+        | beam.GroupByKey()
+        | sorted_groups()
+    )
     check(out, [el(("k", [0, 3, 6, 9, 12]), 15.999, W(0, 16)), el(("k", [30]), 33.999, W(30, 34))])
     runner.run(p)
 
@@ -207,16 +325,28 @@ def test_sessions_merge_per_key_only(runner):
     # SEMANTICS 4: session merging happens within one key; another key's overlapping window is untouched.
     p = runner.pipeline()
     data = [("a", 0), ("b", 2), ("a", 3), ("b", 10), ("c", 5)]
-    out = (p | beam.Create(data) | stamped_by_value() | beam.WindowInto(window.Sessions(4))
-             | beam.GroupByKey() | sorted_groups())
-    check(out, [el(("a", [0, 3]), 6.999, W(0, 7)),
-                el(("b", [2]), 5.999, W(2, 6)),
-                el(("b", [10]), 13.999, W(10, 14)),
-                el(("c", [5]), 8.999, W(5, 9))])
+    out = (
+        p
+        | beam.Create(data)
+        | stamped_by_value()
+        | beam.WindowInto(window.Sessions(4))
+        | beam.GroupByKey()
+        | sorted_groups()
+    )
+    check(
+        out,
+        [
+            el(("a", [0, 3]), 6.999, W(0, 7)),
+            el(("b", [2]), 5.999, W(2, 6)),
+            el(("b", [10]), 13.999, W(10, 14)),
+            el(("c", [5]), 8.999, W(5, 9)),
+        ],
+    )
     runner.run(p)
 
 
 # --------------------------------------------------------------------------- encoded keys
+
 
 class AllEqualKey:
     """A key whose __eq__/__hash__ claim every instance equal; its coder tells them apart."""
@@ -285,8 +415,13 @@ def test_python_equal_keys_with_different_encodings_stay_apart(runner):
     # SEMANTICS 8: GBK groups by encoded key bytes: 1, 1.0 and True are equal in Python but encode differently.
     p = runner.pipeline()
     data = [(1, "int"), (1.0, "float"), (True, "bool"), (1, "int2"), (True, "bool2")]
-    out = (p | beam.Create(data) | beam.GroupByKey() | sorted_groups()
-             | beam.MapTuple(lambda k, vs: (type(k).__name__, vs)))
+    out = (
+        p
+        | beam.Create(data)
+        | beam.GroupByKey()
+        | sorted_groups()
+        | beam.MapTuple(lambda k, vs: (type(k).__name__, vs))
+    )
     check(out, grouped([("int", ["int", "int2"]), ("float", ["float"]), ("bool", ["bool", "bool2"])]))
     runner.run(p)
 
@@ -296,11 +431,13 @@ def test_keys_claiming_equality_but_encoding_differently_stay_apart(runner):
     # SEMANTICS 8 (Java testGroupByKeyWithBadEqualsHashCode): __eq__/__hash__ do not decide grouping, the coder does.
     p = runner.pipeline()
     data = [("a", 1), ("b", 2), ("a", 3), ("c", 4)]
-    out = (p | beam.Create(data)
-             | beam.MapTuple(lambda name, v: (AllEqualKey(name), v)).with_output_types(
-                 typing.Tuple[AllEqualKey, int])
-             | beam.GroupByKey()
-             | beam.MapTuple(lambda k, vs: (k.name, sorted(vs))))
+    out = (
+        p
+        | beam.Create(data)
+        | beam.MapTuple(lambda name, v: (AllEqualKey(name), v)).with_output_types(tuple[AllEqualKey, int])
+        | beam.GroupByKey()
+        | beam.MapTuple(lambda k, vs: (k.name, sorted(vs)))
+    )
     check(out, grouped([("a", [1, 3]), ("b", [2]), ("c", [4])]))
     runner.run(p)
 
@@ -310,11 +447,13 @@ def test_keys_never_equal_in_python_but_encoding_alike_group(runner):
     # SEMANTICS 8: keys whose encodings are identical form one group even if Python calls them unequal.
     p = runner.pipeline()
     data = [("a", 1), ("b", 2), ("a", 3), ("a", 4)]
-    out = (p | beam.Create(data)
-             | beam.MapTuple(lambda name, v: (NeverEqualKey(name), v)).with_output_types(
-                 typing.Tuple[NeverEqualKey, int])
-             | beam.GroupByKey()
-             | beam.MapTuple(lambda k, vs: (k.name, sorted(vs))))
+    out = (
+        p
+        | beam.Create(data)
+        | beam.MapTuple(lambda name, v: (NeverEqualKey(name), v)).with_output_types(tuple[NeverEqualKey, int])
+        | beam.GroupByKey()
+        | beam.MapTuple(lambda k, vs: (k.name, sorted(vs)))
+    )
     check(out, grouped([("a", [1, 3, 4]), ("b", [2])]))
     runner.run(p)
 
@@ -323,10 +462,15 @@ def test_keys_never_equal_in_python_but_encoding_alike_group(runner):
 def test_float_zero_and_negative_zero_keys_stay_apart(runner):
     # SEMANTICS 8: 0.0 == -0.0 in Python, but the double coder encodes them as different bytes.
     import math
+
     p = runner.pipeline()
     data = [(0.0, "pos"), (-0.0, "neg"), (0.0, "pos2")]
-    out = (p | beam.Create(data).with_output_types(typing.Tuple[float, str]) | beam.GroupByKey()
-             | beam.MapTuple(lambda k, vs: ("-0.0" if math.copysign(1.0, k) < 0 else "+0.0", sorted(vs))))
+    out = (
+        p
+        | beam.Create(data).with_output_types(tuple[float, str])
+        | beam.GroupByKey()
+        | beam.MapTuple(lambda k, vs: ("-0.0" if math.copysign(1.0, k) < 0 else "+0.0", sorted(vs)))
+    )
     check(out, grouped([("+0.0", ["pos", "pos2"]), ("-0.0", ["neg"])]))
     runner.run(p)
 
@@ -341,14 +485,19 @@ def test_keys_built_separately_but_encoding_alike_group(runner):
         text = {"ab": "ab", "a": "a" + "b", "b": "a" + part}[part]
         return (text, (1, (2, "x" * 1))), v
 
-    out = (p | beam.Create([("ab", 1), ("a", 2), ("b", 3), ("ab", 4)])
-             | beam.MapTuple(rebuild)
-             | beam.GroupByKey() | sorted_groups())
+    out = (
+        p
+        | beam.Create([("ab", 1), ("a", 2), ("b", 3), ("ab", 4)])
+        | beam.MapTuple(rebuild)
+        | beam.GroupByKey()
+        | sorted_groups()
+    )
     check(out, [el((("ab", (1, (2, "x"))), [1, 2, 3, 4]), END_OF_GLOBAL_WINDOW, GLOBAL)])
     runner.run(p)
 
 
 # --------------------------------------------------------------------------- large keys and values
+
 
 def _digest(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()[:16]
@@ -364,12 +513,22 @@ def test_one_and_ten_megabyte_values(runner):
     # SEMANTICS 8 (LargeKeys): a GBK carries values of 1 MB and 10 MB intact.
     p = runner.pipeline()
     mb = 1 << 20
-    out = (p | beam.Create([("one", mb, 1), ("ten", 10 * mb, 2), ("one", 10, 3)])
-             | beam.Map(lambda t: (t[0], _pattern(t[1], t[2])))
-             | beam.GroupByKey()
-             | beam.MapTuple(lambda k, vs: (k, sorted((len(v), _digest(v)) for v in vs))))
-    check(out, grouped([("one", sorted([(mb, _digest(_pattern(mb, 1))), (10, _digest(_pattern(10, 3)))])),
-                        ("ten", [(10 * mb, _digest(_pattern(10 * mb, 2)))])]))
+    out = (
+        p
+        | beam.Create([("one", mb, 1), ("ten", 10 * mb, 2), ("one", 10, 3)])
+        | beam.Map(lambda t: (t[0], _pattern(t[1], t[2])))
+        | beam.GroupByKey()
+        | beam.MapTuple(lambda k, vs: (k, sorted((len(v), _digest(v)) for v in vs)))
+    )
+    check(
+        out,
+        grouped(
+            [
+                ("one", sorted([(mb, _digest(_pattern(mb, 1))), (10, _digest(_pattern(10, 3)))])),
+                ("ten", [(10 * mb, _digest(_pattern(10 * mb, 2)))]),
+            ]
+        ),
+    )
     runner.run(p)
 
 
@@ -382,10 +541,13 @@ def test_hundred_kilobyte_keys(runner):
     def make_key(variant):
         return _pattern(size - 1, 7) + bytes([variant])
 
-    out = (p | beam.Create([(0, 1), (1, 2), (0, 3)])
-             | beam.MapTuple(lambda variant, v: (make_key(variant), v))
-             | beam.GroupByKey()
-             | beam.MapTuple(lambda k, vs: ((len(k), _digest(k)), sorted(vs))))
+    out = (
+        p
+        | beam.Create([(0, 1), (1, 2), (0, 3)])
+        | beam.MapTuple(lambda variant, v: (make_key(variant), v))
+        | beam.GroupByKey()
+        | beam.MapTuple(lambda k, vs: ((len(k), _digest(k)), sorted(vs)))
+    )
     check(out, grouped([((size, _digest(make_key(0))), [1, 3]), ((size, _digest(make_key(1))), [2])]))
     runner.run(p)
 
@@ -395,20 +557,26 @@ def test_hundred_thousand_values_under_one_key(runner):
     # SEMANTICS 8: one key can hold many values; none is lost or duplicated (count and sum of 0..99999).
     p = runner.pipeline()
     n = 100_000
-    out = (p | beam.Create([None]) | beam.FlatMap(lambda _: range(n)) | beam.Map(lambda i: ("k", i))
-             | beam.GroupByKey()
-             | beam.MapTuple(lambda k, vs: (k, sum(1 for _ in vs), sum(vs), len(set(vs)))))
+    out = (
+        p
+        | beam.Create([None])
+        | beam.FlatMap(lambda _: range(n))
+        | beam.Map(lambda i: ("k", i))
+        | beam.GroupByKey()
+        | beam.MapTuple(lambda k, vs: (k, sum(1 for _ in vs), sum(vs), len(set(vs))))
+    )
     check(out, grouped([("k", n, n * (n - 1) // 2, n)]))
     runner.run(p)
 
 
 # --------------------------------------------------------------------------- empty input
 
+
 @capability("gbk.empty")
 def test_empty_input_gives_empty_output_and_downstream_pardo_runs(runner):
     # A GBK over no elements produces no groups; the ParDo after it runs on nothing and the job succeeds.
     p = runner.pipeline()
-    grouped = p | beam.Create([]).with_output_types(typing.Tuple[str, int]) | beam.GroupByKey()
+    grouped = p | beam.Create([]).with_output_types(tuple[str, int]) | beam.GroupByKey()
     after = grouped | beam.MapTuple(lambda k, vs: (k, sum(vs)))
     check(grouped, [], label="grouped")
     check(after, [], label="after_pardo")
@@ -419,9 +587,13 @@ def test_empty_input_gives_empty_output_and_downstream_pardo_runs(runner):
 def test_empty_input_in_fixed_windows(runner):
     # A windowed GBK over no elements produces no groups (no window is ever created, nothing fires).
     p = runner.pipeline()
-    out = (p | beam.Create([]).with_output_types(typing.Tuple[str, int])
-             | beam.WindowInto(window.FixedWindows(10)) | beam.GroupByKey()
-             | beam.MapTuple(lambda k, vs: (k, len(list(vs)))))
+    out = (
+        p
+        | beam.Create([]).with_output_types(tuple[str, int])
+        | beam.WindowInto(window.FixedWindows(10))
+        | beam.GroupByKey()
+        | beam.MapTuple(lambda k, vs: (k, len(list(vs))))
+    )
     check(out, [])
     runner.run(p)
 
@@ -430,7 +602,12 @@ def test_empty_input_in_fixed_windows(runner):
 def test_empty_after_filter_next_to_non_empty_key(runner):
     # Filtering a key away entirely leaves no (empty) group for it: GBK emits only keys that had elements.
     p = runner.pipeline()
-    out = (p | beam.Create([("keep", 1), ("drop", 2), ("keep", 3)])
-             | beam.Filter(lambda kv: kv[0] != "drop") | beam.GroupByKey() | sorted_groups())
+    out = (
+        p
+        | beam.Create([("keep", 1), ("drop", 2), ("keep", 3)])
+        | beam.Filter(lambda kv: kv[0] != "drop")
+        | beam.GroupByKey()
+        | sorted_groups()
+    )
     check(out, grouped([("keep", [1, 3])]))
     runner.run(p)

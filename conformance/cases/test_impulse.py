@@ -1,4 +1,5 @@
 """Impulse: the root of every Beam pipeline (SEMANTICS.md, section 2)."""
+
 import apache_beam as beam
 
 from conformance.api import GLOBAL, MIN_TIMESTAMP, NO_FIRING, capability, check, created, el

@@ -19,6 +19,7 @@ Model facts the expectations rely on (SEMANTICS 5 and the Runner API):
 - With the END_OF_WINDOW timestamp combiner every pane, late or final, carries the
   window's max timestamp (9.999 for [0, 10)).
 """
+
 import apache_beam as beam
 from apache_beam.testing import test_stream
 from apache_beam.transforms import trigger, window
@@ -35,12 +36,13 @@ def _tv(value, ts, key="k"):
 
 
 def _grouped(p, stream, windowfn, trigger_fn, mode, lateness):
-    return (p
-            | "Stream" >> stream
-            | "Window" >> beam.WindowInto(windowfn, trigger=trigger_fn, accumulation_mode=mode,
-                                          allowed_lateness=lateness)
-            | "Group" >> beam.GroupByKey()
-            | "Sort" >> sorted_groups())
+    return (
+        p
+        | "Stream" >> stream
+        | "Window" >> beam.WindowInto(windowfn, trigger=trigger_fn, accumulation_mode=mode, allowed_lateness=lateness)
+        | "Group" >> beam.GroupByKey()
+        | "Sort" >> sorted_groups()
+    )
 
 
 def _on_time(index, *, last):
@@ -56,23 +58,28 @@ def test_fixed_default_late_data_refires_accumulated_window(runner):
     # SEMANTICS 5 transcript fixed_default_late_data (lateness 100, default trigger,
     # accumulating): on-time panes, then a LATE pane [0,10){1,2,3,7}; at expiry (watermark
     # to infinity) every window still open emits its final pane (EMIT_ALWAYS).
-    stream = (test_stream.TestStream()
-              .add_elements([_tv(t, t) for t in (1, 2, 3, 10, 11, 25)])
-              .advance_watermark_to(100)
-              .add_elements([_tv(7, 7)])
-              .advance_watermark_to_infinity())
+    stream = (
+        test_stream.TestStream()
+        .add_elements([_tv(t, t) for t in (1, 2, 3, 10, 11, 25)])
+        .advance_watermark_to(100)
+        .add_elements([_tv(7, 7)])
+        .advance_watermark_to_infinity()
+    )
     p = runner.pipeline()
     out = _grouped(p, stream, window.FixedWindows(10), trigger.DefaultTrigger(), ACCUMULATING, 100)
-    check(out, [
-        el(("k", [1, 2, 3]), 9.999, W(0, 10), _on_time(0, last=False)),
-        el(("k", [10, 11]), 19.999, W(10, 20), _on_time(0, last=False)),
-        el(("k", [25]), 29.999, W(20, 30), _on_time(0, last=False)),
-        el(("k", [1, 2, 3, 7]), 9.999, W(0, 10), _late(1, 1)),
-        # Final panes at garbage collection: nothing new arrived, EMIT_ALWAYS still fires.
-        el(("k", [1, 2, 3, 7]), 9.999, W(0, 10), _late(2, 2, last=True)),
-        el(("k", [10, 11]), 19.999, W(10, 20), _late(1, 1, last=True)),
-        el(("k", [25]), 29.999, W(20, 30), _late(1, 1, last=True)),
-    ])
+    check(
+        out,
+        [
+            el(("k", [1, 2, 3]), 9.999, W(0, 10), _on_time(0, last=False)),
+            el(("k", [10, 11]), 19.999, W(10, 20), _on_time(0, last=False)),
+            el(("k", [25]), 29.999, W(20, 30), _on_time(0, last=False)),
+            el(("k", [1, 2, 3, 7]), 9.999, W(0, 10), _late(1, 1)),
+            # Final panes at garbage collection: nothing new arrived, EMIT_ALWAYS still fires.
+            el(("k", [1, 2, 3, 7]), 9.999, W(0, 10), _late(2, 2, last=True)),
+            el(("k", [10, 11]), 19.999, W(10, 20), _late(1, 1, last=True)),
+            el(("k", [25]), 29.999, W(20, 30), _late(1, 1, last=True)),
+        ],
+    )
     runner.run(p)
 
 
@@ -82,24 +89,29 @@ def test_fixed_drop_late_data_after_allowed_lateness(runner):
     # 7,8 and 17,18 arrive after their windows expired (GC 29.999/39.999 < watermark 100)
     # and are dropped; 82 makes a late pane [80,90){80,81,82}. Windows [0,10) and [10,20)
     # are already past GC when they first fire, so that single pane is also the final one.
-    stream = (test_stream.TestStream()
-              .add_elements([_tv(t, t) for t in (1, 2, 10, 11, 80, 81)])
-              .advance_watermark_to(100)
-              .add_elements([_tv(7, 7), _tv(8, 8)])
-              .add_elements([_tv(17, 17), _tv(18, 18)])
-              .add_elements([_tv(82, 82)])
-              .advance_watermark_to_infinity())
+    stream = (
+        test_stream.TestStream()
+        .add_elements([_tv(t, t) for t in (1, 2, 10, 11, 80, 81)])
+        .advance_watermark_to(100)
+        .add_elements([_tv(7, 7), _tv(8, 8)])
+        .add_elements([_tv(17, 17), _tv(18, 18)])
+        .add_elements([_tv(82, 82)])
+        .advance_watermark_to_infinity()
+    )
     p = runner.pipeline()
     trig = trigger.AfterWatermark(early=trigger.AfterCount(3), late=trigger.AfterCount(1))
     out = _grouped(p, stream, window.FixedWindows(10), trig, ACCUMULATING, 20)
-    check(out, [
-        el(("k", [1, 2]), 9.999, W(0, 10), _on_time(0, last=True)),
-        el(("k", [10, 11]), 19.999, W(10, 20), _on_time(0, last=True)),
-        el(("k", [80, 81]), 89.999, W(80, 90), _on_time(0, last=False)),
-        el(("k", [80, 81, 82]), 89.999, W(80, 90), _late(1, 1)),
-        # Expiry of [80, 90) with the late trigger still open: final pane (EMIT_ALWAYS).
-        el(("k", [80, 81, 82]), 89.999, W(80, 90), _late(2, 2, last=True)),
-    ])
+    check(
+        out,
+        [
+            el(("k", [1, 2]), 9.999, W(0, 10), _on_time(0, last=True)),
+            el(("k", [10, 11]), 19.999, W(10, 20), _on_time(0, last=True)),
+            el(("k", [80, 81]), 89.999, W(80, 90), _on_time(0, last=False)),
+            el(("k", [80, 81, 82]), 89.999, W(80, 90), _late(1, 1)),
+            # Expiry of [80, 90) with the late trigger still open: final pane (EMIT_ALWAYS).
+            el(("k", [80, 81, 82]), 89.999, W(80, 90), _late(2, 2, last=True)),
+        ],
+    )
     runner.run(p)
 
 
@@ -107,11 +119,13 @@ def test_fixed_drop_late_data_after_allowed_lateness(runner):
 def test_first_element_far_behind_watermark_is_dropped(runner):
     # Java TestStreamTest.testFirstElementLate: watermark 0, element at -1000 s with 5 s
     # lateness is droppable (-999.001 + 5 < 0) and never appears; the on-time element does.
-    stream = (test_stream.TestStream()
-              .advance_watermark_to(0)
-              .add_elements([_tv("late", -1000)])
-              .add_elements([_tv("onTime", 0.1)])
-              .advance_watermark_to_infinity())
+    stream = (
+        test_stream.TestStream()
+        .advance_watermark_to(0)
+        .add_elements([_tv("late", -1000)])
+        .add_elements([_tv("onTime", 0.1)])
+        .advance_watermark_to_infinity()
+    )
     p = runner.pipeline()
     out = _grouped(p, stream, window.FixedWindows(1), trigger.DefaultTrigger(), DISCARDING, 5)
     check(out, [el(("k", ["onTime"]), 0.999, W(0, 1), _on_time(0, last=True))])
@@ -122,20 +136,25 @@ def test_first_element_far_behind_watermark_is_dropped(runner):
 def test_late_data_in_discarding_mode_fires_only_new_elements(runner):
     # Default trigger, discarding, lateness 100: each late element makes a LATE pane holding
     # only itself; the final pane at expiry is empty (nothing new since the last firing).
-    stream = (test_stream.TestStream()
-              .add_elements([_tv(1, 1), _tv(2, 2)])
-              .advance_watermark_to(50)
-              .add_elements([_tv(7, 7)])
-              .add_elements([_tv(8, 8)])
-              .advance_watermark_to_infinity())
+    stream = (
+        test_stream.TestStream()
+        .add_elements([_tv(1, 1), _tv(2, 2)])
+        .advance_watermark_to(50)
+        .add_elements([_tv(7, 7)])
+        .add_elements([_tv(8, 8)])
+        .advance_watermark_to_infinity()
+    )
     p = runner.pipeline()
     out = _grouped(p, stream, window.FixedWindows(10), trigger.DefaultTrigger(), DISCARDING, 100)
-    check(out, [
-        el(("k", [1, 2]), 9.999, W(0, 10), _on_time(0, last=False)),
-        el(("k", [7]), 9.999, W(0, 10), _late(1, 1)),
-        el(("k", [8]), 9.999, W(0, 10), _late(2, 2)),
-        el(("k", []), 9.999, W(0, 10), _late(3, 3, last=True)),
-    ])
+    check(
+        out,
+        [
+            el(("k", [1, 2]), 9.999, W(0, 10), _on_time(0, last=False)),
+            el(("k", [7]), 9.999, W(0, 10), _late(1, 1)),
+            el(("k", [8]), 9.999, W(0, 10), _late(2, 2)),
+            el(("k", []), 9.999, W(0, 10), _late(3, 3, last=True)),
+        ],
+    )
     runner.run(p)
 
 
@@ -143,19 +162,24 @@ def test_late_data_in_discarding_mode_fires_only_new_elements(runner):
 def test_element_exactly_at_lateness_horizon_is_kept(runner):
     # Droppable iff max_timestamp + lateness < watermark: with watermark 14.999 ==
     # 9.999 + 5 the element at 3 is late but kept, and fires a LATE pane.
-    stream = (test_stream.TestStream()
-              .add_elements([_tv(1, 1)])
-              .advance_watermark_to(12)
-              .advance_watermark_to(14.999)
-              .add_elements([_tv(3, 3)])
-              .advance_watermark_to_infinity())
+    stream = (
+        test_stream.TestStream()
+        .add_elements([_tv(1, 1)])
+        .advance_watermark_to(12)
+        .advance_watermark_to(14.999)
+        .add_elements([_tv(3, 3)])
+        .advance_watermark_to_infinity()
+    )
     p = runner.pipeline()
     out = _grouped(p, stream, window.FixedWindows(10), trigger.DefaultTrigger(), ACCUMULATING, 5)
-    check(out, [
-        el(("k", [1]), 9.999, W(0, 10), _on_time(0, last=False)),
-        el(("k", [1, 3]), 9.999, W(0, 10), _late(1, 1)),
-        el(("k", [1, 3]), 9.999, W(0, 10), _late(2, 2, last=True)),
-    ])
+    check(
+        out,
+        [
+            el(("k", [1]), 9.999, W(0, 10), _on_time(0, last=False)),
+            el(("k", [1, 3]), 9.999, W(0, 10), _late(1, 1)),
+            el(("k", [1, 3]), 9.999, W(0, 10), _late(2, 2, last=True)),
+        ],
+    )
     runner.run(p)
 
 
@@ -163,20 +187,25 @@ def test_element_exactly_at_lateness_horizon_is_kept(runner):
 def test_element_one_ms_past_lateness_horizon_is_dropped(runner):
     # Watermark 15 > 9.999 + 5: window [0,10) is expired (its final pane fires as the
     # watermark passes the GC time) and the element at 3 is dropped; 13 in [10,20) is kept.
-    stream = (test_stream.TestStream()
-              .add_elements([_tv(1, 1)])
-              .advance_watermark_to(12)
-              .advance_watermark_to(15)
-              .add_elements([_tv(3, 3)])
-              .add_elements([_tv(13, 13)])
-              .advance_watermark_to_infinity())
+    stream = (
+        test_stream.TestStream()
+        .add_elements([_tv(1, 1)])
+        .advance_watermark_to(12)
+        .advance_watermark_to(15)
+        .add_elements([_tv(3, 3)])
+        .add_elements([_tv(13, 13)])
+        .advance_watermark_to_infinity()
+    )
     p = runner.pipeline()
     out = _grouped(p, stream, window.FixedWindows(10), trigger.DefaultTrigger(), ACCUMULATING, 5)
-    check(out, [
-        el(("k", [1]), 9.999, W(0, 10), _on_time(0, last=False)),
-        el(("k", [1]), 9.999, W(0, 10), _late(1, 1, last=True)),
-        el(("k", [13]), 19.999, W(10, 20), _on_time(0, last=True)),
-    ])
+    check(
+        out,
+        [
+            el(("k", [1]), 9.999, W(0, 10), _on_time(0, last=False)),
+            el(("k", [1]), 9.999, W(0, 10), _late(1, 1, last=True)),
+            el(("k", [13]), 19.999, W(10, 20), _on_time(0, last=True)),
+        ],
+    )
     runner.run(p)
 
 
@@ -184,18 +213,23 @@ def test_element_one_ms_past_lateness_horizon_is_dropped(runner):
 def test_zero_lateness_drops_data_behind_watermark(runner):
     # Allowed lateness 0: once the watermark (10) passes [0,10)'s end its on-time pane is
     # final and a later element at 5 is dropped; 15 in the open window [10,20) is kept.
-    stream = (test_stream.TestStream()
-              .add_elements([_tv(1, 1)])
-              .advance_watermark_to(10)
-              .add_elements([_tv(5, 5)])
-              .add_elements([_tv(15, 15)])
-              .advance_watermark_to_infinity())
+    stream = (
+        test_stream.TestStream()
+        .add_elements([_tv(1, 1)])
+        .advance_watermark_to(10)
+        .add_elements([_tv(5, 5)])
+        .add_elements([_tv(15, 15)])
+        .advance_watermark_to_infinity()
+    )
     p = runner.pipeline()
     out = _grouped(p, stream, window.FixedWindows(10), trigger.DefaultTrigger(), DISCARDING, 0)
-    check(out, [
-        el(("k", [1]), 9.999, W(0, 10), _on_time(0, last=True)),
-        el(("k", [15]), 19.999, W(10, 20), _on_time(0, last=True)),
-    ])
+    check(
+        out,
+        [
+            el(("k", [1]), 9.999, W(0, 10), _on_time(0, last=True)),
+            el(("k", [15]), 19.999, W(10, 20), _on_time(0, last=True)),
+        ],
+    )
     runner.run(p)
 
 
@@ -203,11 +237,13 @@ def test_zero_lateness_drops_data_behind_watermark(runner):
 def test_element_behind_watermark_in_open_window_is_not_late(runner):
     # Lateness is judged by the window, not the element: with watermark 5 an element at 2
     # still belongs to the open window [0,10) and joins its single on-time pane (lateness 0).
-    stream = (test_stream.TestStream()
-              .add_elements([_tv(1, 1)])
-              .advance_watermark_to(5)
-              .add_elements([_tv(2, 2)])
-              .advance_watermark_to_infinity())
+    stream = (
+        test_stream.TestStream()
+        .add_elements([_tv(1, 1)])
+        .advance_watermark_to(5)
+        .add_elements([_tv(2, 2)])
+        .advance_watermark_to_infinity()
+    )
     p = runner.pipeline()
     out = _grouped(p, stream, window.FixedWindows(10), trigger.DefaultTrigger(), DISCARDING, 0)
     check(out, [el(("k", [1, 2]), 9.999, W(0, 10), _on_time(0, last=True))])
@@ -220,23 +256,28 @@ def test_late_data_accumulating_then_dropped_after_expiry(runner):
     # time, late count 1, accumulating, lateness 5 min; the Python SDK always declares
     # EMIT_ALWAYS, Java's FIRE_ALWAYS): on-time {1,2,3}, late panes, final pane {1..5};
     # the elements arriving after watermark 20 min are dropped.
-    stream = (test_stream.TestStream()
-              .add_elements([_tv(1, 0), _tv(2, 0), _tv(3, 0)])
-              .advance_watermark_to(360)
-              .add_elements([_tv(4, 0)])
-              .add_elements([_tv(5, 0)])
-              .advance_watermark_to(1200)
-              .add_elements([_tv(-1, 0), _tv(-2, 0), _tv(-3, 0)])
-              .advance_watermark_to_infinity())
+    stream = (
+        test_stream.TestStream()
+        .add_elements([_tv(1, 0), _tv(2, 0), _tv(3, 0)])
+        .advance_watermark_to(360)
+        .add_elements([_tv(4, 0)])
+        .add_elements([_tv(5, 0)])
+        .advance_watermark_to(1200)
+        .add_elements([_tv(-1, 0), _tv(-2, 0), _tv(-3, 0)])
+        .advance_watermark_to_infinity()
+    )
     p = runner.pipeline()
     trig = trigger.AfterWatermark(early=trigger.AfterProcessingTime(120), late=trigger.AfterCount(1))
     out = _grouped(p, stream, window.FixedWindows(300), trig, ACCUMULATING, 300)
-    check(out, [
-        el(("k", [1, 2, 3]), 299.999, W(0, 300), _on_time(0, last=False)),
-        el(("k", [1, 2, 3, 4]), 299.999, W(0, 300), _late(1, 1)),
-        el(("k", [1, 2, 3, 4, 5]), 299.999, W(0, 300), _late(2, 2)),
-        el(("k", [1, 2, 3, 4, 5]), 299.999, W(0, 300), _late(3, 3, last=True)),
-    ])
+    check(
+        out,
+        [
+            el(("k", [1, 2, 3]), 299.999, W(0, 300), _on_time(0, last=False)),
+            el(("k", [1, 2, 3, 4]), 299.999, W(0, 300), _late(1, 1)),
+            el(("k", [1, 2, 3, 4, 5]), 299.999, W(0, 300), _late(2, 2)),
+            el(("k", [1, 2, 3, 4, 5]), 299.999, W(0, 300), _late(3, 3, last=True)),
+        ],
+    )
     runner.run(p)
 
 
@@ -244,14 +285,14 @@ def test_late_data_accumulating_then_dropped_after_expiry(runner):
 def test_first_pane_of_window_receiving_only_late_data_is_late(runner):
     # A window whose first element arrives after the watermark passed its end (but within
     # lateness) fires a first pane that is LATE with index 0 and nonspeculative index 0.
-    stream = (test_stream.TestStream()
-              .advance_watermark_to(50)
-              .add_elements([_tv(3, 3)])
-              .advance_watermark_to_infinity())
+    stream = test_stream.TestStream().advance_watermark_to(50).add_elements([_tv(3, 3)]).advance_watermark_to_infinity()
     p = runner.pipeline()
     out = _grouped(p, stream, window.FixedWindows(10), trigger.DefaultTrigger(), ACCUMULATING, 100)
-    check(out, [
-        el(("k", [3]), 9.999, W(0, 10), _late(0, 0)),
-        el(("k", [3]), 9.999, W(0, 10), _late(1, 1, last=True)),
-    ])
+    check(
+        out,
+        [
+            el(("k", [3]), 9.999, W(0, 10), _late(0, 0)),
+            el(("k", [3]), 9.999, W(0, 10), _late(1, 1, last=True)),
+        ],
+    )
     runner.run(p)

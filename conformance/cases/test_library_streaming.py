@@ -6,6 +6,7 @@ is applied once the pipeline has processed everything earlier events made proces
 main-input element waiting for its side window is processed right after the event that made
 the window ready, before the next event; a trigger sees elements one event at a time.
 """
+
 import time
 
 import apache_beam as beam
@@ -32,6 +33,7 @@ def _elements(stream, *batches):
 
 # --------------------------------------------------------------------------- CombineGlobally's default
 
+
 @capability("library.combine_globally_default_streaming")
 def test_combine_globally_default_over_triggered_stream(runner):
     # Python's CombineGlobally with its default emits one value: the single injection element
@@ -42,10 +44,14 @@ def test_combine_globally_default_over_triggered_stream(runner):
     # without_defaults(); it still builds this expansion, which must not fail.)
     p = runner.pipeline()
     stream = _elements(test_stream.TestStream(coder=coders.VarIntCoder()), [(1, 1)], [(2, 2)], [(3, 3)], [(4, 4)])
-    out = (p | stream.advance_watermark_to_infinity()
-           | beam.WindowInto(window.GlobalWindows(), trigger=trigger.Repeatedly(trigger.AfterCount(2)),
-                             accumulation_mode=ACCUMULATING)
-           | beam.CombineGlobally(sum))
+    out = (
+        p
+        | stream.advance_watermark_to_infinity()
+        | beam.WindowInto(
+            window.GlobalWindows(), trigger=trigger.Repeatedly(trigger.AfterCount(2)), accumulation_mode=ACCUMULATING
+        )
+        | beam.CombineGlobally(sum)
+    )
     check(out, [el(3, MIN_TIMESTAMP, GLOBAL)])
     runner.run(p)
 
@@ -56,10 +62,14 @@ def test_combine_globally_default_over_empty_stream(runner):
     # when the watermark passes the end of the global window, and the default is emitted once.
     p = runner.pipeline()
     stream = test_stream.TestStream(coder=coders.VarIntCoder()).advance_watermark_to(10).advance_watermark_to_infinity()
-    out = (p | stream
-           | beam.WindowInto(window.GlobalWindows(), trigger=trigger.Repeatedly(trigger.AfterCount(1)),
-                             accumulation_mode=DISCARDING)
-           | beam.CombineGlobally(sum))
+    out = (
+        p
+        | stream
+        | beam.WindowInto(
+            window.GlobalWindows(), trigger=trigger.Repeatedly(trigger.AfterCount(1)), accumulation_mode=DISCARDING
+        )
+        | beam.CombineGlobally(sum)
+    )
     check(out, [el(0, MIN_TIMESTAMP, GLOBAL)])
     runner.run(p)
 
@@ -79,14 +89,16 @@ def _two_streams(*steps):
     return stream
 
 
-_SIDE_AND_MAIN = (("side", [(("a", 1), 1)]),
-                  ("main", [("x", 2)]),
-                  ("side", [(("a", 2), 3)]),
-                  ("side", [(("b", 5), 12)]),
-                  ("main", [("y", 4), ("z", 15), ("v", 25)]),
-                  ("side", [(("a", 3), 5)]),
-                  ("main", [("w", 6)]),
-                  ("side", [(("c", 7), 27)]))
+_SIDE_AND_MAIN = (
+    ("side", [(("a", 1), 1)]),
+    ("main", [("x", 2)]),
+    ("side", [(("a", 2), 3)]),
+    ("side", [(("b", 5), 12)]),
+    ("main", [("y", 4), ("z", 15), ("v", 25)]),
+    ("side", [(("a", 3), 5)]),
+    ("main", [("w", 6)]),
+    ("side", [(("c", 7), 27)]),
+)
 
 
 def _read_grouped_side(runner, mode):
@@ -94,12 +106,20 @@ def _read_grouped_side(runner, mode):
     element; main elements read the grouped side input as a dict in their own window."""
     p = runner.pipeline()
     streams = p | _two_streams(*_SIDE_AND_MAIN)
-    grouped = (streams["side"]
-               | "SideWindows" >> beam.WindowInto(window.FixedWindows(10), trigger=trigger.Repeatedly(trigger.AfterCount(1)),
-                                                  accumulation_mode=mode)
-               | beam.GroupByKey() | beam.MapTuple(lambda k, vs: (k, sorted(vs))))
-    out = (streams["main"] | "MainWindows" >> beam.WindowInto(window.FixedWindows(10))
-           | beam.Map(lambda m, side: (m, sorted(side.items())), AsDict(grouped)))
+    grouped = (
+        streams["side"]
+        | "SideWindows"
+        >> beam.WindowInto(
+            window.FixedWindows(10), trigger=trigger.Repeatedly(trigger.AfterCount(1)), accumulation_mode=mode
+        )
+        | beam.GroupByKey()
+        | beam.MapTuple(lambda k, vs: (k, sorted(vs)))
+    )
+    out = (
+        streams["main"]
+        | "MainWindows" >> beam.WindowInto(window.FixedWindows(10))
+        | beam.Map(lambda m, side: (m, sorted(side.items())), AsDict(grouped))
+    )
     return p, out
 
 
@@ -109,9 +129,16 @@ def test_triggered_group_by_key_as_side_input_accumulating(runner):
     # x sees [1]; y, after a's second pane, [1, 2]; z in [10, 20) only b's pane; v in [20, 30)
     # waits for the first pane of its window; w sees a's third pane.
     p, out = _read_grouped_side(runner, ACCUMULATING)
-    check(out, [el(("x", [("a", [1])]), 2, W(0, 10)), el(("y", [("a", [1, 2])]), 4, W(0, 10)),
-                el(("z", [("b", [5])]), 15, W(10, 20)), el(("w", [("a", [1, 2, 3])]), 6, W(0, 10)),
-                el(("v", [("c", [7])]), 25, W(20, 30))])
+    check(
+        out,
+        [
+            el(("x", [("a", [1])]), 2, W(0, 10)),
+            el(("y", [("a", [1, 2])]), 4, W(0, 10)),
+            el(("z", [("b", [5])]), 15, W(10, 20)),
+            el(("w", [("a", [1, 2, 3])]), 6, W(0, 10)),
+            el(("v", [("c", [7])]), 25, W(20, 30)),
+        ],
+    )
     runner.run(p)
 
 
@@ -119,39 +146,63 @@ def test_triggered_group_by_key_as_side_input_accumulating(runner):
 def test_triggered_group_by_key_as_side_input_discarding(runner):
     # Discarding: the latest pane holds only what arrived since the previous firing.
     p, out = _read_grouped_side(runner, DISCARDING)
-    check(out, [el(("x", [("a", [1])]), 2, W(0, 10)), el(("y", [("a", [2])]), 4, W(0, 10)),
-                el(("z", [("b", [5])]), 15, W(10, 20)), el(("w", [("a", [3])]), 6, W(0, 10)),
-                el(("v", [("c", [7])]), 25, W(20, 30))])
+    check(
+        out,
+        [
+            el(("x", [("a", [1])]), 2, W(0, 10)),
+            el(("y", [("a", [2])]), 4, W(0, 10)),
+            el(("z", [("b", [5])]), 15, W(10, 20)),
+            el(("w", [("a", [3])]), 6, W(0, 10)),
+            el(("v", [("c", [7])]), 25, W(20, 30)),
+        ],
+    )
     runner.run(p)
 
 
 # --------------------------------------------------------------------------- Reshuffle
+
 
 @capability("library.reshuffle_streaming")
 def test_reshuffle_keeps_panes_of_triggered_input(runner):
     # Early, on-time and late panes of a triggered GroupByKey keep their PaneInfo, timestamp and
     # window through a Reshuffle (Beam 2.65+: Reshuffle preserves PaneInfo).
     p = runner.pipeline("--allow_unsafe_triggers")
-    stream = (test_stream.TestStream()
-              .add_elements([window.TimestampedValue(("k", 1), 1)])
-              .add_elements([window.TimestampedValue(("k", 2), 2)])
-              .advance_watermark_to(10)
-              .add_elements([window.TimestampedValue(("k", 3), 3)])
-              .advance_watermark_to_infinity())
-    out = (p | stream
-           | beam.WindowInto(window.FixedWindows(10),
-                             trigger=trigger.AfterWatermark(early=trigger.AfterCount(1), late=trigger.AfterCount(1)),
-                             allowed_lateness=100, accumulation_mode=ACCUMULATING)
-           | beam.GroupByKey() | beam.MapTuple(lambda k, vs: (k, sorted(vs))) | beam.Reshuffle())
-    check(out, [el(("k", [1]), 9.999, W(0, 10), pane(True, False, "EARLY", 0, -1)),
-                el(("k", [1, 2]), 9.999, W(0, 10), pane(False, False, "EARLY", 1, -1)),
-                el(("k", [1, 2]), 9.999, W(0, 10), pane(False, False, "ON_TIME", 2, 0)),
-                el(("k", [1, 2, 3]), 9.999, W(0, 10), pane(False, False, "LATE", 3, 1)),
-                el(("k", [1, 2, 3]), 9.999, W(0, 10), pane(False, True, "LATE", 4, 2))])
+    stream = (
+        test_stream.TestStream()
+        .add_elements([window.TimestampedValue(("k", 1), 1)])
+        .add_elements([window.TimestampedValue(("k", 2), 2)])
+        .advance_watermark_to(10)
+        .add_elements([window.TimestampedValue(("k", 3), 3)])
+        .advance_watermark_to_infinity()
+    )
+    out = (
+        p
+        | stream
+        | beam.WindowInto(
+            window.FixedWindows(10),
+            trigger=trigger.AfterWatermark(early=trigger.AfterCount(1), late=trigger.AfterCount(1)),
+            allowed_lateness=100,
+            accumulation_mode=ACCUMULATING,
+        )
+        | beam.GroupByKey()
+        | beam.MapTuple(lambda k, vs: (k, sorted(vs)))
+        | beam.Reshuffle()
+    )
+    check(
+        out,
+        [
+            el(("k", [1]), 9.999, W(0, 10), pane(True, False, "EARLY", 0, -1)),
+            el(("k", [1, 2]), 9.999, W(0, 10), pane(False, False, "EARLY", 1, -1)),
+            el(("k", [1, 2]), 9.999, W(0, 10), pane(False, False, "ON_TIME", 2, 0)),
+            el(("k", [1, 2, 3]), 9.999, W(0, 10), pane(False, False, "LATE", 3, 1)),
+            el(("k", [1, 2, 3]), 9.999, W(0, 10), pane(False, True, "LATE", 4, 2)),
+        ],
+    )
     runner.run(p)
 
 
 # --------------------------------------------------------------------------- Deduplicate
+
 
 @capability("library.deduplicate_streaming")
 def test_deduplicate_event_time_over_a_stream(runner):
@@ -193,10 +244,14 @@ def test_periodic_impulse_over_a_past_range(runner):
     # and event timestamp the fire time; with apply_windowing each in its own fixed window of one
     # interval, so a per-window count after it fires once per window.
     p = runner.pipeline()
-    ticks = p | PeriodicImpulse(start_timestamp=Timestamp(_PAST), stop_timestamp=Timestamp(_PAST + 5),
-                                fire_interval=1, apply_windowing=True)
-    check(ticks | "Seconds" >> beam.Map(lambda t: float(t)),
-          [el(float(_PAST + i), _PAST + i, W(_PAST + i, _PAST + i + 1)) for i in range(5)], label="ticks")
+    ticks = p | PeriodicImpulse(
+        start_timestamp=Timestamp(_PAST), stop_timestamp=Timestamp(_PAST + 5), fire_interval=1, apply_windowing=True
+    )
+    check(
+        ticks | "Seconds" >> beam.Map(lambda t: float(t)),
+        [el(float(_PAST + i), _PAST + i, W(_PAST + i, _PAST + i + 1)) for i in range(5)],
+        label="ticks",
+    )
     counts = ticks | beam.Map(lambda t: 1) | beam.CombineGlobally(sum).without_defaults()
     check(counts, [el(1, _PAST + i + 0.999, W(_PAST + i, _PAST + i + 1)) for i in range(5)], label="per_window")
     runner.run(p)
@@ -206,8 +261,9 @@ def test_periodic_impulse_over_a_past_range(runner):
 def test_periodic_impulse_with_data(runner):
     # With data=[...], the i-th element carries data[i] instead of its timestamp, at the same time.
     p = runner.pipeline()
-    out = p | PeriodicImpulse(start_timestamp=Timestamp(_PAST), stop_timestamp=Timestamp(_PAST + 1.5),
-                              fire_interval=0.5, data=["a", "b", "c"])
+    out = p | PeriodicImpulse(
+        start_timestamp=Timestamp(_PAST), stop_timestamp=Timestamp(_PAST + 1.5), fire_interval=0.5, data=["a", "b", "c"]
+    )
     check(out, [el("a", _PAST, GLOBAL), el("b", _PAST + 0.5, GLOBAL), el("c", _PAST + 1, GLOBAL)])
     runner.run(p)
 
@@ -216,8 +272,14 @@ def test_periodic_impulse_with_data(runner):
 def test_periodic_sequence_from_several_inputs(runner):
     # PeriodicSequence: each input (start, stop, interval) gives its own sequence.
     p = runner.pipeline()
-    out = (p | beam.Create([(Timestamp(_PAST), Timestamp(_PAST + 3), 1), (Timestamp(_PAST + 100), Timestamp(_PAST + 102), 2)])
-           | PeriodicSequence() | beam.Map(lambda t: float(t)))
+    out = (
+        p
+        | beam.Create(
+            [(Timestamp(_PAST), Timestamp(_PAST + 3), 1), (Timestamp(_PAST + 100), Timestamp(_PAST + 102), 2)]
+        )
+        | PeriodicSequence()
+        | beam.Map(lambda t: float(t))
+    )
     check(out, [el(float(t), t, GLOBAL) for t in (_PAST, _PAST + 1, _PAST + 2, _PAST + 100)])
     runner.run(p)
 
@@ -228,7 +290,10 @@ def test_periodic_impulse_reaching_into_the_future(runner):
     # the wall clock reaches them, none early, and the pipeline ends once the range is done.
     start = Timestamp(int(time.time()))  # a whole second: the expected times are exact
     p = runner.pipeline()
-    out = (p | PeriodicImpulse(start_timestamp=start, stop_timestamp=start + Duration(seconds=2.5), fire_interval=0.5)
-           | beam.Map(lambda t: (float(t), time.time() >= float(t))))
+    out = (
+        p
+        | PeriodicImpulse(start_timestamp=start, stop_timestamp=start + Duration(seconds=2.5), fire_interval=0.5)
+        | beam.Map(lambda t: (float(t), time.time() >= float(t)))
+    )
     check(out, [el((float(start) + 0.5 * i, True), float(start) + 0.5 * i, GLOBAL) for i in range(5)])
     runner.run(p)

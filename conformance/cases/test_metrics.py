@@ -6,6 +6,7 @@ values include retried work; committed values count every successful bundle once
 failures, both equal the exact totals below. Bundle counts are up to the runner, so values
 written in start_bundle/finish_bundle are checked by relations that hold for any bundling.
 """
+
 import apache_beam as beam
 from apache_beam.metrics import Metrics
 from apache_beam.metrics.metric import MetricResults, MetricsFilter
@@ -63,9 +64,12 @@ class JavaVectorStep(beam.DoFn):
 def java_vector_pipeline(runner):
     """Create(5, 8, 13) -> MyStep1 (each metric once per element) -> MyStep2 (twice per element)."""
     p = runner.pipeline()
-    out = (p | beam.Create(JAVA_INPUT)
-             | "MyStep1" >> beam.ParDo(JavaVectorStep(times=1))
-             | "MyStep2" >> beam.ParDo(JavaVectorStep(times=2)))
+    out = (
+        p
+        | beam.Create(JAVA_INPUT)
+        | "MyStep1" >> beam.ParDo(JavaVectorStep(times=1))
+        | "MyStep2" >> beam.ParDo(JavaVectorStep(times=2))
+    )
     check(out, created(JAVA_INPUT))
     return p
 
@@ -129,13 +133,15 @@ def test_same_name_in_two_namespaces_is_two_metrics(runner):
         def fn(x):
             counter.inc()
             return x
+
         return fn
 
     p = runner.pipeline()
     values = p | beam.Create([1, 2, 3])
     check(values | "A" >> beam.Map(counted(NS + ".a")), created([1, 2, 3]), label="a")
-    check(values | "B" >> beam.Filter(lambda x: x > 1) | "B2" >> beam.Map(counted(NS + ".b")), created([2, 3]),
-          label="b")
+    check(
+        values | "B" >> beam.Filter(lambda x: x > 1) | "B2" >> beam.Map(counted(NS + ".b")), created([2, 3]), label="b"
+    )
     result = runner.run(p)
     assert result.counter("hits", namespace=NS + ".a") == 3
     assert result.counter("hits", namespace=NS + ".b") == 2
@@ -153,10 +159,14 @@ def test_same_name_in_two_steps_reports_each_step(runner):
             yield x
 
     p = runner.pipeline()
-    out = (p | beam.Create([("k", 1), ("k", 2), ("j", 3), ("k", 4)])
-             | "BeforeGroup" >> beam.ParDo(Hit())
-             | beam.GroupByKey() | sorted_groups()
-             | "AfterGroup" >> beam.ParDo(Hit()))
+    out = (
+        p
+        | beam.Create([("k", 1), ("k", 2), ("j", 3), ("k", 4)])
+        | "BeforeGroup" >> beam.ParDo(Hit())
+        | beam.GroupByKey()
+        | sorted_groups()
+        | "AfterGroup" >> beam.ParDo(Hit())
+    )
     check(out, grouped([("k", [1, 2, 4]), ("j", [3])]))
     result = runner.run(p)
     assert per_step(result, "counters", "shared", "BeforeGroup") == 4
@@ -288,11 +298,13 @@ def test_committed_gauge(runner):
 
 # --------------------------------------------------------------------------- string sets, bounded tries
 
+
 class _RecordInProcessAndTimer(beam.DoFn):
     """Per element, adds ``process-<key>`` to a StringSet and the path (key, "process", value) to a
     BoundedTrie; a timer per key adds ``timer-<key>`` and (key, "timer"). A timer fires in a later
     bundle than the one that set it on every portable runner, so each metric is reported by at least
     two bundles of the step and the result must merge them."""
+
     REPORT = TimerSpec("report", TimeDomain.WATERMARK)
 
     def __init__(self):
@@ -342,13 +354,17 @@ def test_string_sets_per_step_and_namespace(runner):
         def add(x):
             labels.add(f"{prefix}{x}")
             return x
+
         return add
 
     p = runner.pipeline()
     values = p | beam.Create(["u", "v", "u"])
     check(values | "First" >> beam.Map(adder(NS, "1")), created(["u", "v", "u"]), label="first")
-    check(values | "Second" >> beam.Map(adder(NS, "2")) | "Other" >> beam.Map(adder(NS + ".other", "o")),
-          created(["u", "v", "u"]), label="second")
+    check(
+        values | "Second" >> beam.Map(adder(NS, "2")) | "Other" >> beam.Map(adder(NS + ".other", "o")),
+        created(["u", "v", "u"]),
+        label="second",
+    )
     result = runner.run(p)
     assert per_step(result, "string_sets", "seen", "First") == {"1u", "1v"}
     assert per_step(result, "string_sets", "seen", "Second") == {"2u", "2v"}
@@ -361,8 +377,13 @@ def test_bounded_trie_holds_every_path_added_over_bundles(runner):
     # A BoundedTrie within its bound (100 paths) reports every distinct path added, untruncated
     # (each as its segments followed by the flag False), whatever bundle added it.
     result = runner.run(_recording_pipeline(runner))
-    expected = {("a", "process", "x", False), ("a", "process", "z", False), ("b", "process", "y", False),
-                ("a", "timer", False), ("b", "timer", False)}
+    expected = {
+        ("a", "process", "x", False),
+        ("a", "process", "z", False),
+        ("b", "process", "y", False),
+        ("a", "timer", False),
+        ("b", "timer", False),
+    }
     trie = per_step(result, "bounded_tries", "paths", "Record")
     assert trie.get_result() == expected, trie.get_result()
     assert result.bounded_trie("paths", namespace=NS) == expected

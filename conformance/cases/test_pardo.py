@@ -4,6 +4,7 @@ Expectations follow SEMANTICS.md sections 4, 5 and 8 and the Beam programming gu
 Bundle boundaries are chosen by the runner, so no case depends on how elements are
 bundled: per-bundle outputs are checked through their sum, never their number.
 """
+
 import json
 import os
 import uuid
@@ -13,15 +14,31 @@ from apache_beam.transforms import window
 from apache_beam.utils.timestamp import Timestamp
 from apache_beam.utils.windowed_value import PaneInfoTiming, WindowedValue
 
-from conformance.api import (GLOBAL, MIN_TIMESTAMP, NO_FIRING, W, capability, check, created, el, grouped, satisfies,
-                             value_at_time)
+from conformance.api import (
+    GLOBAL,
+    MIN_TIMESTAMP,
+    NO_FIRING,
+    W,
+    capability,
+    check,
+    created,
+    el,
+    grouped,
+    satisfies,
+    value_at_time,
+)
 
-_TIMING = {PaneInfoTiming.EARLY: "EARLY", PaneInfoTiming.ON_TIME: "ON_TIME",
-           PaneInfoTiming.LATE: "LATE", PaneInfoTiming.UNKNOWN: "UNKNOWN"}
+_TIMING = {
+    PaneInfoTiming.EARLY: "EARLY",
+    PaneInfoTiming.ON_TIME: "ON_TIME",
+    PaneInfoTiming.LATE: "LATE",
+    PaneInfoTiming.UNKNOWN: "UNKNOWN",
+}
 
 
 # ---------------------------------------------------------------------------
 # pardo.basic
+
 
 @capability("pardo.basic")
 def test_map_applies_function_to_every_element(runner):
@@ -104,14 +121,18 @@ def test_chained_pardos_and_fanout_of_one_input(runner):
     # One PCollection consumed by two ParDos: each consumer sees every element.
     p = runner.pipeline()
     src = p | beam.Create([1, 2, 3])
-    check(src | "Double" >> beam.Map(lambda x: 2 * x) | "Inc" >> beam.Map(lambda x: x + 1), created([3, 5, 7]),
-          label="chain")
+    check(
+        src | "Double" >> beam.Map(lambda x: 2 * x) | "Inc" >> beam.Map(lambda x: x + 1),
+        created([3, 5, 7]),
+        label="chain",
+    )
     check(src | "Neg" >> beam.Map(lambda x: -x), created([-1, -2, -3]), label="fanout")
     runner.run(p)
 
 
 # ---------------------------------------------------------------------------
 # pardo.multi_output
+
 
 class _Classify(beam.DoFn):
     def process(self, x):
@@ -149,8 +170,7 @@ def test_undeclared_tags_accessed_after_with_outputs(runner):
 def test_declared_tag_receiving_no_elements_is_empty(runner):
     # A declared output tag that is never written is an empty PCollection, not missing.
     p = runner.pipeline()
-    res = (p | beam.Create([0, 2, 4])
-             | beam.ParDo(_Classify()).with_outputs("neg", "odd", "unused", main="m"))
+    res = p | beam.Create([0, 2, 4]) | beam.ParDo(_Classify()).with_outputs("neg", "odd", "unused", main="m")
     check(res.m, created([0, 2, 4]), label="main")
     check(res.neg, [], label="neg")
     check(res.odd, [], label="odd")
@@ -186,9 +206,13 @@ class _TagWithTimestamps(beam.DoFn):
 def test_tagged_outputs_carry_timestamps_and_windows(runner):
     # Tagged outputs keep the input's window; TimestampedValue sets their timestamp; main keeps the input's.
     p = runner.pipeline()
-    res = (p | beam.Create([(1, 2), (2, 13)]) | value_at_time()
-             | beam.WindowInto(window.FixedWindows(10))
-             | beam.ParDo(_TagWithTimestamps()).with_outputs("shifted", main="main"))
+    res = (
+        p
+        | beam.Create([(1, 2), (2, 13)])
+        | value_at_time()
+        | beam.WindowInto(window.FixedWindows(10))
+        | beam.ParDo(_TagWithTimestamps()).with_outputs("shifted", main="main")
+    )
     check(res.main, [el(1, 2, W(0, 10)), el(2, 13, W(10, 20))], label="main")
     check(res.shifted, [el(10, 3, W(0, 10)), el(20, 14, W(10, 20))], label="shifted")
     runner.run(p)
@@ -196,6 +220,7 @@ def test_tagged_outputs_carry_timestamps_and_windows(runner):
 
 # ---------------------------------------------------------------------------
 # pardo.element_context
+
 
 class _SeeTimestamp(beam.DoFn):
     def process(self, x, ts=beam.DoFn.TimestampParam):
@@ -215,9 +240,17 @@ def test_timestamp_param_sees_element_timestamp(runner):
 def test_create_elements_are_global_at_min_timestamp(runner):
     # Create's elements sit in the global window at the minimum timestamp with the unknown pane.
     p = runner.pipeline()
-    out = p | beam.Create(["x"]) | beam.Map(
-        lambda x, ts=beam.DoFn.TimestampParam, w=beam.DoFn.WindowParam:
-        (x, ts == MIN_TIMESTAMP, isinstance(w, window.GlobalWindow)))
+    out = (
+        p
+        | beam.Create(["x"])
+        | beam.Map(
+            lambda x, ts=beam.DoFn.TimestampParam, w=beam.DoFn.WindowParam: (
+                x,
+                ts == MIN_TIMESTAMP,
+                isinstance(w, window.GlobalWindow),
+            )
+        )
+    )
     check(out, [el(("x", True, True), MIN_TIMESTAMP, GLOBAL, NO_FIRING)])
     runner.run(p)
 
@@ -231,10 +264,22 @@ class _SeeWindow(beam.DoFn):
 def test_window_param_in_fixed_windows(runner):
     # DoFn.WindowParam is the element's fixed window [N*size, (N+1)*size).
     p = runner.pipeline()
-    out = (p | beam.Create([("a", 1), ("b", 9.999), ("c", 10), ("d", -1)]) | value_at_time()
-             | beam.WindowInto(window.FixedWindows(10)) | beam.ParDo(_SeeWindow()))
-    check(out, [el(("a", 0.0, 10.0), 1, W(0, 10)), el(("b", 0.0, 10.0), 9.999, W(0, 10)),
-                el(("c", 10.0, 20.0), 10, W(10, 20)), el(("d", -10.0, 0.0), -1, W(-10, 0))])
+    out = (
+        p
+        | beam.Create([("a", 1), ("b", 9.999), ("c", 10), ("d", -1)])
+        | value_at_time()
+        | beam.WindowInto(window.FixedWindows(10))
+        | beam.ParDo(_SeeWindow())
+    )
+    check(
+        out,
+        [
+            el(("a", 0.0, 10.0), 1, W(0, 10)),
+            el(("b", 0.0, 10.0), 9.999, W(0, 10)),
+            el(("c", 10.0, 20.0), 10, W(10, 20)),
+            el(("d", -10.0, 0.0), -1, W(-10, 0)),
+        ],
+    )
     runner.run(p)
 
 
@@ -243,10 +288,22 @@ def test_window_param_sliding_processes_once_per_window(runner):
     # An element in several sliding windows is processed once per window when WindowParam is used.
     # SEMANTICS 4: Sliding(10, 5): t=7 -> [5,15), [0,10); t=10 -> [10,20), [5,15).
     p = runner.pipeline()
-    out = (p | beam.Create([("a", 7), ("b", 10)]) | value_at_time()
-             | beam.WindowInto(window.SlidingWindows(10, 5)) | beam.ParDo(_SeeWindow()))
-    check(out, [el(("a", 5.0, 15.0), 7, W(5, 15)), el(("a", 0.0, 10.0), 7, W(0, 10)),
-                el(("b", 10.0, 20.0), 10, W(10, 20)), el(("b", 5.0, 15.0), 10, W(5, 15))])
+    out = (
+        p
+        | beam.Create([("a", 7), ("b", 10)])
+        | value_at_time()
+        | beam.WindowInto(window.SlidingWindows(10, 5))
+        | beam.ParDo(_SeeWindow())
+    )
+    check(
+        out,
+        [
+            el(("a", 5.0, 15.0), 7, W(5, 15)),
+            el(("a", 0.0, 10.0), 7, W(0, 10)),
+            el(("b", 10.0, 20.0), 10, W(10, 20)),
+            el(("b", 5.0, 15.0), 10, W(5, 15)),
+        ],
+    )
     runner.run(p)
 
 
@@ -254,8 +311,13 @@ def test_window_param_sliding_processes_once_per_window(runner):
 def test_sliding_windows_without_window_param_output_in_every_window(runner):
     # Without WindowParam the output still lands in every window of its input (SEMANTICS 4).
     p = runner.pipeline()
-    out = (p | beam.Create([("a", 7)]) | value_at_time()
-             | beam.WindowInto(window.SlidingWindows(10, 5)) | beam.Map(lambda x: x.upper()))
+    out = (
+        p
+        | beam.Create([("a", 7)])
+        | value_at_time()
+        | beam.WindowInto(window.SlidingWindows(10, 5))
+        | beam.Map(lambda x: x.upper())
+    )
     check(out, [el("A", 7, W(5, 15)), el("A", 7, W(0, 10))])
     runner.run(p)
 
@@ -264,13 +326,20 @@ def test_sliding_windows_without_window_param_output_in_every_window(runner):
 def test_timestamped_value_output_keeps_its_timestamp(runner):
     # A TimestampedValue output carries the new timestamp; the window stays the input's window.
     p = runner.pipeline()
-    out = (p | beam.Create([("a", 1), ("b", 21)]) | value_at_time()
-             | beam.WindowInto(window.FixedWindows(10))
-             | beam.Map(lambda x, ts=beam.DoFn.TimestampParam: window.TimestampedValue(x, ts + 2.5)))
+    out = (
+        p
+        | beam.Create([("a", 1), ("b", 21)])
+        | value_at_time()
+        | beam.WindowInto(window.FixedWindows(10))
+        | beam.Map(lambda x, ts=beam.DoFn.TimestampParam: window.TimestampedValue(x, ts + 2.5))
+    )
     check(out, [el("a", 3.5, W(0, 10)), el("b", 23.5, W(20, 30))], label="shifted")
     # A following DoFn sees the new timestamp in TimestampParam.
-    check(out | beam.ParDo(_SeeTimestamp()), [el(("a", 3.5), 3.5, W(0, 10), NO_FIRING),
-                                              el(("b", 23.5), 23.5, W(20, 30), NO_FIRING)], label="seen")
+    check(
+        out | beam.ParDo(_SeeTimestamp()),
+        [el(("a", 3.5), 3.5, W(0, 10), NO_FIRING), el(("b", 23.5), 23.5, W(20, 30), NO_FIRING)],
+        label="seen",
+    )
     runner.run(p)
 
 
@@ -283,10 +352,20 @@ class _SeePane(beam.DoFn):
 def test_pane_param_is_unknown_pane_without_gbk(runner):
     # SEMANTICS 5: elements no GroupByKey produced carry the unknown pane (0x0F: first, last, UNKNOWN, 0, 0).
     p = runner.pipeline()
-    out = (p | beam.Create([("a", 1), ("b", 15)]) | value_at_time()
-             | beam.WindowInto(window.FixedWindows(10)) | beam.ParDo(_SeePane()))
-    check(out, [el(("a", True, True, "UNKNOWN", 0, 0), 1, W(0, 10), NO_FIRING),
-                el(("b", True, True, "UNKNOWN", 0, 0), 15, W(10, 20), NO_FIRING)])
+    out = (
+        p
+        | beam.Create([("a", 1), ("b", 15)])
+        | value_at_time()
+        | beam.WindowInto(window.FixedWindows(10))
+        | beam.ParDo(_SeePane())
+    )
+    check(
+        out,
+        [
+            el(("a", True, True, "UNKNOWN", 0, 0), 1, W(0, 10), NO_FIRING),
+            el(("b", True, True, "UNKNOWN", 0, 0), 15, W(10, 20), NO_FIRING),
+        ],
+    )
     runner.run(p)
 
 
@@ -294,14 +373,20 @@ def test_pane_param_is_unknown_pane_without_gbk(runner):
 def test_pane_param_after_gbk_is_on_time_only(runner):
     # SEMANTICS 5: a batch GroupByKey emits one pane per window: first, last, ON_TIME, index 0, nonspec 0.
     p = runner.pipeline()
-    out = (p | beam.Create([("k", 1), ("k", 2), ("j", 3)]) | beam.GroupByKey()
-             | beam.MapTuple(lambda k, vs: k) | beam.ParDo(_SeePane()))
+    out = (
+        p
+        | beam.Create([("k", 1), ("k", 2), ("j", 3)])
+        | beam.GroupByKey()
+        | beam.MapTuple(lambda k, vs: k)
+        | beam.ParDo(_SeePane())
+    )
     check(out, grouped([("k", True, True, "ON_TIME", 0, 0), ("j", True, True, "ON_TIME", 0, 0)]))
     runner.run(p)
 
 
 # ---------------------------------------------------------------------------
 # pardo.finish_bundle
+
 
 class _CountInFinishBundle(beam.DoFn):
     """Buffers in process, emits the bundle's count from finish_bundle at 42 s in the global window."""
@@ -326,6 +411,7 @@ def _count_records_ok(expected_total):
         total = sum(r.value for r in records)
         assert total == expected_total, f"sum of per-bundle counts is {total}, expected {expected_total}"
         return True
+
     return predicate
 
 
@@ -342,8 +428,13 @@ def test_finish_bundle_output_with_timestamp_and_global_window(runner):
 def test_finish_bundle_output_after_shuffle(runner):
     # The same after a GroupByKey (a new stage): finish_bundle outputs are neither lost nor duplicated.
     p = runner.pipeline()
-    out = (p | beam.Create([(i % 4, i) for i in range(20)]) | beam.GroupByKey()
-             | beam.FlatMapTuple(lambda k, vs: list(vs)) | beam.ParDo(_CountInFinishBundle()))
+    out = (
+        p
+        | beam.Create([(i % 4, i) for i in range(20)])
+        | beam.GroupByKey()
+        | beam.FlatMapTuple(lambda k, vs: list(vs))
+        | beam.ParDo(_CountInFinishBundle())
+    )
     check(out, satisfies(_count_records_ok(20), "per-bundle counts at 42 s in GLOBAL summing to 20"))
     runner.run(p)
 
@@ -377,14 +468,20 @@ def test_finish_bundle_output_into_interval_windows(runner):
         return True
 
     p = runner.pipeline()
-    out = (p | beam.Create([(1, 1), (2, 5), (3, 9), (4, 10), (5, 31), (6, 39)]) | value_at_time()
-             | beam.WindowInto(window.FixedWindows(10)) | beam.ParDo(_CountPerWindowInFinishBundle()))
+    out = (
+        p
+        | beam.Create([(1, 1), (2, 5), (3, 9), (4, 10), (5, 31), (6, 39)])
+        | value_at_time()
+        | beam.WindowInto(window.FixedWindows(10))
+        | beam.ParDo(_CountPerWindowInFinishBundle())
+    )
     check(out, satisfies(predicate, "per-window counts 3, 1, 2 at each window's max timestamp"))
     runner.run(p)
 
 
 # ---------------------------------------------------------------------------
 # pardo.lifecycle
+
 
 class _RecordLifecycle(beam.DoFn):
     """Logs every lifecycle call of this instance; finish_bundle emits (instance, log so far, bundle's elements)."""
@@ -413,8 +510,9 @@ class _RecordLifecycle(beam.DoFn):
 
     def finish_bundle(self):
         self._log.append("finish_bundle")
-        yield WindowedValue((self._instance, tuple(self._log), tuple(self._bundle)), Timestamp(0),
-                            [window.GlobalWindow()])
+        yield WindowedValue(
+            (self._instance, tuple(self._log), tuple(self._bundle)), Timestamp(0), [window.GlobalWindow()]
+        )
 
     def teardown(self):
         if self._log is None:
@@ -477,7 +575,7 @@ def test_lifecycle_call_order_per_instance(runner):
             assert log[-1] == "finish_bundle", f"log must end with this finish_bundle: {log}"
             # The bundle's own segment: the calls after its start_bundle.
             last_start = len(log) - 1 - list(reversed(log)).index("start_bundle")
-            assert log[last_start + 1:-1].count("process") == len(bundle), f"segment/process mismatch: {log}"
+            assert log[last_start + 1 : -1].count("process") == len(bundle), f"segment/process mismatch: {log}"
             seen.extend(bundle)
         assert sorted(seen) == list(range(n)), f"elements processed in committed bundles: {sorted(seen)}"
         return True
@@ -503,8 +601,13 @@ def test_lifecycle_order_across_stages(runner):
         return True
 
     p = runner.pipeline()
-    out = (p | beam.Create([(i % 3, i) for i in range(n)]) | beam.GroupByKey()
-             | beam.FlatMapTuple(lambda k, vs: list(vs)) | beam.ParDo(_LifecycleOnly()))
+    out = (
+        p
+        | beam.Create([(i % 3, i) for i in range(n)])
+        | beam.GroupByKey()
+        | beam.FlatMapTuple(lambda k, vs: list(vs))
+        | beam.ParDo(_LifecycleOnly())
+    )
     check(out, satisfies(predicate, "ordered lifecycle logs covering every element once"))
     runner.run(p)
 
@@ -535,6 +638,7 @@ def test_teardown_called_after_bundles(runner, tmp_path):
 
 # ---------------------------------------------------------------------------
 # pardo.failure
+
 
 class _FailIn(beam.DoFn):
     def __init__(self, where, message):

@@ -8,11 +8,21 @@ same results. Here a representative set of the suite's cases (ParDo, GroupByKey,
 mixed coders, Combine, side inputs, state, timers, splittable DoFns, processing-time timers)
 runs again in each shape the SDK offers; ``--pipeline-shape`` re-runs any selection in one.
 """
+
 import pytest
 
 from conformance.api import capability
-from conformance.cases import (test_combine, test_flatten, test_gbk, test_pardo, test_processing_time_bounded,
-                               test_sdf, test_side_inputs, test_state, test_timers)
+from conformance.cases import (
+    test_combine,
+    test_flatten,
+    test_gbk,
+    test_pardo,
+    test_processing_time_bounded,
+    test_sdf,
+    test_side_inputs,
+    test_state,
+    test_timers,
+)
 from conformance.shapes import SHAPES
 
 REPRESENTATIVE = [
@@ -37,6 +47,8 @@ REWRITING_SHAPES = [s for s in SHAPES if s != "none"]
 
 @capability("shapes.pre_optimized")
 @pytest.mark.parametrize("shape", REWRITING_SHAPES)
-@pytest.mark.parametrize("case", REPRESENTATIVE, ids=lambda case: f"{case.__module__.rsplit('.', 1)[-1][5:]}.{case.__name__[5:]}")
+@pytest.mark.parametrize(
+    "case", REPRESENTATIVE, ids=lambda case: f"{case.__module__.rsplit('.', 1)[-1][5:]}.{case.__name__[5:]}"
+)
 def test_pre_optimized(runner, case, shape):
     case(runner.shaped(shape))

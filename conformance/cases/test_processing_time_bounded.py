@@ -8,6 +8,7 @@ element comes out exactly once, in its own window, whichever timer (processing t
 event-time timer at the window's end) flushed it. Which elements share a batch depends on
 bundling and on when processing time moves, so batches are checked by their sizes and union.
 """
+
 import collections
 
 import apache_beam as beam
@@ -27,6 +28,7 @@ class _BufferUntilFlushed(beam.DoFn):
     """Buffers values per key and window; a processing-time timer 5 s after the first buffered
     value flushes them, and so does an event-time timer at the window's end (the pattern that
     loses nothing). ``loop``: the processing-time callback re-arms itself every time."""
+
     BUFFER = BagStateSpec("buffer", coders.VarIntCoder())
     FLUSH_LATER = TimerSpec("flush_later", TimeDomain.REAL_TIME)
     END_OF_WINDOW = TimerSpec("end_of_window", TimeDomain.WATERMARK)
@@ -34,8 +36,14 @@ class _BufferUntilFlushed(beam.DoFn):
     def __init__(self, loop: bool):
         self.loop = loop
 
-    def process(self, kv, w=beam.DoFn.WindowParam, buffer=StateParam(BUFFER),
-                later=TimerParam(FLUSH_LATER), end=TimerParam(END_OF_WINDOW)):
+    def process(
+        self,
+        kv,
+        w=beam.DoFn.WindowParam,
+        buffer=StateParam(BUFFER),
+        later=TimerParam(FLUSH_LATER),
+        end=TimerParam(END_OF_WINDOW),
+    ):
         buffer.add(kv[1])
         later.set(Timestamp.now() + Duration(seconds=5))
         end.set(w.max_timestamp())
@@ -70,8 +78,11 @@ def test_processing_time_timer_in_bounded_pipeline_runs(runner):
     # A stateful DoFn with a processing-time timer in a pipeline without TestStream is run, not
     # refused, and every buffered element is flushed once, in its window.
     p = runner.pipeline()
-    out = (keyed_input(p, _TWO_WINDOWS) | beam.WindowInto(window.FixedWindows(10))
-           | beam.ParDo(_BufferUntilFlushed(loop=False)))
+    out = (
+        keyed_input(p, _TWO_WINDOWS)
+        | beam.WindowInto(window.FixedWindows(10))
+        | beam.ParDo(_BufferUntilFlushed(loop=False))
+    )
     check(out, _each_once_in_its_window())
     runner.run(p)
 
@@ -82,13 +93,17 @@ def test_looping_processing_time_timer_lets_bounded_pipeline_finish(runner):
     # (the windows expire at the end of the input, and with them their timers), with every
     # element flushed exactly once. A runner that spins its clock forever times out here.
     p = runner.pipeline()
-    out = (keyed_input(p, _TWO_WINDOWS) | beam.WindowInto(window.FixedWindows(10))
-           | beam.ParDo(_BufferUntilFlushed(loop=True)))
+    out = (
+        keyed_input(p, _TWO_WINDOWS)
+        | beam.WindowInto(window.FixedWindows(10))
+        | beam.ParDo(_BufferUntilFlushed(loop=True))
+    )
     check(out, _each_once_in_its_window())
     runner.run(p)
 
 
 # --------------------------------------------------------------------------- GroupIntoBatches
+
 
 def _sizes_and_union(batches, label: str, expected_sizes, expected_values):
     """Two checks on (key, batch) output: the multiset of (key, batch size), and every value
@@ -101,6 +116,7 @@ def _sizes_and_union(batches, label: str, expected_sizes, expected_values):
 
 def _at_most(limit: int, per_key_total: dict):
     """Batches of at most ``limit`` whose sizes add up, per key, to ``per_key_total``."""
+
     def ok(records):
         totals = collections.Counter()
         for r in records:
@@ -109,6 +125,7 @@ def _at_most(limit: int, per_key_total: dict):
             totals[key] += size
         assert dict(totals) == per_key_total, f"batch sizes add up to {dict(totals)}, not {per_key_total}"
         return True
+
     return satisfies(ok, f"every batch holds 1..{limit} elements, adding up to {per_key_total} per key")
 
 
@@ -121,8 +138,12 @@ def test_group_into_batches_full_batches_then_remainder(runner):
     # one last batch when the window ends (Beam's documentation of GroupIntoBatches).
     p = runner.pipeline()
     batches = p | beam.Create(_SEVEN_AND_TWO) | beam.GroupIntoBatches(3)
-    _sizes_and_union(batches, "GroupIntoBatches", [("a", 3), ("a", 3), ("a", 1), ("b", 2)],
-                     [el(kv, window=GLOBAL) for kv in _SEVEN_AND_TWO])
+    _sizes_and_union(
+        batches,
+        "GroupIntoBatches",
+        [("a", 3), ("a", 3), ("a", 1), ("b", 2)],
+        [el(kv, window=GLOBAL) for kv in _SEVEN_AND_TWO],
+    )
     runner.run(p)
 
 
@@ -131,12 +152,15 @@ def test_group_into_batches_per_window(runner):
     # A batch never mixes windows: per key and window, full batches of 2 and one remainder.
     p = runner.pipeline()
     data = [("a", 1, 1), ("a", 2, 2), ("a", 3, 3), ("a", 12, 12), ("b", 4, 4)]
-    batches = (keyed_input(p, data) | beam.WindowInto(window.FixedWindows(10)) | beam.GroupIntoBatches(2))
+    batches = keyed_input(p, data) | beam.WindowInto(window.FixedWindows(10)) | beam.GroupIntoBatches(2)
     windowed_sizes = batches | "SizeInWindow" >> beam.ParDo(_SizeWithWindowStart())
     check(windowed_sizes, [("a", 0, 2), ("a", 0, 1), ("a", 10, 1), ("b", 0, 1)], label="sizes per window")
     values = batches | beam.FlatMapTuple(lambda k, vs: [(k, v) for v in vs])
-    check(values, [el((k, v), window=W(t // 10 * 10, t // 10 * 10 + 10)) for k, v, t in data],
-          label="every element once, in its window")
+    check(
+        values,
+        [el((k, v), window=W(t // 10 * 10, t // 10 * 10 + 10)) for k, v, t in data],
+        label="every element once, in its window",
+    )
     runner.run(p)
 
 
@@ -150,12 +174,10 @@ def test_group_into_batches_with_buffering_duration(runner):
     # max_buffering_duration_secs adds a processing-time timer that may flush a batch early: batches
     # hold at most 3 elements and together every element once.
     p = runner.pipeline()
-    batches = (p | beam.Create(_SEVEN_AND_TWO)
-               | beam.GroupIntoBatches(3, max_buffering_duration_secs=1))
+    batches = p | beam.Create(_SEVEN_AND_TWO) | beam.GroupIntoBatches(3, max_buffering_duration_secs=1)
     sizes = batches | "Sizes" >> beam.MapTuple(lambda k, vs: (k, len(list(vs))))
     check(sizes, _at_most(3, {"a": 7, "b": 2}), label="batch sizes")
-    check(batches | beam.FlatMapTuple(lambda k, vs: [(k, v) for v in vs]), _SEVEN_AND_TWO,
-          label="every element once")
+    check(batches | beam.FlatMapTuple(lambda k, vs: [(k, v) for v in vs]), _SEVEN_AND_TWO, label="every element once")
     runner.run(p)
 
 
@@ -164,13 +186,15 @@ def test_group_into_batches_with_sharded_key(runner):
     # GroupIntoBatches.WithShardedKey: output keys are ShardedKeys of the input key; batches hold at
     # most 3 elements of one key, and together every element once.
     p = runner.pipeline()
-    batches = (p | beam.Create(_SEVEN_AND_TWO)
-               | beam.GroupIntoBatches.WithShardedKey(3)
-               | "Unshard" >> beam.MapTuple(lambda sk, vs: (sk.key, list(vs))))
+    batches = (
+        p
+        | beam.Create(_SEVEN_AND_TWO)
+        | beam.GroupIntoBatches.WithShardedKey(3)
+        | "Unshard" >> beam.MapTuple(lambda sk, vs: (sk.key, list(vs)))
+    )
     sizes = batches | "Sizes" >> beam.MapTuple(lambda k, vs: (k, len(vs)))
     check(sizes, _at_most(3, {"a": 7, "b": 2}), label="batch sizes")
-    check(batches | beam.FlatMapTuple(lambda k, vs: [(k, v) for v in vs]), _SEVEN_AND_TWO,
-          label="every element once")
+    check(batches | beam.FlatMapTuple(lambda k, vs: [(k, v) for v in vs]), _SEVEN_AND_TWO, label="every element once")
     runner.run(p)
 
 
@@ -179,8 +203,11 @@ def test_batch_elements_stateful_path(runner):
     # BatchElements with max_batch_duration_secs batches through state and a processing-time timer:
     # batches of min..max elements (a last, smaller one allowed), every element exactly once.
     p = runner.pipeline()
-    batches = (p | beam.Create(list(range(20)))
-               | beam.BatchElements(min_batch_size=4, max_batch_size=4, max_batch_duration_secs=1))
+    batches = (
+        p
+        | beam.Create(list(range(20)))
+        | beam.BatchElements(min_batch_size=4, max_batch_size=4, max_batch_duration_secs=1)
+    )
     sizes = batches | "Sizes" >> beam.Map(lambda b: ("batch", len(b)))
     check(sizes, _at_most(4, {"batch": 20}), label="batch sizes")
     check(batches | beam.FlatMap(lambda b: b), list(range(20)), label="every element once")

@@ -1,10 +1,23 @@
 """Reshuffle: a redistribution that keeps every element with its timestamp, window and pane."""
+
 import apache_beam as beam
 from apache_beam.transforms import window
 from apache_beam.transforms.util import ReshufflePerKey
 
-from conformance.api import (END_OF_GLOBAL_WINDOW, GLOBAL, MIN_TIMESTAMP, NO_FIRING, ON_TIME_ONLY, W,
-                             capability, check, created, el, sorted_groups, stamped_by_value)
+from conformance.api import (
+    END_OF_GLOBAL_WINDOW,
+    GLOBAL,
+    MIN_TIMESTAMP,
+    NO_FIRING,
+    ON_TIME_ONLY,
+    W,
+    capability,
+    check,
+    created,
+    el,
+    sorted_groups,
+    stamped_by_value,
+)
 
 
 @capability("reshuffle")
@@ -40,7 +53,7 @@ def test_reshuffle_keeps_fixed_windows(runner):
     # Reshuffle of windowed data keeps each element's timestamp and window (the windowing is restored).
     p = runner.pipeline()
     data = [("a", 1), ("b", 12), ("c", -3)]
-    out = (p | beam.Create(data) | stamped_by_value() | beam.WindowInto(window.FixedWindows(10)) | beam.Reshuffle())
+    out = p | beam.Create(data) | stamped_by_value() | beam.WindowInto(window.FixedWindows(10)) | beam.Reshuffle()
     check(out, [el(("a", 1), 1, W(0, 10)), el(("b", 12), 12, W(10, 20)), el(("c", -3), -3, W(-10, 0))])
     runner.run(p)
 
@@ -49,13 +62,24 @@ def test_reshuffle_keeps_fixed_windows(runner):
 def test_reshuffle_keeps_every_sliding_window(runner):
     # SEMANTICS 4: an element in two sliding windows is still in both after a Reshuffle, and a later GBK sees that.
     p = runner.pipeline()
-    windowed = (p | beam.Create([("k", 1), ("k", 4)]) | stamped_by_value()
-                  | beam.WindowInto(window.SlidingWindows(5, 3)) | beam.Reshuffle())
-    check(windowed, [el(("k", 1), 1, W(-3, 2)), el(("k", 1), 1, W(0, 5)),
-                     el(("k", 4), 4, W(0, 5)), el(("k", 4), 4, W(3, 8))], label="reshuffled")
+    windowed = (
+        p
+        | beam.Create([("k", 1), ("k", 4)])
+        | stamped_by_value()
+        | beam.WindowInto(window.SlidingWindows(5, 3))
+        | beam.Reshuffle()
+    )
+    check(
+        windowed,
+        [el(("k", 1), 1, W(-3, 2)), el(("k", 1), 1, W(0, 5)), el(("k", 4), 4, W(0, 5)), el(("k", 4), 4, W(3, 8))],
+        label="reshuffled",
+    )
     grouped = windowed | beam.GroupByKey() | sorted_groups()
-    check(grouped, [el(("k", [1]), 1.999, W(-3, 2)), el(("k", [1, 4]), 4.999, W(0, 5)),
-                    el(("k", [4]), 7.999, W(3, 8))], label="grouped")
+    check(
+        grouped,
+        [el(("k", [1]), 1.999, W(-3, 2)), el(("k", [1, 4]), 4.999, W(0, 5)), el(("k", [4]), 7.999, W(3, 8))],
+        label="grouped",
+    )
     runner.run(p)
 
 
@@ -64,10 +88,18 @@ def test_reshuffle_before_session_merging(runner):
     # SEMANTICS 4: unmerged session windows survive a Reshuffle; the GBK after it merges them (Java vector, gap 4).
     p = runner.pipeline()
     data = [("foo", 1), ("foo", 4), ("bar", 3), ("foo", 9)]
-    out = (p | beam.Create(data) | stamped_by_value() | beam.WindowInto(window.Sessions(4))
-             | beam.Reshuffle() | beam.GroupByKey() | sorted_groups())
-    check(out, [el(("foo", [1, 4]), 7.999, W(1, 8)), el(("bar", [3]), 6.999, W(3, 7)),
-                el(("foo", [9]), 12.999, W(9, 13))])
+    out = (
+        p
+        | beam.Create(data)
+        | stamped_by_value()
+        | beam.WindowInto(window.Sessions(4))
+        | beam.Reshuffle()
+        | beam.GroupByKey()
+        | sorted_groups()
+    )
+    check(
+        out, [el(("foo", [1, 4]), 7.999, W(1, 8)), el(("bar", [3]), 6.999, W(3, 7)), el(("foo", [9]), 12.999, W(9, 13))]
+    )
     runner.run(p)
 
 
@@ -88,7 +120,12 @@ def test_reshuffle_preserves_pane(runner):
     p = runner.pipeline()
     raw = p | "Raw" >> beam.Create([("k", 1)]) | "ReshuffleRaw" >> beam.Reshuffle()
     check(raw, [el(("k", 1), pane=NO_FIRING)], label="unknown_pane")
-    grouped = (p | "ToGroup" >> beam.Create([("k", 1), ("k", 2)]) | beam.GroupByKey() | sorted_groups()
-                 | "ReshuffleGrouped" >> beam.Reshuffle())
+    grouped = (
+        p
+        | "ToGroup" >> beam.Create([("k", 1), ("k", 2)])
+        | beam.GroupByKey()
+        | sorted_groups()
+        | "ReshuffleGrouped" >> beam.Reshuffle()
+    )
     check(grouped, [el(("k", [1, 2]), END_OF_GLOBAL_WINDOW, GLOBAL, ON_TIME_ONLY)], label="on_time_pane")
     runner.run(p)

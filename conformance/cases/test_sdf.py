@@ -6,6 +6,7 @@ that the union of all processed restrictions is the element's whole restriction,
 processed exactly once, and that outputs keep the input element's timestamp and window unless
 the DoFn sets a timestamp itself.
 """
+
 import os
 import time
 
@@ -16,11 +17,22 @@ from apache_beam.transforms import window
 from apache_beam.transforms.core import RestrictionProvider, WatermarkEstimatorProvider
 from apache_beam.utils.timestamp import MIN_TIMESTAMP, Duration, Timestamp
 
-from conformance.api import (GLOBAL, NO_FIRING, ON_TIME_ONLY, W, capability, check, created, el, grouped, pane,
-                             sorted_groups)
-
+from conformance.api import (
+    GLOBAL,
+    NO_FIRING,
+    ON_TIME_ONLY,
+    W,
+    capability,
+    check,
+    created,
+    el,
+    grouped,
+    pane,
+    sorted_groups,
+)
 
 # --------------------------------------------------------------------------- restriction providers
+
 
 class CountProvider(RestrictionProvider):
     """Element n -> the offsets [0, n), initially split into pieces of ``piece`` offsets."""
@@ -118,8 +130,7 @@ class SelfProvidingRange(beam.DoFn, RestrictionProvider):
         yield OffsetRange(middle, restriction.stop)
 
     def process(self, bounds, tracker=beam.DoFn.RestrictionParam()):
-        for pos in claimed_offsets(tracker):
-            yield pos
+        yield from claimed_offsets(tracker)
 
 
 def offsets_of(*counts):
@@ -127,6 +138,7 @@ def offsets_of(*counts):
 
 
 # --------------------------------------------------------------------------- initial splits
+
 
 @capability("sdf.initial_splits")
 def test_offset_range_split_in_pieces_emits_every_offset_once(runner):
@@ -167,13 +179,23 @@ def test_dofn_as_its_own_restriction_provider(runner):
 def test_outputs_keep_element_timestamp_and_window(runner):
     # Every piece of a split element carries the element's timestamp and window.
     p = runner.pipeline()
-    out = (p | beam.Create([(2, 3), (3, 14)])
-             | beam.Map(lambda nt: window.TimestampedValue(nt[0], nt[1]))
-             | beam.WindowInto(window.FixedWindows(10))
-             | beam.ParDo(EmitOffsets()))
-    check(out, [el((2, 0), 3, W(0, 10), NO_FIRING), el((2, 1), 3, W(0, 10), NO_FIRING),
-                el((3, 0), 14, W(10, 20), NO_FIRING), el((3, 1), 14, W(10, 20), NO_FIRING),
-                    el((3, 2), 14, W(10, 20), NO_FIRING)])
+    out = (
+        p
+        | beam.Create([(2, 3), (3, 14)])
+        | beam.Map(lambda nt: window.TimestampedValue(nt[0], nt[1]))
+        | beam.WindowInto(window.FixedWindows(10))
+        | beam.ParDo(EmitOffsets())
+    )
+    check(
+        out,
+        [
+            el((2, 0), 3, W(0, 10), NO_FIRING),
+            el((2, 1), 3, W(0, 10), NO_FIRING),
+            el((3, 0), 14, W(10, 20), NO_FIRING),
+            el((3, 1), 14, W(10, 20), NO_FIRING),
+            el((3, 2), 14, W(10, 20), NO_FIRING),
+        ],
+    )
     runner.run(p)
 
 
@@ -181,13 +203,13 @@ def test_outputs_keep_element_timestamp_and_window(runner):
 def test_split_outputs_group_downstream(runner):
     # Outputs of all pieces of one element reach a GroupByKey together, once each.
     p = runner.pipeline()
-    out = (p | beam.Create([4, 6]) | beam.ParDo(EmitOffsets())
-             | beam.GroupByKey() | sorted_groups())
+    out = p | beam.Create([4, 6]) | beam.ParDo(EmitOffsets()) | beam.GroupByKey() | sorted_groups()
     check(out, grouped([(4, [0, 1, 2, 3]), (6, [0, 1, 2, 3, 4, 5])]))
     runner.run(p)
 
 
 # --------------------------------------------------------------------------- self-checkpointing
+
 
 class CheckpointingOffsets(beam.DoFn):
     """n -> (n, i) for every offset, claiming at most ``batch`` offsets per call and then
@@ -243,10 +265,13 @@ def test_checkpoint_after_every_offset_without_delay(runner):
 def test_resumed_residuals_keep_element_timestamp_and_window(runner):
     # Outputs produced after a resumption carry the original element's timestamp and window.
     p = runner.pipeline()
-    out = (p | beam.Create([(4, 21)])
-             | beam.Map(lambda nt: window.TimestampedValue(nt[0], nt[1]))
-             | beam.WindowInto(window.FixedWindows(10))
-             | beam.ParDo(CheckpointingOffsets(batch=1, delay=0.01)))
+    out = (
+        p
+        | beam.Create([(4, 21)])
+        | beam.Map(lambda nt: window.TimestampedValue(nt[0], nt[1]))
+        | beam.WindowInto(window.FixedWindows(10))
+        | beam.ParDo(CheckpointingOffsets(batch=1, delay=0.01))
+    )
     check(out, [el((4, i), 21, W(20, 30), NO_FIRING) for i in range(4)])
     runner.run(p)
 
@@ -255,13 +280,13 @@ def test_resumed_residuals_keep_element_timestamp_and_window(runner):
 def test_checkpointed_outputs_sum_once_downstream(runner):
     # A downstream CombinePerKey sees every offset once: 0 + 1 + ... + (n - 1) per element.
     p = runner.pipeline()
-    out = (p | beam.Create([10, 7]) | beam.ParDo(CheckpointingOffsets(batch=3, delay=0.01))
-             | beam.CombinePerKey(sum))
+    out = p | beam.Create([10, 7]) | beam.ParDo(CheckpointingOffsets(batch=3, delay=0.01)) | beam.CombinePerKey(sum)
     check(out, grouped([(10, 45), (7, 21)]))
     runner.run(p)
 
 
 # --------------------------------------------------------------------------- watermark estimation
+
 
 class ManualWatermarkOffsets(beam.DoFn):
     """n -> (n, i) at timestamp times[i] seconds; after each output the manual watermark is set to
@@ -271,8 +296,12 @@ class ManualWatermarkOffsets(beam.DoFn):
         self.times = times
         self.batch = batch
 
-    def process(self, n, tracker=beam.DoFn.RestrictionParam(CountProvider()),
-                estimator=beam.DoFn.WatermarkEstimatorParam(ManualWatermarkEstimator.default_provider())):
+    def process(
+        self,
+        n,
+        tracker=beam.DoFn.RestrictionParam(CountProvider()),
+        estimator=beam.DoFn.WatermarkEstimatorParam(ManualWatermarkEstimator.default_provider()),
+    ):
         restriction = tracker.current_restriction()
         pos = restriction.start
         for _ in range(self.batch):
@@ -291,8 +320,12 @@ class MonotonicOffsets(beam.DoFn):
     def __init__(self, times):
         self.times = times
 
-    def process(self, n, tracker=beam.DoFn.RestrictionParam(CountProvider()),
-                estimator=beam.DoFn.WatermarkEstimatorParam(MonotonicWatermarkEstimator.default_provider())):
+    def process(
+        self,
+        n,
+        tracker=beam.DoFn.RestrictionParam(CountProvider()),
+        estimator=beam.DoFn.WatermarkEstimatorParam(MonotonicWatermarkEstimator.default_provider()),
+    ):
         for pos in claimed_offsets(tracker):
             yield window.TimestampedValue((n, pos), self.times[pos])
 
@@ -303,13 +336,28 @@ def test_manual_watermark_drives_fixed_windows(runner):
     # at its end of window, with all of its values.
     times = [0, 1, 2, 3, 4, 5, 6, 7]
     p = runner.pipeline()
-    out = (p | beam.Create([8]) | beam.ParDo(ManualWatermarkOffsets(times))
-             | beam.WindowInto(window.FixedWindows(3))
-             | beam.GroupByKey() | sorted_groups())
-    check(out, [el((8, [0, 1, 2]), 2.999, W(0, 3), ON_TIME_ONLY), el((8, [3, 4, 5]), 5.999, W(3, 6), ON_TIME_ONLY),
-                el((8, [6, 7]), 8.999, W(6, 9), ON_TIME_ONLY)], label="groups")
-    check(out | beam.Map(lambda kv: kv[0]), [el(8, timestamp=t, pane=pane(timing="ON_TIME"))
-                                             for t in (2.999, 5.999, 8.999)], label="on-time")
+    out = (
+        p
+        | beam.Create([8])
+        | beam.ParDo(ManualWatermarkOffsets(times))
+        | beam.WindowInto(window.FixedWindows(3))
+        | beam.GroupByKey()
+        | sorted_groups()
+    )
+    check(
+        out,
+        [
+            el((8, [0, 1, 2]), 2.999, W(0, 3), ON_TIME_ONLY),
+            el((8, [3, 4, 5]), 5.999, W(3, 6), ON_TIME_ONLY),
+            el((8, [6, 7]), 8.999, W(6, 9), ON_TIME_ONLY),
+        ],
+        label="groups",
+    )
+    check(
+        out | beam.Map(lambda kv: kv[0]),
+        [el(8, timestamp=t, pane=pane(timing="ON_TIME")) for t in (2.999, 5.999, 8.999)],
+        label="on-time",
+    )
     runner.run(p)
 
 
@@ -328,11 +376,22 @@ def test_monotonic_watermark_drives_sessions(runner):
     # Monotonically increasing output timestamps 0,1,2,10,11,20 form Sessions(3) [0,5), [10,14), [20,23).
     times = [0, 1, 2, 10, 11, 20]
     p = runner.pipeline()
-    out = (p | beam.Create([6]) | beam.ParDo(MonotonicOffsets(times))
-             | beam.WindowInto(window.Sessions(3))
-             | beam.GroupByKey() | sorted_groups())
-    check(out, [el((6, [0, 1, 2]), 4.999, W(0, 5), ON_TIME_ONLY), el((6, [3, 4]), 13.999, W(10, 14), ON_TIME_ONLY),
-                el((6, [5]), 22.999, W(20, 23), ON_TIME_ONLY)])
+    out = (
+        p
+        | beam.Create([6])
+        | beam.ParDo(MonotonicOffsets(times))
+        | beam.WindowInto(window.Sessions(3))
+        | beam.GroupByKey()
+        | sorted_groups()
+    )
+    check(
+        out,
+        [
+            el((6, [0, 1, 2]), 4.999, W(0, 5), ON_TIME_ONLY),
+            el((6, [3, 4]), 13.999, W(10, 14), ON_TIME_ONLY),
+            el((6, [5]), 22.999, W(20, 23), ON_TIME_ONLY),
+        ],
+    )
     runner.run(p)
 
 
@@ -431,8 +490,12 @@ class _WaitWithManualWatermark(_WaitForWindow):
         estimator.set_watermark(Timestamp.of(HELD_AT))
         return ()
 
-    def process(self, directory, tracker=beam.DoFn.RestrictionParam(_WaitForWindowProvider()),
-                estimator=beam.DoFn.WatermarkEstimatorParam(ManualWatermarkEstimator.default_provider())):
+    def process(
+        self,
+        directory,
+        tracker=beam.DoFn.RestrictionParam(_WaitForWindowProvider()),
+        estimator=beam.DoFn.WatermarkEstimatorParam(ManualWatermarkEstimator.default_provider()),
+    ):
         yield from self.waiting(directory, tracker, estimator)
 
 
@@ -454,21 +517,36 @@ class _WaitWithMonotonicWatermark(_WaitForWindow):
     def hold(self, estimator):
         yield window.TimestampedValue(("held", 0), HELD_AT)
 
-    def process(self, directory, tracker=beam.DoFn.RestrictionParam(_WaitForWindowProvider()),
-                estimator=beam.DoFn.WatermarkEstimatorParam(_MonotonicFromMinimum())):
+    def process(
+        self,
+        directory,
+        tracker=beam.DoFn.RestrictionParam(_WaitForWindowProvider()),
+        estimator=beam.DoFn.WatermarkEstimatorParam(_MonotonicFromMinimum()),
+    ):
         yield from self.waiting(directory, tracker, estimator)
 
 
 def _run_waiting_sdf(runner, tmp_path, sdf, extra):
     p = runner.pipeline()
-    out = (p | beam.Create([str(tmp_path)]) | beam.ParDo(sdf)
-             | beam.WindowInto(window.FixedWindows(10))
-             | beam.GroupByKey() | sorted_groups()
-             | beam.ParDo(_MarkFirstWindow(str(tmp_path))))
+    out = (
+        p
+        | beam.Create([str(tmp_path)])
+        | beam.ParDo(sdf)
+        | beam.WindowInto(window.FixedWindows(10))
+        | beam.GroupByKey()
+        | sorted_groups()
+        | beam.ParDo(_MarkFirstWindow(str(tmp_path)))
+    )
     on_time = pane(first=True, last=True, timing="ON_TIME", index=0, nonspec=0)
-    check(out, [el(("early", [0, 1, 2]), 9.999, W(0, 10), on_time),
-                el(("fired first", [True]), 29.999, W(20, 30), on_time),
-                el(("after", [0, 1]), 29.999, W(20, 30), on_time)] + extra)
+    check(
+        out,
+        [
+            el(("early", [0, 1, 2]), 9.999, W(0, 10), on_time),
+            el(("fired first", [True]), 29.999, W(20, 30), on_time),
+            el(("after", [0, 1]), 29.999, W(20, 30), on_time),
+        ]
+        + extra,
+    )
     runner.run(p)
 
 
@@ -488,6 +566,7 @@ def test_monotonic_watermark_closes_windows_while_sdf_runs(runner, tmp_path):
 
 
 # --------------------------------------------------------------------------- bundle finalization
+
 
 def _touch(path):
     with open(path, "a") as f:
@@ -524,8 +603,9 @@ class FinalizeOffsets(beam.DoFn):
 
     # The finalizer comes before the tracker: Beam Python 2.77 mis-assigns a BundleFinalizerParam
     # declared after a RestrictionParam ("got multiple values for argument 'tracker'").
-    def process(self, n, finalizer=beam.DoFn.BundleFinalizerParam,
-                tracker=beam.DoFn.RestrictionParam(CountProvider(piece=2))):
+    def process(
+        self, n, finalizer=beam.DoFn.BundleFinalizerParam, tracker=beam.DoFn.RestrictionParam(CountProvider(piece=2))
+    ):
         for pos in claimed_offsets(tracker):
             path = os.path.join(self.directory, f"{n}-{pos}")
             finalizer.register(lambda path=path: _touch(path))
@@ -555,15 +635,20 @@ def test_splittable_dofn_callbacks_cover_every_offset(runner, tmp_path):
 def test_callbacks_after_group_by_key(runner, tmp_path):
     # Finalization also works in a stage fed by a GroupByKey: one callback per group.
     p = runner.pipeline()
-    out = (p | beam.Create([("x", 1), ("y", 2), ("x", 3)]) | beam.GroupByKey()
-             | beam.MapTuple(lambda k, vs: f"{k}{sum(vs)}")
-             | beam.ParDo(FinalizePerElement(str(tmp_path))))
+    out = (
+        p
+        | beam.Create([("x", 1), ("y", 2), ("x", 3)])
+        | beam.GroupByKey()
+        | beam.MapTuple(lambda k, vs: f"{k}{sum(vs)}")
+        | beam.ParDo(FinalizePerElement(str(tmp_path)))
+    )
     check(out, grouped(["x4", "y2"]))
     runner.run(p)
     assert wait_for_files(tmp_path, {"x4", "y2"}) == {"x4", "y2"}
 
 
 # --------------------------------------------------------------------------- failures
+
 
 class _FailAtOffset(beam.DoFn):
     """n -> (n, i) over restrictions split in pieces of 3; claiming offset ``at`` of element ``on`` raises."""

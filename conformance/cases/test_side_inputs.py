@@ -1,13 +1,14 @@
 """Side inputs: views, window mapping, missing windows and readiness (SEMANTICS.md, section 6)."""
+
 import apache_beam as beam
 from apache_beam.pvalue import AsDict, AsIter, AsList, AsMultiMap, AsSingleton, EmptySideInput
 from apache_beam.transforms import window
 
 from conformance.api import NO_FIRING, W, capability, check, created, el, grouped, value_at_time
 
-
 # ---------------------------------------------------------------------------
 # side_inputs.singleton
+
 
 @capability("side_inputs.singleton")
 def test_singleton_value_seen_by_every_element(runner):
@@ -44,8 +45,11 @@ def test_singleton_without_default_on_empty_is_empty_side_input(runner):
     # SEMANTICS 6: Python (unlike Java) gives the EmptySideInput sentinel for an empty singleton without default.
     p = runner.pipeline()
     side = p | "Side" >> beam.Create([])
-    out = p | "Main" >> beam.Create([1, 2]) | beam.Map(
-        lambda x, s: (x, "empty" if isinstance(s, EmptySideInput) else "full"), AsSingleton(side))
+    out = (
+        p
+        | "Main" >> beam.Create([1, 2])
+        | beam.Map(lambda x, s: (x, "empty" if isinstance(s, EmptySideInput) else "full"), AsSingleton(side))
+    )
     check(out, created([(1, "empty"), (2, "empty")]))
     runner.run(p)
 
@@ -71,6 +75,7 @@ def test_singleton_of_structured_value(runner):
 
 # ---------------------------------------------------------------------------
 # side_inputs.iterable
+
 
 @capability("side_inputs.iterable")
 def test_iterable_side_input_sees_all_values_and_reiterates(runner):
@@ -135,8 +140,7 @@ def test_large_iterable_side_input_is_complete_and_reiterable(runner):
     n = LARGE_CHUNKS * LARGE_PER_CHUNK
     p = runner.pipeline()
     side = p | "Chunks" >> beam.Create(list(range(LARGE_CHUNKS))) | "Expand" >> beam.FlatMap(_large_side_values)
-    out = (p | "Main" >> beam.Create(["x"])
-             | beam.Map(lambda x, it: (x, _aggregate(it), _aggregate(it)), AsIter(side)))
+    out = p | "Main" >> beam.Create(["x"]) | beam.Map(lambda x, it: (x, _aggregate(it), _aggregate(it)), AsIter(side))
     once = (n, n * (n - 1) // 2, n * (7 + len(LARGE_SUFFIX)))
     check(out, created([("x", once, once)]))
     runner.run(p)
@@ -144,6 +148,7 @@ def test_large_iterable_side_input_is_complete_and_reiterable(runner):
 
 # ---------------------------------------------------------------------------
 # side_inputs.list
+
 
 @capability("side_inputs.list")
 def test_list_side_input_supports_len_and_indexing(runner):
@@ -171,6 +176,7 @@ def test_list_side_input_of_empty_flatten_is_empty(runner):
 
 # ---------------------------------------------------------------------------
 # side_inputs.dict
+
 
 @capability("side_inputs.dict")
 def test_dict_side_input_lookup(runner):
@@ -205,6 +211,7 @@ def test_dict_side_input_with_tuple_keys(runner):
 # ---------------------------------------------------------------------------
 # side_inputs.multimap
 
+
 @capability("side_inputs.multimap")
 def test_multimap_side_input_groups_values_per_key(runner):
     # AsMultiMap maps each key to all its values (unordered; sorted here).
@@ -228,17 +235,26 @@ def test_multimap_side_input_missing_key_is_empty(runner):
 # ---------------------------------------------------------------------------
 # side_inputs.windowed
 
+
 def _viewtest_main(p):
     """ViewTest main input: A@4, B@15, C@7 in Fixed(10)."""
-    return (p | "Main" >> beam.Create([("A", 4), ("B", 15), ("C", 7)]) | value_at_time("StampMain")
-              | "MainWindows" >> beam.WindowInto(window.FixedWindows(10)))
+    return (
+        p
+        | "Main" >> beam.Create([("A", 4), ("B", 15), ("C", 7)])
+        | value_at_time("StampMain")
+        | "MainWindows" >> beam.WindowInto(window.FixedWindows(10))
+    )
 
 
 def _summed_side(p, values_at, windowfn):
     """Side values summed per side window, as a singleton view with the CombineFn's default (0)."""
-    return (p | "Side" >> beam.Create(values_at) | value_at_time("StampSide")
-              | "SideWindows" >> beam.WindowInto(windowfn)
-              | "SumSide" >> beam.CombineGlobally(sum).as_singleton_view())
+    return (
+        p
+        | "Side" >> beam.Create(values_at)
+        | value_at_time("StampSide")
+        | "SideWindows" >> beam.WindowInto(windowfn)
+        | "SumSide" >> beam.CombineGlobally(sum).as_singleton_view()
+    )
 
 
 @capability("side_inputs.windowed")
@@ -247,8 +263,14 @@ def test_fixed_main_fixed_side_window_mapping(runner):
     p = runner.pipeline()
     side = _summed_side(p, [(1, 1), (2, 11), (3, 13)], window.FixedWindows(10))
     out = _viewtest_main(p) | beam.Map(lambda x, s: (x, s), side)
-    check(out, [el(("A", 1), 4, W(0, 10), NO_FIRING), el(("B", 5), 15, W(10, 20), NO_FIRING),
-                el(("C", 1), 7, W(0, 10), NO_FIRING)])
+    check(
+        out,
+        [
+            el(("A", 1), 4, W(0, 10), NO_FIRING),
+            el(("B", 5), 15, W(10, 20), NO_FIRING),
+            el(("C", 1), 7, W(0, 10), NO_FIRING),
+        ],
+    )
     runner.run(p)
 
 
@@ -258,8 +280,14 @@ def test_fixed_main_global_side(runner):
     p = runner.pipeline()
     side = _summed_side(p, [(1, 1), (2, 11), (3, 13)], window.GlobalWindows())
     out = _viewtest_main(p) | beam.Map(lambda x, s: (x, s), side)
-    check(out, [el(("A", 6), 4, W(0, 10), NO_FIRING), el(("B", 6), 15, W(10, 20), NO_FIRING),
-                el(("C", 6), 7, W(0, 10), NO_FIRING)])
+    check(
+        out,
+        [
+            el(("A", 6), 4, W(0, 10), NO_FIRING),
+            el(("B", 6), 15, W(10, 20), NO_FIRING),
+            el(("C", 6), 7, W(0, 10), NO_FIRING),
+        ],
+    )
     runner.run(p)
 
 
@@ -267,13 +295,27 @@ def test_fixed_main_global_side(runner):
 def test_windowed_singleton_values_per_window(runner):
     # SEMANTICS 6: windowed singleton 47@1, 48@11 in Fixed(10); main at 4, 7, 15 -> 47, 47, 48.
     p = runner.pipeline()
-    side = (p | "Side" >> beam.Create([(47, 1), (48, 11)]) | value_at_time("StampSide")
-              | "SideWindows" >> beam.WindowInto(window.FixedWindows(10)))
-    main = (p | "Main" >> beam.Create([("a", 4), ("b", 7), ("c", 15)]) | value_at_time("StampMain")
-              | "MainWindows" >> beam.WindowInto(window.FixedWindows(10)))
+    side = (
+        p
+        | "Side" >> beam.Create([(47, 1), (48, 11)])
+        | value_at_time("StampSide")
+        | "SideWindows" >> beam.WindowInto(window.FixedWindows(10))
+    )
+    main = (
+        p
+        | "Main" >> beam.Create([("a", 4), ("b", 7), ("c", 15)])
+        | value_at_time("StampMain")
+        | "MainWindows" >> beam.WindowInto(window.FixedWindows(10))
+    )
     out = main | beam.Map(lambda x, s: (x, s), AsSingleton(side))
-    check(out, [el(("a", 47), 4, W(0, 10), NO_FIRING), el(("b", 47), 7, W(0, 10), NO_FIRING),
-                el(("c", 48), 15, W(10, 20), NO_FIRING)])
+    check(
+        out,
+        [
+            el(("a", 47), 4, W(0, 10), NO_FIRING),
+            el(("b", 47), 7, W(0, 10), NO_FIRING),
+            el(("c", 48), 15, W(10, 20), NO_FIRING),
+        ],
+    )
     runner.run(p)
 
 
@@ -283,8 +325,12 @@ def test_sliding_main_fixed_side(runner):
     # Main x@7 is in [5,15) (max 14.999 -> side [10,20) = 5) and [0,10) (max 9.999 -> side [0,10) = 1).
     p = runner.pipeline()
     side = _summed_side(p, [(1, 1), (2, 11), (3, 13)], window.FixedWindows(10))
-    main = (p | "Main" >> beam.Create([("x", 7)]) | value_at_time("StampMain")
-              | "MainWindows" >> beam.WindowInto(window.SlidingWindows(10, 5)))
+    main = (
+        p
+        | "Main" >> beam.Create([("x", 7)])
+        | value_at_time("StampMain")
+        | "MainWindows" >> beam.WindowInto(window.SlidingWindows(10, 5))
+    )
     out = main | beam.Map(lambda x, s: (x, s), side)
     check(out, [el(("x", 5), 7, W(5, 15), NO_FIRING), el(("x", 1), 7, W(0, 10), NO_FIRING)])
     runner.run(p)
@@ -297,8 +343,12 @@ def test_fixed_main_sliding_side_uses_earliest_window(runner):
     # Main [0,10) (max 9.999 in [0,10) and [5,15)) -> 3; main [10,20) (max 19.999 in [10,20), [15,25)) -> 4.
     p = runner.pipeline()
     side = _summed_side(p, [(1, 1), (2, 6), (4, 12)], window.SlidingWindows(10, 5))
-    main = (p | "Main" >> beam.Create([("a", 3), ("b", 14)]) | value_at_time("StampMain")
-              | "MainWindows" >> beam.WindowInto(window.FixedWindows(10)))
+    main = (
+        p
+        | "Main" >> beam.Create([("a", 3), ("b", 14)])
+        | value_at_time("StampMain")
+        | "MainWindows" >> beam.WindowInto(window.FixedWindows(10))
+    )
     out = main | beam.Map(lambda x, s: (x, s), side)
     check(out, [el(("a", 3), 3, W(0, 10), NO_FIRING), el(("b", 4), 14, W(10, 20), NO_FIRING)])
     runner.run(p)
@@ -308,8 +358,8 @@ def test_fixed_main_sliding_side_uses_earliest_window(runner):
 def test_global_main_global_side(runner):
     # Global main window with a global side input: the whole side PCollection is visible.
     p = runner.pipeline()
-    side = (p | "Side" >> beam.Create([5, 6, 7]) | "SideWindows" >> beam.WindowInto(window.GlobalWindows()))
-    main = (p | "Main" >> beam.Create(["m"]) | "MainWindows" >> beam.WindowInto(window.GlobalWindows()))
+    side = p | "Side" >> beam.Create([5, 6, 7]) | "SideWindows" >> beam.WindowInto(window.GlobalWindows())
+    main = p | "Main" >> beam.Create(["m"]) | "MainWindows" >> beam.WindowInto(window.GlobalWindows())
     out = main | beam.Map(lambda x, values: (x, sorted(values)), AsList(side))
     check(out, created([("m", [5, 6, 7])]))
     runner.run(p)
@@ -319,18 +369,33 @@ def test_global_main_global_side(runner):
 def test_list_side_input_per_fixed_window(runner):
     # A windowed AsList shows only the side values of the mapped window.
     p = runner.pipeline()
-    side = (p | "Side" >> beam.Create([("s1", 1), ("s2", 2), ("s3", 12), ("s4", 25)]) | value_at_time("StampSide")
-              | "SideWindows" >> beam.WindowInto(window.FixedWindows(10)))
-    main = (p | "Main" >> beam.Create([("a", 5), ("b", 19), ("c", 21)]) | value_at_time("StampMain")
-              | "MainWindows" >> beam.WindowInto(window.FixedWindows(10)))
+    side = (
+        p
+        | "Side" >> beam.Create([("s1", 1), ("s2", 2), ("s3", 12), ("s4", 25)])
+        | value_at_time("StampSide")
+        | "SideWindows" >> beam.WindowInto(window.FixedWindows(10))
+    )
+    main = (
+        p
+        | "Main" >> beam.Create([("a", 5), ("b", 19), ("c", 21)])
+        | value_at_time("StampMain")
+        | "MainWindows" >> beam.WindowInto(window.FixedWindows(10))
+    )
     out = main | beam.Map(lambda x, values: (x, sorted(values)), AsList(side))
-    check(out, [el(("a", ["s1", "s2"]), 5, W(0, 10), NO_FIRING), el(("b", ["s3"]), 19, W(10, 20), NO_FIRING),
-                el(("c", ["s4"]), 21, W(20, 30), NO_FIRING)])
+    check(
+        out,
+        [
+            el(("a", ["s1", "s2"]), 5, W(0, 10), NO_FIRING),
+            el(("b", ["s3"]), 19, W(10, 20), NO_FIRING),
+            el(("c", ["s4"]), 21, W(20, 30), NO_FIRING),
+        ],
+    )
     runner.run(p)
 
 
 # ---------------------------------------------------------------------------
 # side_inputs.missing_window
+
 
 @capability("side_inputs.missing_window")
 def test_missing_side_window_singleton_uses_default(runner):
@@ -338,8 +403,14 @@ def test_missing_side_window_singleton_uses_default(runner):
     p = runner.pipeline()
     side = _summed_side(p, [(2, 11), (3, 13)], window.FixedWindows(10))
     out = _viewtest_main(p) | beam.Map(lambda x, s: (x, s), side)
-    check(out, [el(("A", 0), 4, W(0, 10), NO_FIRING), el(("B", 5), 15, W(10, 20), NO_FIRING),
-                el(("C", 0), 7, W(0, 10), NO_FIRING)])
+    check(
+        out,
+        [
+            el(("A", 0), 4, W(0, 10), NO_FIRING),
+            el(("B", 5), 15, W(10, 20), NO_FIRING),
+            el(("C", 0), 7, W(0, 10), NO_FIRING),
+        ],
+    )
     runner.run(p)
 
 
@@ -347,10 +418,18 @@ def test_missing_side_window_singleton_uses_default(runner):
 def test_missing_side_window_explicit_default(runner):
     # A side window with no data resolves to the singleton's explicit default.
     p = runner.pipeline()
-    side = (p | "Side" >> beam.Create([("only", 25)]) | value_at_time("StampSide")
-              | "SideWindows" >> beam.WindowInto(window.FixedWindows(10)))
-    main = (p | "Main" >> beam.Create([("a", 5), ("b", 27)]) | value_at_time("StampMain")
-              | "MainWindows" >> beam.WindowInto(window.FixedWindows(10)))
+    side = (
+        p
+        | "Side" >> beam.Create([("only", 25)])
+        | value_at_time("StampSide")
+        | "SideWindows" >> beam.WindowInto(window.FixedWindows(10))
+    )
+    main = (
+        p
+        | "Main" >> beam.Create([("a", 5), ("b", 27)])
+        | value_at_time("StampMain")
+        | "MainWindows" >> beam.WindowInto(window.FixedWindows(10))
+    )
     out = main | beam.Map(lambda x, s: (x, s), AsSingleton(side, default_value="none"))
     check(out, [el(("a", "none"), 5, W(0, 10), NO_FIRING), el(("b", "only"), 27, W(20, 30), NO_FIRING)])
     runner.run(p)
@@ -360,20 +439,38 @@ def test_missing_side_window_explicit_default(runner):
 def test_missing_side_window_collections_are_empty(runner):
     # SEMANTICS 6: a missing side window gives an empty list, iterable, dict and multimap.
     p = runner.pipeline()
-    side = (p | "Side" >> beam.Create([(("k", 1), 15)]) | value_at_time("StampSide")
-              | "SideWindows" >> beam.WindowInto(window.FixedWindows(10)))
-    main = (p | "Main" >> beam.Create([("a", 5), ("b", 15)]) | value_at_time("StampMain")
-              | "MainWindows" >> beam.WindowInto(window.FixedWindows(10)))
+    side = (
+        p
+        | "Side" >> beam.Create([(("k", 1), 15)])
+        | value_at_time("StampSide")
+        | "SideWindows" >> beam.WindowInto(window.FixedWindows(10))
+    )
+    main = (
+        p
+        | "Main" >> beam.Create([("a", 5), ("b", 15)])
+        | value_at_time("StampMain")
+        | "MainWindows" >> beam.WindowInto(window.FixedWindows(10))
+    )
     out = main | beam.Map(
         lambda x, lst, it, d, mm: (x, list(lst), list(it), dict(d), list(mm["k"])),
-        AsList(side), AsIter(side), AsDict(side), AsMultiMap(side))
-    check(out, [el(("a", [], [], {}, []), 5, W(0, 10), NO_FIRING),
-                el(("b", [("k", 1)], [("k", 1)], {"k": 1}, [1]), 15, W(10, 20), NO_FIRING)])
+        AsList(side),
+        AsIter(side),
+        AsDict(side),
+        AsMultiMap(side),
+    )
+    check(
+        out,
+        [
+            el(("a", [], [], {}, []), 5, W(0, 10), NO_FIRING),
+            el(("b", [("k", 1)], [("k", 1)], {"k": 1}, [1]), 15, W(10, 20), NO_FIRING),
+        ],
+    )
     runner.run(p)
 
 
 # ---------------------------------------------------------------------------
 # side_inputs.multiple
+
 
 @capability("side_inputs.multiple")
 def test_several_side_inputs_with_different_coders(runner):
@@ -386,10 +483,20 @@ def test_several_side_inputs_with_different_coders(runner):
     strs = p | "Strs" >> beam.Create(["hello", "wörld"])
     tups = p | "Tups" >> beam.Create([("a", (1, "one")), ("b", (2, "two"))])
     blob = p | "Bytes" >> beam.Create([b"\x00\xff", b"beam"])
-    out = p | "Main" >> beam.Create(["a", "b"]) | beam.Map(
-        use, AsSingleton(ints), AsList(strs), AsDict(tups), AsIter(blob))
-    check(out, created([("a", 7, ["hello", "wörld"], (1, "one"), [b"\x00\xff", b"beam"]),
-                        ("b", 7, ["hello", "wörld"], (2, "two"), [b"\x00\xff", b"beam"])]))
+    out = (
+        p
+        | "Main" >> beam.Create(["a", "b"])
+        | beam.Map(use, AsSingleton(ints), AsList(strs), AsDict(tups), AsIter(blob))
+    )
+    check(
+        out,
+        created(
+            [
+                ("a", 7, ["hello", "wörld"], (1, "one"), [b"\x00\xff", b"beam"]),
+                ("b", 7, ["hello", "wörld"], (2, "two"), [b"\x00\xff", b"beam"]),
+            ]
+        ),
+    )
     runner.run(p)
 
 
@@ -398,8 +505,7 @@ def test_same_side_input_used_twice(runner):
     # The same PCollection may back two side inputs (of different kinds) of one ParDo.
     p = runner.pipeline()
     side = p | "Side" >> beam.Create([4])
-    out = p | "Main" >> beam.Create([1, 2]) | beam.Map(
-        lambda x, a, b: (x, a, list(b)), AsSingleton(side), AsList(side))
+    out = p | "Main" >> beam.Create([1, 2]) | beam.Map(lambda x, a, b: (x, a, list(b)), AsSingleton(side), AsList(side))
     check(out, created([(1, 4, [4]), (2, 4, [4])]))
     runner.run(p)
 
@@ -422,9 +528,17 @@ def test_empty_flatten_and_empty_create_side_inputs(runner):
     empty_flatten = () | "EmptyFlatten" >> beam.Flatten(pipeline=p)
     empty_create = p | "EmptyCreate" >> beam.Create([])
     full = p | "Full" >> beam.Create([1, 2])
-    out = p | "Main" >> beam.Create(["m"]) | beam.Map(
-        lambda x, a, b, c, d: (x, list(a), list(b), sorted(c), d),
-        AsIter(empty_flatten), AsList(empty_create), AsList(full), AsSingleton(empty_flatten, default_value=-1))
+    out = (
+        p
+        | "Main" >> beam.Create(["m"])
+        | beam.Map(
+            lambda x, a, b, c, d: (x, list(a), list(b), sorted(c), d),
+            AsIter(empty_flatten),
+            AsList(empty_create),
+            AsList(full),
+            AsSingleton(empty_flatten, default_value=-1),
+        )
+    )
     check(out, created([("m", [], [], [1, 2], -1)]))
     runner.run(p)
 
@@ -433,11 +547,18 @@ def test_empty_flatten_and_empty_create_side_inputs(runner):
 def test_side_input_computed_after_group_by_key(runner):
     # SEMANTICS 6 readiness: a side input produced late (after a GroupByKey) is complete when read.
     p = runner.pipeline()
-    grouped = (p | "Pairs" >> beam.Create([("a", 1), ("b", 2), ("a", 3), ("c", 4), ("b", 5)])
-                 | beam.GroupByKey() | "Sizes" >> beam.MapTuple(lambda k, vs: (k, sorted(vs))))
+    grouped = (
+        p
+        | "Pairs" >> beam.Create([("a", 1), ("b", 2), ("a", 3), ("c", 4), ("b", 5)])
+        | beam.GroupByKey()
+        | "Sizes" >> beam.MapTuple(lambda k, vs: (k, sorted(vs)))
+    )
     total = grouped | "Values" >> beam.FlatMapTuple(lambda k, vs: vs) | beam.CombineGlobally(sum)
-    out = p | "Main" >> beam.Create(["x"]) | beam.Map(
-        lambda x, groups, t: (x, sorted(groups.items()), t), AsDict(grouped), AsSingleton(total))
+    out = (
+        p
+        | "Main" >> beam.Create(["x"])
+        | beam.Map(lambda x, groups, t: (x, sorted(groups.items()), t), AsDict(grouped), AsSingleton(total))
+    )
     check(out, created([("x", [("a", [1, 3]), ("b", [2, 5]), ("c", [4])], 15)]))
     runner.run(p)
 
@@ -446,10 +567,18 @@ def test_side_input_computed_after_group_by_key(runner):
 def test_side_input_into_main_input_after_group_by_key(runner):
     # Readiness on both sides of a shuffle: main and side inputs both come out of GroupByKeys.
     p = runner.pipeline()
-    side = (p | "SidePairs" >> beam.Create([("k", 1), ("k", 2), ("j", 10)]) | "SideGBK" >> beam.GroupByKey()
-              | "SideSum" >> beam.MapTuple(lambda k, vs: (k, sum(vs))))
-    main = (p | "MainPairs" >> beam.Create([("k", "x"), ("j", "y"), ("k", "z")]) | "MainGBK" >> beam.GroupByKey()
-              | "MainSort" >> beam.MapTuple(lambda k, vs: (k, sorted(vs))))
+    side = (
+        p
+        | "SidePairs" >> beam.Create([("k", 1), ("k", 2), ("j", 10)])
+        | "SideGBK" >> beam.GroupByKey()
+        | "SideSum" >> beam.MapTuple(lambda k, vs: (k, sum(vs)))
+    )
+    main = (
+        p
+        | "MainPairs" >> beam.Create([("k", "x"), ("j", "y"), ("k", "z")])
+        | "MainGBK" >> beam.GroupByKey()
+        | "MainSort" >> beam.MapTuple(lambda k, vs: (k, sorted(vs)))
+    )
     out = main | beam.Map(lambda kv, sums: (kv[0], kv[1], sums[kv[0]]), AsDict(side))
     check(out, grouped([("k", ["x", "z"], 3), ("j", ["y"], 10)]))
     runner.run(p)

@@ -19,6 +19,7 @@ facts the expectations rely on:
   processed right after the event that made the window ready, before the next event.
 Panes are fired one element per step (AfterCount), so their contents do not depend on bundling.
 """
+
 import apache_beam as beam
 from apache_beam.pvalue import AsIter, AsList, AsSingleton
 from apache_beam.testing import test_stream
@@ -55,27 +56,34 @@ def _pipeline(runner):
 
 def _global_triggered_sum(side, count, mode):
     """The side values summed in the global window, fired every ``count`` elements."""
-    return (side
-            | "SideWindow" >> beam.WindowInto(window.GlobalWindows(), trigger=trigger.Repeatedly(trigger.AfterCount(count)),
-                                              accumulation_mode=mode)
-            | "SideSum" >> beam.CombineGlobally(sum).without_defaults())
+    return (
+        side
+        | "SideWindow"
+        >> beam.WindowInto(
+            window.GlobalWindows(), trigger=trigger.Repeatedly(trigger.AfterCount(count)), accumulation_mode=mode
+        )
+        | "SideSum" >> beam.CombineGlobally(sum).without_defaults()
+    )
 
 
 # ---------------------------------------------------------------------------
 # side_inputs.triggered
+
 
 @capability("side_inputs.triggered")
 def test_accumulating_global_side_input_shows_latest_sum(runner):
     # Repeatedly(AfterCount(1)), accumulating: side panes 1, 3 (1+2), 6 (1+2+3). z arrives before
     # any pane and waits for the first (it must not see an empty singleton); every other main
     # element sees the latest pane fired before it arrived.
-    stream = _stream(("main", [("z", 0)]),
-                     ("side", [(1, 1)]),
-                     ("main", [("a", 2)]),
-                     ("side", [(2, 3)]),
-                     ("main", [("b", 4), ("c", 5)]),
-                     ("side", [(3, 6)]),
-                     ("main", [("d", 7)]))
+    stream = _stream(
+        ("main", [("z", 0)]),
+        ("side", [(1, 1)]),
+        ("main", [("a", 2)]),
+        ("side", [(2, 3)]),
+        ("main", [("b", 4), ("c", 5)]),
+        ("side", [(3, 6)]),
+        ("main", [("d", 7)]),
+    )
     p = _pipeline(runner)
     streams = p | "Stream" >> stream
     total = _global_triggered_sum(streams["side"], 1, ACCUMULATING)
@@ -88,14 +96,16 @@ def test_accumulating_global_side_input_shows_latest_sum(runner):
 def test_discarding_global_side_input_shows_latest_pane_only(runner):
     # Repeatedly(AfterCount(1)), discarding: each pane sums only the elements since the previous
     # firing (1, 2, 3, 4), and a main element sees the latest pane, not a running total.
-    stream = _stream(("main", [("z", 0)]),
-                     ("side", [(1, 1)]),
-                     ("main", [("a", 2)]),
-                     ("side", [(2, 3)]),
-                     ("main", [("b", 4)]),
-                     ("side", [(3, 5)]),
-                     ("side", [(4, 6)]),
-                     ("main", [("c", 7)]))
+    stream = _stream(
+        ("main", [("z", 0)]),
+        ("side", [(1, 1)]),
+        ("main", [("a", 2)]),
+        ("side", [(2, 3)]),
+        ("main", [("b", 4)]),
+        ("side", [(3, 5)]),
+        ("side", [(4, 6)]),
+        ("main", [("c", 7)]),
+    )
     p = _pipeline(runner)
     streams = p | "Stream" >> stream
     latest = _global_triggered_sum(streams["side"], 1, DISCARDING)
@@ -108,21 +118,27 @@ def _pane_list_case(runner, mode, expected):
     # Side values grouped in the global window by Repeatedly(AfterCount(2)) and flattened back
     # into elements, read as a list: x,y fire pane 0; z alone fires nothing (m must not see it);
     # w fires pane 1 ({z,w} discarding, {x,y,z,w} accumulating).
-    stream = _stream(("side", [("x", 1)]),
-                     ("side", [("y", 2)]),
-                     ("main", [("a", 3)]),
-                     ("side", [("z", 4)]),
-                     ("main", [("m", 5)]),
-                     ("side", [("w", 6)]),
-                     ("main", [("b", 7)]))
+    stream = _stream(
+        ("side", [("x", 1)]),
+        ("side", [("y", 2)]),
+        ("main", [("a", 3)]),
+        ("side", [("z", 4)]),
+        ("main", [("m", 5)]),
+        ("side", [("w", 6)]),
+        ("main", [("b", 7)]),
+    )
     p = _pipeline(runner)
     streams = p | "Stream" >> stream
-    panes = (streams["side"]
-             | "SideWindow" >> beam.WindowInto(window.GlobalWindows(), trigger=trigger.Repeatedly(trigger.AfterCount(2)),
-                                               accumulation_mode=mode)
-             | "Key" >> beam.Map(lambda v: (None, v))
-             | "Group" >> beam.GroupByKey()
-             | "Values" >> beam.FlatMap(lambda kv: kv[1]))
+    panes = (
+        streams["side"]
+        | "SideWindow"
+        >> beam.WindowInto(
+            window.GlobalWindows(), trigger=trigger.Repeatedly(trigger.AfterCount(2)), accumulation_mode=mode
+        )
+        | "Key" >> beam.Map(lambda v: (None, v))
+        | "Group" >> beam.GroupByKey()
+        | "Values" >> beam.FlatMap(lambda kv: kv[1])
+    )
     out = streams["main"] | "Read" >> beam.Map(lambda x, values: (x, sorted(values)), AsList(panes))
     check(out, expected)
     runner.run(p)
@@ -144,20 +160,27 @@ def test_early_pane_makes_windowed_side_input_ready(runner):
     # a@5 waits for [0,10) until its first (early) pane fires with 1; c@6 arrives after the second
     # early pane (3). b@15 waits for [10,20), which never gets data: once the side watermark
     # passes 20 it sees the CombineFn's default, 0.
-    stream = _stream(("main", [("a", 5)]),
-                     ("main", [("b", 15)]),
-                     ("side", [(1, 1)]),
-                     ("side", [(2, 2)]),
-                     ("main", [("c", 6)]),
-                     ("watermark", 10),
-                     ("watermark", 20))
+    stream = _stream(
+        ("main", [("a", 5)]),
+        ("main", [("b", 15)]),
+        ("side", [(1, 1)]),
+        ("side", [(2, 2)]),
+        ("main", [("c", 6)]),
+        ("watermark", 10),
+        ("watermark", 20),
+    )
     p = _pipeline(runner)
     streams = p | "Stream" >> stream
-    sums = (streams["side"]
-            | "SideWindows" >> beam.WindowInto(window.FixedWindows(10),
-                                               trigger=trigger.AfterWatermark(early=trigger.AfterCount(1)),
-                                               accumulation_mode=ACCUMULATING)
-            | "SideSum" >> beam.CombineGlobally(sum).as_singleton_view())
+    sums = (
+        streams["side"]
+        | "SideWindows"
+        >> beam.WindowInto(
+            window.FixedWindows(10),
+            trigger=trigger.AfterWatermark(early=trigger.AfterCount(1)),
+            accumulation_mode=ACCUMULATING,
+        )
+        | "SideSum" >> beam.CombineGlobally(sum).as_singleton_view()
+    )
     main = streams["main"] | "MainWindows" >> beam.WindowInto(window.FixedWindows(10))
     out = main | "Read" >> beam.Map(lambda x, s: (x, s), sums)
     check(out, [el(("a", 1), 5, W(0, 10)), el(("c", 3), 6, W(0, 10)), el(("b", 0), 15, W(10, 20))])
@@ -167,25 +190,31 @@ def test_early_pane_makes_windowed_side_input_ready(runner):
 # ---------------------------------------------------------------------------
 # side_inputs.streaming_readiness
 
+
 @capability("side_inputs.streaming_readiness")
 def test_windowed_side_input_waits_for_watermark(runner):
     # Fixed(10) side input with the default trigger, summed per window: a side window is ready
     # only once the side watermark passes its end. a@2 sees [0,10) = 1+2; b@12 arrives before
     # 4@14 but waits until the watermark passes 20, so it sees 5+4; c@25's side window [20,30)
     # never gets data and resolves to the default 0 when the watermark passes 30 (end of input).
-    stream = _stream(("main", [("c", 25)]),
-                     ("main", [("a", 2)]),
-                     ("side", [(1, 1)]),
-                     ("side", [(2, 3)]),
-                     ("main", [("b", 12)]),
-                     ("side", [(5, 11)]),
-                     ("watermark", 10),
-                     ("side", [(4, 14)]),
-                     ("watermark", 20))
+    stream = _stream(
+        ("main", [("c", 25)]),
+        ("main", [("a", 2)]),
+        ("side", [(1, 1)]),
+        ("side", [(2, 3)]),
+        ("main", [("b", 12)]),
+        ("side", [(5, 11)]),
+        ("watermark", 10),
+        ("side", [(4, 14)]),
+        ("watermark", 20),
+    )
     p = runner.pipeline()
     streams = p | "Stream" >> stream
-    sums = (streams["side"] | "SideWindows" >> beam.WindowInto(window.FixedWindows(10))
-            | "SideSum" >> beam.CombineGlobally(sum).as_singleton_view())
+    sums = (
+        streams["side"]
+        | "SideWindows" >> beam.WindowInto(window.FixedWindows(10))
+        | "SideSum" >> beam.CombineGlobally(sum).as_singleton_view()
+    )
     main = streams["main"] | "MainWindows" >> beam.WindowInto(window.FixedWindows(10))
     out = main | "Read" >> beam.Map(lambda x, s: (x, s), sums)
     check(out, [el(("a", 3), 2, W(0, 10)), el(("b", 9), 12, W(10, 20)), el(("c", 0), 25, W(20, 30))])
@@ -199,19 +228,26 @@ def test_ungrouped_side_input_waits_for_watermark_and_missing_window_is_empty(ru
     # in it. a@5 waits for the watermark to pass 10 and sees s1, s2; b@15 waits for 20 and sees
     # t1; c@25's side window never gets data: when the watermark passes 30 (end of input) c sees
     # an empty list and iterable.
-    stream = _stream(("main", [("c", 25)]),
-                     ("main", [("a", 5)]),
-                     ("side", [("s1", 1), ("s2", 3)]),
-                     ("watermark", 10),
-                     ("side", [("t1", 12)]),
-                     ("main", [("b", 15)]),
-                     ("watermark", 20))
+    stream = _stream(
+        ("main", [("c", 25)]),
+        ("main", [("a", 5)]),
+        ("side", [("s1", 1), ("s2", 3)]),
+        ("watermark", 10),
+        ("side", [("t1", 12)]),
+        ("main", [("b", 15)]),
+        ("watermark", 20),
+    )
     p = runner.pipeline()
     streams = p | "Stream" >> stream
     side = streams["side"] | "SideWindows" >> beam.WindowInto(window.FixedWindows(10))
     main = streams["main"] | "MainWindows" >> beam.WindowInto(window.FixedWindows(10))
     out = main | "Read" >> beam.Map(lambda x, lst, it: (x, sorted(lst), sorted(it)), AsList(side), AsIter(side))
-    check(out, [el(("a", ["s1", "s2"], ["s1", "s2"]), 5, W(0, 10)),
-                el(("b", ["t1"], ["t1"]), 15, W(10, 20)),
-                el(("c", [], []), 25, W(20, 30))])
+    check(
+        out,
+        [
+            el(("a", ["s1", "s2"], ["s1", "s2"]), 5, W(0, 10)),
+            el(("b", ["t1"], ["t1"]), 15, W(10, 20)),
+            el(("c", [], []), 25, W(20, 30)),
+        ],
+    )
     runner.run(p)

@@ -16,21 +16,38 @@ cases below also read their state in an event-time timer callback set in process
 after that callback writes, in a timer it sets (AGAIN): those reads cross bundles on every
 runner, whatever its bundle sizes.
 """
+
 import typing
 
-import pytest
-
 import apache_beam as beam
+import pytest
 from apache_beam.coders import coders
 from apache_beam.testing import test_stream
 from apache_beam.transforms import combiners, window
-from apache_beam.transforms.userstate import (BagStateSpec, CombiningValueStateSpec, OrderedListStateSpec,
-                                              ReadModifyWriteStateSpec, SetStateSpec, TimerSpec, on_timer)
 from apache_beam.transforms.timeutil import TimeDomain
+from apache_beam.transforms.userstate import (
+    BagStateSpec,
+    CombiningValueStateSpec,
+    OrderedListStateSpec,
+    ReadModifyWriteStateSpec,
+    SetStateSpec,
+    TimerSpec,
+    on_timer,
+)
 from apache_beam.utils.timestamp import Timestamp
 
-from conformance.api import (END_OF_GLOBAL_WINDOW, GLOBAL, MIN_TIMESTAMP, W, capability, check, el, keyed_input,
-                             one_of, satisfies)
+from conformance.api import (
+    END_OF_GLOBAL_WINDOW,
+    GLOBAL,
+    MIN_TIMESTAMP,
+    W,
+    capability,
+    check,
+    el,
+    keyed_input,
+    one_of,
+    satisfies,
+)
 
 StateParam = beam.DoFn.StateParam
 TimerParam = beam.DoFn.TimerParam
@@ -60,6 +77,7 @@ def _stamped(values):
     """The outputs of a globally windowed case below: a tuple naming its timer ("report" or "later":
     REPORT, "again": AGAIN) at that timer's time, any other value at the minimum timestamp (an output
     of process() for an element of beam.Create)."""
+
     def at(value):
         names = {part for part in value if isinstance(part, str)} if isinstance(value, tuple) else set()
         if names & {"report", "later"}:
@@ -67,6 +85,7 @@ def _stamped(values):
         if "again" in names:
             return _at(value, AGAIN_AT)
         return _created(value)
+
     return [at(v) for v in values]
 
 
@@ -76,6 +95,7 @@ def _secs(ts):
 
 
 # --------------------------------------------------------------------------- state.value
+
 
 class _CountPerKey(beam.DoFn):
     COUNT = ReadModifyWriteStateSpec("count", coders.VarIntCoder())
@@ -89,6 +109,7 @@ class _CountPerKey(beam.DoFn):
 class _CountThenReport(beam.DoFn):
     """Counts each key's elements in value state, yielding the running count; REPORT reads the
     final count in a later bundle and writes ten times it, which AGAIN reads back."""
+
     COUNT = ReadModifyWriteStateSpec("count", coders.VarIntCoder())
     REPORT = TimerSpec("report", TimeDomain.WATERMARK)
     AGAIN = TimerSpec("again", TimeDomain.WATERMARK)
@@ -118,9 +139,20 @@ def test_value_counter_per_key(runner):
     p = runner.pipeline()
     data = [("a", 0), ("b", 0), ("a", 0), ("a", 0), ("b", 0)]
     out = p | beam.Create(data) | _stateful(_CountThenReport())
-    check(out, [_created(("a", 1)), _created(("a", 2)), _created(("a", 3)), _created(("b", 1)),
-                _created(("b", 2)), _at(("a", "report", 3), REPORT_AT), _at(("b", "report", 2), REPORT_AT),
-                _at(("a", "again", 30), AGAIN_AT), _at(("b", "again", 20), AGAIN_AT)])
+    check(
+        out,
+        [
+            _created(("a", 1)),
+            _created(("a", 2)),
+            _created(("a", 3)),
+            _created(("b", 1)),
+            _created(("b", 2)),
+            _at(("a", "report", 3), REPORT_AT),
+            _at(("b", "report", 2), REPORT_AT),
+            _at(("a", "again", 30), AGAIN_AT),
+            _at(("b", "again", 20), AGAIN_AT),
+        ],
+    )
     runner.run(p)
 
 
@@ -177,12 +209,18 @@ def test_value_cleared_state_reads_none(runner):
 
     p = runner.pipeline()
     out = p | beam.Create([("a", 1), ("a", 2), ("a", 3), ("b", 4)]) | _stateful(Fn())
-    check(out, _stamped([("a", None, None)] * 3 + [("b", None, None), ("a", "report", None), ("b", "report", None),
-                                                   ("a", "again", 77), ("b", "again", 77)]))
+    check(
+        out,
+        _stamped(
+            [("a", None, None)] * 3
+            + [("b", None, None), ("a", "report", None), ("b", "report", None), ("a", "again", 77), ("b", "again", 77)]
+        ),
+    )
     runner.run(p)
 
 
 # --------------------------------------------------------------------------- state.bag
+
 
 @capability("state.bag")
 def test_bag_accumulates_all_values_with_duplicates(runner):
@@ -206,9 +244,23 @@ def test_bag_accumulates_all_values_with_duplicates(runner):
     p = runner.pipeline()
     data = [("a", 2), ("b", 5), ("a", 1), ("b", 6), ("a", 2), ("b", 4)]
     out = p | beam.Create(data) | _stateful(Fn())
-    check(out, _stamped([("size", "a", 1), ("size", "a", 2), ("size", "a", 3), ("full", "a", [1, 2, 2]),
-                         ("size", "b", 1), ("size", "b", 2), ("size", "b", 3), ("full", "b", [4, 5, 6]),
-                         ("later", "a", [1, 2, 2]), ("later", "b", [4, 5, 6])]))
+    check(
+        out,
+        _stamped(
+            [
+                ("size", "a", 1),
+                ("size", "a", 2),
+                ("size", "a", 3),
+                ("full", "a", [1, 2, 2]),
+                ("size", "b", 1),
+                ("size", "b", 2),
+                ("size", "b", 3),
+                ("full", "b", [4, 5, 6]),
+                ("later", "a", [1, 2, 2]),
+                ("later", "b", [4, 5, 6]),
+            ]
+        ),
+    )
     runner.run(p)
 
 
@@ -244,8 +296,18 @@ def test_bag_cleared_reads_empty(runner):
 
     p = runner.pipeline()
     out = p | beam.Create([("a", 1), ("a", 2), ("a", 3)]) | _stateful(Fn())
-    check(out, _stamped([("a", "process", ([], [1, 101], [])), ("a", "process", ([], [2, 102], [])),
-                         ("a", "process", ([], [3, 103], [])), ("a", "report", []), ("a", "again", [7, 8])]))
+    check(
+        out,
+        _stamped(
+            [
+                ("a", "process", ([], [1, 101], [])),
+                ("a", "process", ([], [2, 102], [])),
+                ("a", "process", ([], [3, 103], [])),
+                ("a", "report", []),
+                ("a", "again", [7, 8]),
+            ]
+        ),
+    )
     runner.run(p)
 
 
@@ -286,12 +348,19 @@ def test_bag_flush_and_clear_every_two_elements(runner):
 
     p = runner.pipeline()
     out = p | beam.Create([("a", v) for v in (1, 2, 3, 4, 5)]) | _stateful(Fn())
-    check(out, satisfies(verify, "two flushes of two distinct values, three single-value bags, covering 1..5; "
-                                 "the value left over is read back in a later bundle"))
+    check(
+        out,
+        satisfies(
+            verify,
+            "two flushes of two distinct values, three single-value bags, covering 1..5; "
+            "the value left over is read back in a later bundle",
+        ),
+    )
     runner.run(p)
 
 
 # --------------------------------------------------------------------------- state.combining
+
 
 @capability("state.combining")
 def test_combining_state_with_callable(runner):
@@ -311,8 +380,7 @@ def test_combining_state_with_callable(runner):
                 yield kv[0], total.read()
 
         @on_timer(REPORT)
-        def on_report(self, key=KeyParam, total=StateParam(TOTAL), count=StateParam(COUNT),
-                      again=TimerParam(AGAIN)):
+        def on_report(self, key=KeyParam, total=StateParam(TOTAL), count=StateParam(COUNT), again=TimerParam(AGAIN)):
             result = (key, "report", total.read(), count.read())
             total.add(1000)
             again.set(AGAIN_AT)
@@ -325,8 +393,19 @@ def test_combining_state_with_callable(runner):
     p = runner.pipeline()
     data = [("a", 5), ("b", 10), ("a", 2), ("b", 20), ("a", 9), ("b", 30)]
     out = p | beam.Create(data) | _stateful(Fn())
-    check(out, _stamped([("a", 16), ("b", 60), ("a", "report", 16, 3), ("b", "report", 60, 3),
-                         ("a", "again", 1016), ("b", "again", 1060)]))
+    check(
+        out,
+        _stamped(
+            [
+                ("a", 16),
+                ("b", 60),
+                ("a", "report", 16, 3),
+                ("b", "report", 60, 3),
+                ("a", "again", 1016),
+                ("b", "again", 1060),
+            ]
+        ),
+    )
     runner.run(p)
 
 
@@ -377,8 +456,7 @@ def test_combining_state_with_combinefn(runner):
     p = runner.pipeline()
     data = [("a", 7), ("a", -3), ("a", 12), ("a", 4), ("b", 1), ("b", 1), ("b", 1), ("b", 1)]
     out = p | beam.Create(data) | _stateful(Fn())
-    check(out, _stamped([("a", "-3..12/4"), ("b", "1..1/4"),
-                         ("a", "later", "-3..100/5"), ("b", "later", "1..100/5")]))
+    check(out, _stamped([("a", "-3..12/4"), ("b", "1..1/4"), ("a", "later", "-3..100/5"), ("b", "later", "1..100/5")]))
     runner.run(p)
 
 
@@ -413,13 +491,25 @@ def test_combining_state_cleared_reads_empty_result(runner):
 
     p = runner.pipeline()
     out = p | beam.Create([("a", 3), ("a", 4), ("b", 5)]) | _stateful(Fn())
-    check(out, _stamped([("a", "process", (0, 6, 0)), ("a", "process", (0, 8, 0)), ("b", "process", (0, 10, 0)),
-                         ("a", "report", 0), ("b", "report", 0),
-                         ("a", "again", 5), ("b", "again", 5)]))
+    check(
+        out,
+        _stamped(
+            [
+                ("a", "process", (0, 6, 0)),
+                ("a", "process", (0, 8, 0)),
+                ("b", "process", (0, 10, 0)),
+                ("a", "report", 0),
+                ("b", "report", 0),
+                ("a", "again", 5),
+                ("b", "again", 5),
+            ]
+        ),
+    )
     runner.run(p)
 
 
 # --------------------------------------------------------------------------- state.set
+
 
 @capability("state.set")
 def test_set_state_deduplicates(runner):
@@ -447,9 +537,22 @@ def test_set_state_deduplicates(runner):
     p = runner.pipeline()
     data = [("a", "x"), ("a", "y"), ("a", "x"), ("a", "z"), ("a", "y"), ("b", "w")]
     out = p | beam.Create(data) | _stateful(Fn())
-    check(out, _stamped([("dup", "a", "x", False), ("dup", "a", "x", True), ("dup", "a", "y", False),
-                         ("dup", "a", "y", True), ("dup", "a", "z", False), ("dup", "b", "w", False),
-                         ("all", "a", ["x", "y", "z"]), ("later", "a", ["x", "y", "z"]), ("later", "b", ["w", "x"])]))
+    check(
+        out,
+        _stamped(
+            [
+                ("dup", "a", "x", False),
+                ("dup", "a", "x", True),
+                ("dup", "a", "y", False),
+                ("dup", "a", "y", True),
+                ("dup", "a", "z", False),
+                ("dup", "b", "w", False),
+                ("all", "a", ["x", "y", "z"]),
+                ("later", "a", ["x", "y", "z"]),
+                ("later", "b", ["w", "x"]),
+            ]
+        ),
+    )
     runner.run(p)
 
 
@@ -487,16 +590,29 @@ def test_set_state_cleared_reads_empty(runner):
 
     p = runner.pipeline()
     out = p | beam.Create([("a", 1), ("a", 10), ("b", 5)]) | _stateful(Fn())
-    check(out, _stamped([("a", "process", ([], [1, 2], [])), ("a", "process", ([], [10, 11], [])),
-                         ("b", "process", ([], [5, 6], [])),
-                         ("a", "report", []), ("b", "report", []), ("a", "again", [3, 4]), ("b", "again", [3, 4])]))
+    check(
+        out,
+        _stamped(
+            [
+                ("a", "process", ([], [1, 2], [])),
+                ("a", "process", ([], [10, 11], [])),
+                ("b", "process", ([], [5, 6], [])),
+                ("a", "report", []),
+                ("b", "report", []),
+                ("a", "again", [3, 4]),
+                ("b", "again", [3, 4]),
+            ]
+        ),
+    )
     runner.run(p)
 
 
 # --------------------------------------------------------------------------- state.ordered_list
 
+
 class _OrderedListFn(beam.DoFn):
     """Adds (sort key, value) pairs; a timer reports ``on_full(state)`` in a later bundle."""
+
     LIST = OrderedListStateSpec("list", coders.StrUtf8Coder())
     REPORT = TimerSpec("report", TimeDomain.WATERMARK)
 
@@ -514,8 +630,13 @@ class _OrderedListFn(beam.DoFn):
 
 
 def _ordered_list_input(p):
-    data = [("a", (30, "thirty")), ("a", (10, "ten")), ("a", (40, "forty")), ("a", (20, "twenty")),
-            ("a", (10, "ten-bis"))]
+    data = [
+        ("a", (30, "thirty")),
+        ("a", (10, "ten")),
+        ("a", (40, "forty")),
+        ("a", (20, "twenty")),
+        ("a", (10, "ten-bis")),
+    ]
     return p | beam.Create(data)
 
 
@@ -537,9 +658,11 @@ def test_ordered_list_reads_in_sort_key_order(runner):
 def test_ordered_list_read_range_is_half_open(runner):
     # read_range(min, limit) returns the entries with min <= sort key < limit, in order.
     def full(ol):
-        return ([v for _, v in ol.read_range(Timestamp(15), Timestamp(35))],
-                [v for _, v in ol.read_range(Timestamp(20), Timestamp(40))],
-                [v for _, v in ol.read_range(Timestamp(41), Timestamp(100))])
+        return (
+            [v for _, v in ol.read_range(Timestamp(15), Timestamp(35))],
+            [v for _, v in ol.read_range(Timestamp(20), Timestamp(40))],
+            [v for _, v in ol.read_range(Timestamp(41), Timestamp(100))],
+        )
 
     p = runner.pipeline()
     out = _ordered_list_input(p) | _stateful(_OrderedListFn(full))
@@ -609,18 +732,30 @@ def test_ordered_list_cleared_reads_empty(runner):
 
     p = runner.pipeline()
     out = p | beam.Create([("a", 7), ("a", 5), ("b", 9)]) | _stateful(Fn())
-    check(out, _stamped([("a", "process", ([], [1, 7], [])), ("a", "process", ([], [1, 5], [])),
-                         ("b", "process", ([], [1, 9], [])),
-                         ("a", "report", []), ("b", "report", []),
-                         ("a", "again", [20, 90]), ("b", "again", [20, 90])]))
+    check(
+        out,
+        _stamped(
+            [
+                ("a", "process", ([], [1, 7], [])),
+                ("a", "process", ([], [1, 5], [])),
+                ("b", "process", ([], [1, 9], [])),
+                ("a", "report", []),
+                ("b", "report", []),
+                ("a", "again", [20, 90]),
+                ("b", "again", [20, 90]),
+            ]
+        ),
+    )
     runner.run(p)
 
 
 # --------------------------------------------------------------------------- state.windowed
 
+
 class _CountFromZero(beam.DoFn):
     """Counts per key and window from 0; a timer at the window's end reports the count (from a later
     bundle) in that window."""
+
     COUNT = ReadModifyWriteStateSpec("count", coders.VarIntCoder())
     REPORT = TimerSpec("report", TimeDomain.WATERMARK)
 
@@ -637,8 +772,10 @@ class _CountFromZero(beam.DoFn):
 
 def _counts_and_totals(out):
     """Split _CountFromZero's output: the running counts (ints) and the timers' totals (strings)."""
-    return (out | "Counts" >> beam.Filter(lambda v: isinstance(v, int)),
-            out | "Totals" >> beam.Filter(lambda v: isinstance(v, str)))
+    return (
+        out | "Counts" >> beam.Filter(lambda v: isinstance(v, int)),
+        out | "Totals" >> beam.Filter(lambda v: isinstance(v, str)),
+    )
 
 
 @capability("state.windowed")
@@ -646,12 +783,23 @@ def test_value_state_partitioned_per_fixed_window(runner):
     # SEMANTICS 7 (testValueStateFixedWindows): one key, windows [0,10) -> 0,1,2 and [10,20) -> 0,1;
     # each window's count is still there when its timer (at the window's end) reads it.
     p = runner.pipeline()
-    out = (keyed_input(p, [("k", 0, 1), ("k", 0, 2), ("k", 0, 3), ("k", 0, 11), ("k", 0, 12)])
-           | beam.WindowInto(window.FixedWindows(10))
-           | _stateful(_CountFromZero()))
+    out = (
+        keyed_input(p, [("k", 0, 1), ("k", 0, 2), ("k", 0, 3), ("k", 0, 11), ("k", 0, 12)])
+        | beam.WindowInto(window.FixedWindows(10))
+        | _stateful(_CountFromZero())
+    )
     counts, totals = _counts_and_totals(out)
-    check(counts, [el(0, window=W(0, 10)), el(1, window=W(0, 10)), el(2, window=W(0, 10)),
-                   el(0, window=W(10, 20)), el(1, window=W(10, 20))], label="counts")
+    check(
+        counts,
+        [
+            el(0, window=W(0, 10)),
+            el(1, window=W(0, 10)),
+            el(2, window=W(0, 10)),
+            el(0, window=W(10, 20)),
+            el(1, window=W(10, 20)),
+        ],
+        label="counts",
+    )
     check(totals, [el("total 3", 9.999, W(0, 10)), el("total 2", 19.999, W(10, 20))], label="totals")
     runner.run(p)
 
@@ -661,14 +809,34 @@ def test_state_partitioned_per_sliding_window(runner):
     # An element in several sliding windows updates each window's own state cell.
     # Sliding(15, 5): t=7 -> [-5,10), [0,15), [5,20); t=12 -> [0,15), [5,20), [10,25).
     p = runner.pipeline()
-    out = (keyed_input(p, [("k", 0, 7), ("k", 0, 12)])
-           | beam.WindowInto(window.SlidingWindows(15, 5))
-           | _stateful(_CountFromZero()))
+    out = (
+        keyed_input(p, [("k", 0, 7), ("k", 0, 12)])
+        | beam.WindowInto(window.SlidingWindows(15, 5))
+        | _stateful(_CountFromZero())
+    )
     counts, totals = _counts_and_totals(out)
-    check(counts, [el(0, window=W(-5, 10)), el(0, window=W(0, 15)), el(1, window=W(0, 15)),
-                   el(0, window=W(5, 20)), el(1, window=W(5, 20)), el(0, window=W(10, 25))], label="counts")
-    check(totals, [el("total 1", 9.999, W(-5, 10)), el("total 2", 14.999, W(0, 15)),
-                   el("total 2", 19.999, W(5, 20)), el("total 1", 24.999, W(10, 25))], label="totals")
+    check(
+        counts,
+        [
+            el(0, window=W(-5, 10)),
+            el(0, window=W(0, 15)),
+            el(1, window=W(0, 15)),
+            el(0, window=W(5, 20)),
+            el(1, window=W(5, 20)),
+            el(0, window=W(10, 25)),
+        ],
+        label="counts",
+    )
+    check(
+        totals,
+        [
+            el("total 1", 9.999, W(-5, 10)),
+            el("total 2", 14.999, W(0, 15)),
+            el("total 2", 19.999, W(5, 20)),
+            el("total 1", 24.999, W(10, 25)),
+        ],
+        label="totals",
+    )
     runner.run(p)
 
 
@@ -681,8 +849,22 @@ def test_same_state_id_in_two_pardos_is_not_shared(runner):
     first = p | beam.Create(data) | "First" >> beam.ParDo(_CountPerKey())
     second = first | "Second" >> _stateful(_CountThenReport())
     check(first, _stamped([("a", 1), ("a", 2), ("a", 3), ("b", 1)]), label="first")
-    check(second, _stamped([("a", 1), ("a", 2), ("a", 3), ("b", 1), ("a", "report", 3), ("b", "report", 1),
-                            ("a", "again", 30), ("b", "again", 10)]), label="second")
+    check(
+        second,
+        _stamped(
+            [
+                ("a", 1),
+                ("a", 2),
+                ("a", 3),
+                ("b", 1),
+                ("a", "report", 3),
+                ("b", "report", 1),
+                ("a", "again", 30),
+                ("b", "again", 10),
+            ]
+        ),
+        label="second",
+    )
     runner.run(p)
 
 
@@ -697,9 +879,11 @@ def test_stateful_pardo_rejects_non_kv_input(runner):
 
 # --------------------------------------------------------------------------- state.expiry
 
+
 class _ReportAtExpiry(beam.DoFn):
     """Counts the elements of each key and window; a timer at the window's garbage-collection
     time (max timestamp + allowed lateness, the latest allowed) reports the count."""
+
     COUNT = ReadModifyWriteStateSpec("count", coders.VarIntCoder())
     EXPIRY = TimerSpec("expiry", TimeDomain.WATERMARK)
 
@@ -720,9 +904,11 @@ def test_state_readable_until_window_end(runner):
     # SEMANTICS 7 (cf. runOnWindowExpirationSimple): state lives until window max timestamp + lateness (0),
     # so a timer at that instant still reads it; one report per key and window.
     p = runner.pipeline()
-    out = (keyed_input(p, [("k", 0, 1), ("k", 0, 2), ("k", 0, 12), ("j", 0, 3)])
-           | beam.WindowInto(window.FixedWindows(10))
-           | beam.ParDo(_ReportAtExpiry(0)))
+    out = (
+        keyed_input(p, [("k", 0, 1), ("k", 0, 2), ("k", 0, 12), ("j", 0, 3)])
+        | beam.WindowInto(window.FixedWindows(10))
+        | beam.ParDo(_ReportAtExpiry(0))
+    )
     check(out, [el(("k", 2), 9.999, W(0, 10)), el(("k", 1), 19.999, W(10, 20)), el(("j", 1), 9.999, W(0, 10))])
     runner.run(p)
 
@@ -731,9 +917,11 @@ def test_state_readable_until_window_end(runner):
 def test_state_readable_until_end_of_allowed_lateness(runner):
     # With allowed lateness 5 s, state of window [0,10) lives until 14.999; a timer then still reads it.
     p = runner.pipeline()
-    out = (keyed_input(p, [("k", 0, 1), ("k", 0, 8), ("k", 0, 15)])
-           | beam.WindowInto(window.FixedWindows(10), allowed_lateness=5)
-           | beam.ParDo(_ReportAtExpiry(5)))
+    out = (
+        keyed_input(p, [("k", 0, 1), ("k", 0, 8), ("k", 0, 15)])
+        | beam.WindowInto(window.FixedWindows(10), allowed_lateness=5)
+        | beam.ParDo(_ReportAtExpiry(5))
+    )
     check(out, [el(("k", 2), 14.999, W(0, 10)), el(("k", 1), 24.999, W(10, 20))])
     runner.run(p)
 
@@ -742,8 +930,7 @@ def test_state_readable_until_end_of_allowed_lateness(runner):
 def test_state_readable_at_end_of_global_window(runner):
     # In the global window state lives to the end of the global window: a timer there reads it.
     p = runner.pipeline()
-    out = (keyed_input(p, [("k", 0, 1), ("k", 0, 50), ("j", 0, 7)])
-           | beam.ParDo(_ReportAtExpiry(0)))
+    out = keyed_input(p, [("k", 0, 1), ("k", 0, 50), ("j", 0, 7)]) | beam.ParDo(_ReportAtExpiry(0))
     check(out, [el(("k", 2), END_OF_GLOBAL_WINDOW, GLOBAL), el(("j", 1), END_OF_GLOBAL_WINDOW, GLOBAL)])
     runner.run(p)
 
@@ -762,19 +949,19 @@ def test_state_cleared_after_window_expiry(runner):
             count.write(n)
             yield n
 
-    stream = (test_stream.TestStream()
-              .advance_watermark_to(0)
-              .add_elements([window.TimestampedValue(("k", 1), 1)])
-              .advance_watermark_to(50)
-              .add_elements([window.TimestampedValue(("k", 2), 2)])
-              .advance_watermark_to(200)
-              .add_elements([window.TimestampedValue(("k", 3), 3)])
-              .add_elements([window.TimestampedValue(("k", 4), 205)])
-              .advance_watermark_to_infinity())
+    stream = (
+        test_stream.TestStream()
+        .advance_watermark_to(0)
+        .add_elements([window.TimestampedValue(("k", 1), 1)])
+        .advance_watermark_to(50)
+        .add_elements([window.TimestampedValue(("k", 2), 2)])
+        .advance_watermark_to(200)
+        .add_elements([window.TimestampedValue(("k", 3), 3)])
+        .add_elements([window.TimestampedValue(("k", 4), 205)])
+        .advance_watermark_to_infinity()
+    )
     p = runner.pipeline()
-    out = (p | stream
-           | beam.WindowInto(window.FixedWindows(10), allowed_lateness=100)
-           | beam.ParDo(Count()))
+    out = p | stream | beam.WindowInto(window.FixedWindows(10), allowed_lateness=100) | beam.ParDo(Count())
     kept = [el(1, window=W(0, 10)), el(2, window=W(0, 10)), el(1, window=W(200, 210))]
     check(out, one_of(kept, kept + [el(1, window=W(0, 10))]))
     runner.run(p)

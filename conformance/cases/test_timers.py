@@ -12,15 +12,15 @@ RequiresTimeSortedInput. The last two are Runner API features (ParDoPayload fiel
 on_window_expiration_timer_family_spec and requires_time_sorted_input, with their
 pipeline requirements), so their cases set those fields on the submitted pipeline directly.
 """
-import pytest
 
 import apache_beam as beam
+import pytest
 from apache_beam.coders import coders
 from apache_beam.portability import common_urns
 from apache_beam.testing import test_stream
 from apache_beam.transforms import window
 from apache_beam.transforms.timeutil import TimeDomain
-from apache_beam.transforms.userstate import (BagStateSpec, ReadModifyWriteStateSpec, TimerSpec, on_timer)
+from apache_beam.transforms.userstate import BagStateSpec, ReadModifyWriteStateSpec, TimerSpec, on_timer
 
 from conformance.api import GLOBAL, NO_FIRING, W, capability, check, el, keyed_input, pane
 
@@ -37,8 +37,10 @@ def _secs(ts):
 
 # --------------------------------------------------------------------------- timers.event_time
 
+
 class _TimerAtValue(beam.DoFn):
     """Sets an event-time timer at the element's value (seconds); the callback reports key and time."""
+
     FIRE = TimerSpec("fire", TimeDomain.WATERMARK)
 
     def process(self, kv, fire=TimerParam(FIRE)):
@@ -53,9 +55,11 @@ class _TimerAtValue(beam.DoFn):
 def test_event_time_timer_output_stamped_at_firing_time_in_element_window(runner):
     # SEMANTICS 7: timer output defaults to the firing time and lies in the window of the element that set it.
     p = runner.pipeline()
-    out = (keyed_input(p, [("k", 7, 3), ("k", 17, 14), ("j", 8, 3)])
-           | beam.WindowInto(window.FixedWindows(10))
-           | beam.ParDo(_TimerAtValue()))
+    out = (
+        keyed_input(p, [("k", 7, 3), ("k", 17, 14), ("j", 8, 3)])
+        | beam.WindowInto(window.FixedWindows(10))
+        | beam.ParDo(_TimerAtValue())
+    )
     check(out, [el(("k", 7.0), 7, W(0, 10)), el(("k", 17.0), 17, W(10, 20)), el(("j", 8.0), 8, W(0, 10))])
     runner.run(p)
 
@@ -74,9 +78,11 @@ def test_event_time_timer_within_allowed_lateness(runner):
     # SEMANTICS 7 (testEventTimeTimerSetWithinAllowedLateness): Fixed(10 s), lateness 10 s, element at 5 s,
     # timer at 15 s fires with timestamp 15 s, still in window [0,10).
     p = runner.pipeline()
-    out = (keyed_input(p, [("k", 15, 5)])
-           | beam.WindowInto(window.FixedWindows(10), allowed_lateness=10)
-           | beam.ParDo(_TimerAtValue()))
+    out = (
+        keyed_input(p, [("k", 15, 5)])
+        | beam.WindowInto(window.FixedWindows(10), allowed_lateness=10)
+        | beam.ParDo(_TimerAtValue())
+    )
     check(out, [el(("k", 15.0), 15, W(0, 10))])
     runner.run(p)
 
@@ -96,11 +102,10 @@ def test_timer_received_in_original_sliding_windows(runner):
             yield _secs(w.start), _secs(w.end)
 
     p = runner.pipeline()
-    out = (keyed_input(p, [("k", 0, 7)])
-           | beam.WindowInto(window.SlidingWindows(15, 5))
-           | beam.ParDo(Fn()))
-    check(out, [el((-5.0, 10.0), 9.999, W(-5, 10)), el((0.0, 15.0), 14.999, W(0, 15)),
-                el((5.0, 20.0), 19.999, W(5, 20))])
+    out = keyed_input(p, [("k", 0, 7)]) | beam.WindowInto(window.SlidingWindows(15, 5)) | beam.ParDo(Fn())
+    check(
+        out, [el((-5.0, 10.0), 9.999, W(-5, 10)), el((0.0, 15.0), 14.999, W(0, 15)), el((5.0, 20.0), 19.999, W(5, 20))]
+    )
     runner.run(p)
 
 
@@ -197,12 +202,14 @@ def test_timer_callback_flushes_buffered_state_per_window(runner):
     p = runner.pipeline()
     data = [("a", 1, 1), ("a", 2, 2), ("a", 3, 13), ("b", 4, 4), ("a", 5, 9)]
     out = keyed_input(p, data) | beam.WindowInto(window.FixedWindows(10)) | beam.ParDo(Fn())
-    check(out, [el(("a", [1, 2, 5]), 9.999, W(0, 10)), el(("a", [3]), 19.999, W(10, 20)),
-                el(("b", [4]), 9.999, W(0, 10))])
+    check(
+        out, [el(("a", [1, 2, 5]), 9.999, W(0, 10)), el(("a", [3]), 19.999, W(10, 20)), el(("b", [4]), 9.999, W(0, 10))]
+    )
     runner.run(p)
 
 
 # --------------------------------------------------------------------------- timers.clear_reset
+
 
 @capability("timers.clear_reset")
 def test_setting_timer_again_overwrites_it(runner):
@@ -232,8 +239,9 @@ def test_timer_reset_by_later_elements_fires_once(runner):
         SEEN = ReadModifyWriteStateSpec("seen", coders.VarIntCoder())
         FIRE = TimerSpec("fire", TimeDomain.WATERMARK)
 
-        def process(self, kv, latest=StateParam(LATEST), seen=StateParam(SEEN), fire=TimerParam(FIRE),
-                    ts=TimestampParam):
+        def process(
+            self, kv, latest=StateParam(LATEST), seen=StateParam(SEEN), fire=TimerParam(FIRE), ts=TimestampParam
+        ):
             t = max(latest.read() or 0, int(_secs(ts)))
             latest.write(t)
             seen.write((seen.read() or 0) + 1)
@@ -344,8 +352,10 @@ def test_timer_moved_earlier_by_another_timer(runner):
 
 # --------------------------------------------------------------------------- timers.looping
 
+
 class _Loop(beam.DoFn):
     """Arms a timer 10 s after the element; each firing re-arms it 10 s later until `value` firings."""
+
     N = ReadModifyWriteStateSpec("n", coders.VarIntCoder())
     BOUND = ReadModifyWriteStateSpec("bound", coders.VarIntCoder())
     LOOP = TimerSpec("loop", TimeDomain.WATERMARK)
@@ -355,8 +365,7 @@ class _Loop(beam.DoFn):
         loop.set(ts + 10)
 
     @on_timer(LOOP)
-    def tick(self, key=KeyParam, ts=TimestampParam, n=StateParam(N), bound=StateParam(BOUND),
-             loop=TimerParam(LOOP)):
+    def tick(self, key=KeyParam, ts=TimestampParam, n=StateParam(N), bound=StateParam(BOUND), loop=TimerParam(LOOP)):
         count = (n.read() or 0) + 1
         n.write(count)
         if count < bound.read():
@@ -409,8 +418,10 @@ def test_looping_timer_in_fixed_window_stays_in_window(runner):
 
 # --------------------------------------------------------------------------- timers.families
 
+
 class _Family(beam.DoFn):
     """Per element, sets (or, for time None, clears) timers of one family: value = [(tag, time), ...]."""
+
     FAMILY = TimerSpec("family", TimeDomain.WATERMARK)
 
     def process(self, kv, family=TimerParam(FAMILY)):
@@ -427,6 +438,7 @@ class _Family(beam.DoFn):
 
 class _OrderedFamily(_Family):
     """Like _Family, but each firing also reports how many timers of its key fired before it."""
+
     FAMILY = TimerSpec("family", TimeDomain.WATERMARK)
     FIRED = ReadModifyWriteStateSpec("fired", coders.VarIntCoder())
 
@@ -447,8 +459,7 @@ def test_timer_family_tags_fire_independently(runner):
     p = runner.pipeline()
     data = [("k", [("x", 30), ("y", 10), ("z", 20)], 1), ("j", [("x", 15)], 1)]
     out = keyed_input(p, data) | beam.ParDo(_Family())
-    check(out, [el(("k", "y", 10.0), 10), el(("k", "z", 20.0), 20), el(("k", "x", 30.0), 30),
-                el(("j", "x", 15.0), 15)])
+    check(out, [el(("k", "y", 10.0), 10), el(("k", "z", 20.0), 20), el(("k", "x", 30.0), 30), el(("j", "x", 15.0), 15)])
     runner.run(p)
 
 
@@ -474,6 +485,7 @@ def test_timer_family_reset_and_clear_apply_per_tag(runner):
 
 # --------------------------------------------------------------------------- timers.output_timestamp
 
+
 @capability("timers.output_timestamp")
 def test_timer_output_timestamp_defaults_to_firing_time(runner):
     # SEMANTICS 7: an event-time timer's output timestamp defaults to its firing time: the callback's
@@ -489,9 +501,7 @@ def test_timer_output_timestamp_defaults_to_firing_time(runner):
             yield "callback-timestamp", _secs(ts)
 
     p = runner.pipeline()
-    out = (keyed_input(p, [("k", 0, 3)])
-           | beam.WindowInto(window.FixedWindows(20))
-           | beam.ParDo(Fn()))
+    out = keyed_input(p, [("k", 0, 3)]) | beam.WindowInto(window.FixedWindows(20)) | beam.ParDo(Fn())
     check(out, [el(("callback-timestamp", 13.0), 13, W(0, 20))])
     runner.run(p)
 
@@ -512,11 +522,13 @@ def test_timer_output_keeps_window_for_downstream_grouping(runner):
             yield key, "timer"
 
     p = runner.pipeline()
-    out = (keyed_input(p, [("k", "elem", 5)])
-           | beam.WindowInto(window.FixedWindows(10), allowed_lateness=10)
-           | beam.ParDo(Fn())
-           | beam.GroupByKey()
-           | beam.MapTuple(lambda k, vs: (k, sorted(vs))))
+    out = (
+        keyed_input(p, [("k", "elem", 5)])
+        | beam.WindowInto(window.FixedWindows(10), allowed_lateness=10)
+        | beam.ParDo(Fn())
+        | beam.GroupByKey()
+        | beam.MapTuple(lambda k, vs: (k, sorted(vs)))
+    )
     check(out, [el(("k", ["elem", "timer"]), window=W(0, 10))])
     runner.run(p)
 
@@ -537,25 +549,32 @@ def test_pending_timer_holds_output_watermark(runner):
         def fired(self, key=KeyParam):
             yield key, "timer"
 
-    stream = (test_stream.TestStream()
-              .advance_watermark_to(0)
-              .add_elements([window.TimestampedValue(("k", "elem"), 1)])
-              .advance_watermark_to(30)
-              .advance_watermark_to_infinity())
+    stream = (
+        test_stream.TestStream()
+        .advance_watermark_to(0)
+        .add_elements([window.TimestampedValue(("k", "elem"), 1)])
+        .advance_watermark_to(30)
+        .advance_watermark_to_infinity()
+    )
     p = runner.pipeline()
-    out = (p | stream
-           | beam.WindowInto(window.FixedWindows(10))
-           | beam.ParDo(Fn())
-           | beam.GroupByKey()
-           | beam.MapTuple(lambda k, vs: (k, sorted(vs))))
+    out = (
+        p
+        | stream
+        | beam.WindowInto(window.FixedWindows(10))
+        | beam.ParDo(Fn())
+        | beam.GroupByKey()
+        | beam.MapTuple(lambda k, vs: (k, sorted(vs)))
+    )
     check(out, [el(("k", ["elem", "timer"]), 9.999, W(0, 10), pane(timing="ON_TIME"))])
     runner.run(p)
 
 
 # --------------------------------------------------------------------------- timers.processing_time
 
+
 class _ProcessingTimer(beam.DoFn):
     """Sets a processing-time timer at the element's value; its callback marks the key as fired."""
+
     FIRED = ReadModifyWriteStateSpec("fired", coders.BooleanCoder())
     PT = TimerSpec("pt", TimeDomain.REAL_TIME)
 
@@ -575,11 +594,13 @@ class _ProcessingTimer(beam.DoFn):
 def test_processing_time_timer_fires_in_element_window(runner):
     # A processing-time timer whose time has come (set for processing time 1, clock advanced to 20) fires
     # once, in the window of the element that set it.
-    stream = (test_stream.TestStream()
-              .advance_watermark_to(0)
-              .add_elements([window.TimestampedValue(("k", 1), 3), window.TimestampedValue(("j", 1), 12)])
-              .advance_processing_time(20)
-              .advance_watermark_to_infinity())
+    stream = (
+        test_stream.TestStream()
+        .advance_watermark_to(0)
+        .add_elements([window.TimestampedValue(("k", 1), 3), window.TimestampedValue(("j", 1), 12)])
+        .advance_processing_time(20)
+        .advance_watermark_to_infinity()
+    )
     p = runner.pipeline()
     out = p | stream | beam.WindowInto(window.FixedWindows(10)) | beam.ParDo(_ProcessingTimer())
     check(out, [el(("k", "fired", True), window=W(0, 10)), el(("j", "fired", True), window=W(10, 20))])
@@ -590,14 +611,16 @@ def test_processing_time_timer_fires_in_element_window(runner):
 def test_processing_time_timer_waits_for_processing_time(runner):
     # A processing-time timer set for processing time 10 (TestStream processing time starts at 0; Python
     # sets processing-time timers in absolute time) has not fired after advancing 5 s, has after 15 s.
-    stream = (test_stream.TestStream()
-              .advance_watermark_to(0)
-              .add_elements([window.TimestampedValue(("k", 10), 1)])
-              .advance_processing_time(5)
-              .add_elements([window.TimestampedValue(("k", "probe"), 2)])
-              .advance_processing_time(10)
-              .add_elements([window.TimestampedValue(("k", "probe"), 3)])
-              .advance_watermark_to_infinity())
+    stream = (
+        test_stream.TestStream()
+        .advance_watermark_to(0)
+        .add_elements([window.TimestampedValue(("k", 10), 1)])
+        .advance_processing_time(5)
+        .add_elements([window.TimestampedValue(("k", "probe"), 2)])
+        .advance_processing_time(10)
+        .add_elements([window.TimestampedValue(("k", "probe"), 3)])
+        .advance_watermark_to_infinity()
+    )
     p = runner.pipeline()
     out = p | stream | beam.ParDo(_ProcessingTimer())
     check(out, [("k", "probe", False), ("k", "fired", True), ("k", "probe", True)])
@@ -605,6 +628,7 @@ def test_processing_time_timer_waits_for_processing_time(runner):
 
 
 # --------------------------------------------------------------------------- Runner API level features
+
 
 class _ParDoWithPayloadFlags(beam.ParDo):
     """A ParDo whose submitted ParDoPayload carries flags the Python SDK has no API for."""
@@ -641,12 +665,26 @@ def test_time_sorted_input_delivers_each_key_in_timestamp_order(runner):
             yield key, seen.read()
 
     p = runner.pipeline()
-    data = [("k", "c", 5), ("k", "e", 1), ("k", "a", 4), ("k", "d", 2), ("k", "b", 3),
-            ("j", "x", 9), ("j", "z", 7), ("j", "y", 8)]
+    data = [
+        ("k", "c", 5),
+        ("k", "e", 1),
+        ("k", "a", 4),
+        ("k", "d", 2),
+        ("k", "b", 3),
+        ("j", "x", 9),
+        ("j", "z", 7),
+        ("j", "y", 8),
+    ]
     out = keyed_input(p, data) | _ParDoWithPayloadFlags(
-        Fn(), common_urns.requirements.REQUIRES_TIME_SORTED_INPUT.urn, requires_time_sorted_input=True)
-    check(out, [el(("k", [("e", 1), ("d", 2), ("b", 3), ("a", 4), ("c", 5)]), 1000, GLOBAL),
-                el(("j", [("z", 7), ("y", 8), ("x", 9)]), 1000, GLOBAL)])
+        Fn(), common_urns.requirements.REQUIRES_TIME_SORTED_INPUT.urn, requires_time_sorted_input=True
+    )
+    check(
+        out,
+        [
+            el(("k", [("e", 1), ("d", 2), ("b", 3), ("a", 4), ("c", 5)]), 1000, GLOBAL),
+            el(("j", [("z", 7), ("y", 8), ("x", 9)]), 1000, GLOBAL),
+        ],
+    )
     runner.run(p)
 
 
@@ -668,16 +706,24 @@ def test_on_window_expiration_runs_once_per_key_and_window_with_state(runner):
 
     p = runner.pipeline()
     data = [("k", 0, 1), ("k", 0, 2), ("k", 0, 12), ("j", 0, 3)]
-    out = (keyed_input(p, data)
-           | beam.WindowInto(window.FixedWindows(10))
-           | _ParDoWithPayloadFlags(Fn(), common_urns.requirements.REQUIRES_ON_WINDOW_EXPIRATION.urn,
-                                    on_window_expiration_timer_family_spec=Fn.EXPIRY.name))
-    check(out, [el(("k", 0.0, 2), window=W(0, 10)), el(("k", 10.0, 1), window=W(10, 20)),
-                el(("j", 0.0, 1), window=W(0, 10))])
+    out = (
+        keyed_input(p, data)
+        | beam.WindowInto(window.FixedWindows(10))
+        | _ParDoWithPayloadFlags(
+            Fn(),
+            common_urns.requirements.REQUIRES_ON_WINDOW_EXPIRATION.urn,
+            on_window_expiration_timer_family_spec=Fn.EXPIRY.name,
+        )
+    )
+    check(
+        out,
+        [el(("k", 0.0, 2), window=W(0, 10)), el(("k", 10.0, 1), window=W(10, 20)), el(("j", 0.0, 1), window=W(0, 10))],
+    )
     runner.run(p)
 
 
 # --------------------------------------------------------------------------- timers.failure
+
 
 @capability("timers.failure")
 def test_exception_in_timer_callback_fails_job_with_message(runner):

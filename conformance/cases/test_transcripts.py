@@ -5,6 +5,7 @@ Each step's expected panes are written next to the step that fires them; the run
 must be exactly the union of them, with every PaneInfo field, so the step at which a pane fired
 shows in its index and timing.
 """
+
 import apache_beam as beam
 import pytest
 from apache_beam.testing import test_stream
@@ -30,19 +31,38 @@ def _stream(t: transcripts.Transcript) -> test_stream.TestStream:
     return stream
 
 
-@pytest.mark.parametrize("t", [pytest.param(t, id=t.name, marks=capability(t.capability)) for t in _ALL]
-                         or [pytest.param(None, id="none", marks=[capability("triggers.event_time"), pytest.mark.skip(
-                             reason="no fixtures/transcripts directory here (set BEAM_CONFORMANCE_TRANSCRIPTS)")])])
+@pytest.mark.parametrize(
+    "t",
+    [pytest.param(t, id=t.name, marks=capability(t.capability)) for t in _ALL]
+    or [
+        pytest.param(
+            None,
+            id="none",
+            marks=[
+                capability("triggers.event_time"),
+                pytest.mark.skip(reason="no fixtures/transcripts directory here (set BEAM_CONFORMANCE_TRANSCRIPTS)"),
+            ],
+        )
+    ],
+)
 def test_transcript(runner, t):
     # --allow_unsafe_triggers: transcripts include triggers that finish (AfterCount alone),
     # which Python refuses at construction by default; the flag is not sent to the runner.
     p = runner.pipeline("--allow_unsafe_triggers")
     mode = trigger.AccumulationMode.ACCUMULATING if t.accumulating else trigger.AccumulationMode.DISCARDING
-    out = (p
-           | "Stream" >> _stream(t)
-           | "Window" >> beam.WindowInto(t.window_fn, trigger=t.trigger, accumulation_mode=mode,
-                                         allowed_lateness=t.allowed_lateness, timestamp_combiner=t.timestamp_combiner)
-           | "Group" >> beam.GroupByKey()
-           | "Sort" >> sorted_groups())
+    out = (
+        p
+        | "Stream" >> _stream(t)
+        | "Window"
+        >> beam.WindowInto(
+            t.window_fn,
+            trigger=t.trigger,
+            accumulation_mode=mode,
+            allowed_lateness=t.allowed_lateness,
+            timestamp_combiner=t.timestamp_combiner,
+        )
+        | "Group" >> beam.GroupByKey()
+        | "Sort" >> sorted_groups()
+    )
     check(out, t.expected())
     runner.run(p)

@@ -21,6 +21,7 @@ Model facts the expectations rely on (SEMANTICS 5 and the Runner API):
 - A finished trigger closes its window: later elements for it are dropped.
 - With the END_OF_WINDOW timestamp combiner a pane carries the window's max timestamp.
 """
+
 import apache_beam as beam
 from apache_beam.testing import test_stream
 from apache_beam.transforms import trigger, window
@@ -52,12 +53,14 @@ def _one_per_step(stream, items):
 
 def _grouped(p, stream, windowfn, trigger_fn, mode, lateness=0, combiner=None):
     kwargs = {} if combiner is None else {"timestamp_combiner": combiner}
-    return (p
-            | "Stream" >> stream
-            | "Window" >> beam.WindowInto(windowfn, trigger=trigger_fn, accumulation_mode=mode,
-                                          allowed_lateness=lateness, **kwargs)
-            | "Group" >> beam.GroupByKey()
-            | "Sort" >> sorted_groups())
+    return (
+        p
+        | "Stream" >> stream
+        | "Window"
+        >> beam.WindowInto(windowfn, trigger=trigger_fn, accumulation_mode=mode, allowed_lateness=lateness, **kwargs)
+        | "Group" >> beam.GroupByKey()
+        | "Sort" >> sorted_groups()
+    )
 
 
 def _early(index, *, last=False):
@@ -74,20 +77,26 @@ def _late(index, nonspec, *, last=False):
 
 # --------------------------------------------------------------------------- event time
 
+
 @capability("triggers.event_time")
 def test_default_trigger_fires_one_final_on_time_pane_per_window(runner):
     # SEMANTICS 5 transcript fixed_default: watermark 25 fires [0,10){1,2,3} and [10,20){10,11};
     # with allowed lateness 0 each on-time pane is also the final one.
-    stream = (test_stream.TestStream()
-              .add_elements([_tv(t, t) for t in (1, 2, 3, 10, 11)])
-              .advance_watermark_to(25)
-              .advance_watermark_to_infinity())
+    stream = (
+        test_stream.TestStream()
+        .add_elements([_tv(t, t) for t in (1, 2, 3, 10, 11)])
+        .advance_watermark_to(25)
+        .advance_watermark_to_infinity()
+    )
     p = _pipeline(runner)
     out = _grouped(p, stream, window.FixedWindows(10), trigger.DefaultTrigger(), DISCARDING)
-    check(out, [
-        el(("k", [1, 2, 3]), 9.999, W(0, 10), _on_time(0, last=True)),
-        el(("k", [10, 11]), 19.999, W(10, 20), _on_time(0, last=True)),
-    ])
+    check(
+        out,
+        [
+            el(("k", [1, 2, 3]), 9.999, W(0, 10), _on_time(0, last=True)),
+            el(("k", [10, 11]), 19.999, W(10, 20), _on_time(0, last=True)),
+        ],
+    )
     runner.run(p)
 
 
@@ -98,10 +107,13 @@ def test_default_trigger_fires_merged_sessions_at_watermark(runner):
     stream = _one_per_step(test_stream.TestStream(), [("a", 1), ("b", 2), ("c", 15)]).advance_watermark_to_infinity()
     p = _pipeline(runner)
     out = _grouped(p, stream, window.Sessions(10), trigger.DefaultTrigger(), DISCARDING)
-    check(out, [
-        el(("k", ["a", "b"]), 11.999, W(1, 12), _on_time(0, last=True)),
-        el(("k", ["c"]), 24.999, W(15, 25), _on_time(0, last=True)),
-    ])
+    check(
+        out,
+        [
+            el(("k", ["a", "b"]), 11.999, W(1, 12), _on_time(0, last=True)),
+            el(("k", ["c"]), 24.999, W(15, 25), _on_time(0, last=True)),
+        ],
+    )
     runner.run(p)
 
 
@@ -110,25 +122,30 @@ def test_on_time_pane_fires_even_when_empty_after_early_panes(runner):
     # SEMANTICS 5 transcript discarding_early_fixed: AfterWatermark(early=AfterCount(2)),
     # discarding; the ON_TIME pane of [10,20) is emitted with no values (the window saw data,
     # OnTimeBehavior FIRE_ALWAYS) and, lateness being 0, both on-time panes are final.
-    stream = (test_stream.TestStream()
-              .add_elements([_tv(1, 1), _tv(2, 2)])
-              .add_elements([_tv(4, 4)])
-              .add_elements([_tv(14, 14)])
-              .add_elements([_tv(5, 5)])
-              .add_elements([_tv(18, 18)])
-              .add_elements([_tv(6, 6)])
-              .advance_watermark_to(100)
-              .advance_watermark_to_infinity())
+    stream = (
+        test_stream.TestStream()
+        .add_elements([_tv(1, 1), _tv(2, 2)])
+        .add_elements([_tv(4, 4)])
+        .add_elements([_tv(14, 14)])
+        .add_elements([_tv(5, 5)])
+        .add_elements([_tv(18, 18)])
+        .add_elements([_tv(6, 6)])
+        .advance_watermark_to(100)
+        .advance_watermark_to_infinity()
+    )
     p = _pipeline(runner)
     trig = trigger.AfterWatermark(early=trigger.AfterCount(2))
     out = _grouped(p, stream, window.FixedWindows(10), trig, DISCARDING)
-    check(out, [
-        el(("k", [1, 2]), 9.999, W(0, 10), _early(0)),
-        el(("k", [4, 5]), 9.999, W(0, 10), _early(1)),
-        el(("k", [14, 18]), 19.999, W(10, 20), _early(0)),
-        el(("k", [6]), 9.999, W(0, 10), _on_time(2, last=True)),
-        el(("k", []), 19.999, W(10, 20), _on_time(1, last=True)),
-    ])
+    check(
+        out,
+        [
+            el(("k", [1, 2]), 9.999, W(0, 10), _early(0)),
+            el(("k", [4, 5]), 9.999, W(0, 10), _early(1)),
+            el(("k", [14, 18]), 19.999, W(10, 20), _early(0)),
+            el(("k", [6]), 9.999, W(0, 10), _on_time(2, last=True)),
+            el(("k", []), 19.999, W(10, 20), _on_time(1, last=True)),
+        ],
+    )
     runner.run(p)
 
 
@@ -137,20 +154,23 @@ def test_early_on_time_and_late_firings_with_final_pane_at_expiry(runner):
     # AfterWatermark(early=AfterCount(3), late=AfterCount(2)), discarding, lateness 1000
     # (after Python test_fixed_watermark_with_early_late, one element per step): early abc,
     # def; on-time gh; late vw, xy; the pending z is the final pane when the window expires.
-    stream = _one_per_step(test_stream.TestStream(), zip("abcdefgh", range(8)))
-    stream = _one_per_step(stream.advance_watermark_to(150), zip("vwxyz", range(5)))
+    stream = _one_per_step(test_stream.TestStream(), zip("abcdefgh", range(8), strict=True))
+    stream = _one_per_step(stream.advance_watermark_to(150), zip("vwxyz", range(5), strict=True))
     stream = stream.advance_watermark_to_infinity()
     p = _pipeline(runner)
     trig = trigger.AfterWatermark(early=trigger.AfterCount(3), late=trigger.AfterCount(2))
     out = _grouped(p, stream, window.FixedWindows(100), trig, DISCARDING, lateness=1000)
-    check(out, [
-        el(("k", ["a", "b", "c"]), 99.999, W(0, 100), _early(0)),
-        el(("k", ["d", "e", "f"]), 99.999, W(0, 100), _early(1)),
-        el(("k", ["g", "h"]), 99.999, W(0, 100), _on_time(2, last=False)),
-        el(("k", ["v", "w"]), 99.999, W(0, 100), _late(3, 1)),
-        el(("k", ["x", "y"]), 99.999, W(0, 100), _late(4, 2)),
-        el(("k", ["z"]), 99.999, W(0, 100), _late(5, 3, last=True)),
-    ])
+    check(
+        out,
+        [
+            el(("k", ["a", "b", "c"]), 99.999, W(0, 100), _early(0)),
+            el(("k", ["d", "e", "f"]), 99.999, W(0, 100), _early(1)),
+            el(("k", ["g", "h"]), 99.999, W(0, 100), _on_time(2, last=False)),
+            el(("k", ["v", "w"]), 99.999, W(0, 100), _late(3, 1)),
+            el(("k", ["x", "y"]), 99.999, W(0, 100), _late(4, 2)),
+            el(("k", ["z"]), 99.999, W(0, 100), _late(5, 3, last=True)),
+        ],
+    )
     runner.run(p)
 
 
@@ -170,15 +190,17 @@ def test_early_and_late_firings_over_merging_sessions(runner):
     # fresh session window merges in (the early phase is still open in one merging window),
     # so the first late element fires at once and the other two wait for the final pane.
     # Either way [1,15) is still open at expiry and emits its final pane.
-    stream = (test_stream.TestStream()
-              .add_elements([_tv(1, 1), _tv(2, 2)])
-              .add_elements([_tv(3, 3)])
-              .add_elements([_tv(4, 4)])
-              .add_elements([_tv(5, 5)])
-              .advance_watermark_to(100)
-              .add_elements([_tv(1, 1)])
-              .add_elements([_tv(3, 3), _tv(4, 4)])
-              .advance_watermark_to_infinity())
+    stream = (
+        test_stream.TestStream()
+        .add_elements([_tv(1, 1), _tv(2, 2)])
+        .add_elements([_tv(3, 3)])
+        .add_elements([_tv(4, 4)])
+        .add_elements([_tv(5, 5)])
+        .advance_watermark_to(100)
+        .add_elements([_tv(1, 1)])
+        .add_elements([_tv(3, 3), _tv(4, 4)])
+        .advance_watermark_to_infinity()
+    )
     p = _pipeline(runner)
     trig = trigger.AfterWatermark(early=trigger.AfterCount(2), late=trigger.AfterCount(3))
     out = _grouped(p, stream, window.Sessions(10), trig, ACCUMULATING, lateness=100)
@@ -189,10 +211,13 @@ def test_early_and_late_firings_over_merging_sessions(runner):
     ]
     everything = [1, 1, 2, 3, 3, 4, 4, 5]
     final = el(("k", everything), 14.999, W(1, 15), _late(2, 2, last=True))
-    check(out, one_of(
-        before_late + [el(("k", everything), 14.999, W(1, 15), _late(1, 1)), final],
-        before_late + [el(("k", [1, 1, 2, 3, 4, 5]), 14.999, W(1, 15), _late(1, 1)), final],
-    ))
+    check(
+        out,
+        one_of(
+            before_late + [el(("k", everything), 14.999, W(1, 15), _late(1, 1)), final],
+            before_late + [el(("k", [1, 1, 2, 3, 4, 5]), 14.999, W(1, 15), _late(1, 1)), final],
+        ),
+    )
     runner.run(p)
 
 
@@ -203,10 +228,13 @@ def test_never_trigger_fires_only_when_window_expires(runner):
     stream = _one_per_step(test_stream.TestStream(), [(1, 1), (2, 2), (12, 12)]).advance_watermark_to_infinity()
     p = _pipeline(runner)
     out = _grouped(p, stream, window.FixedWindows(10), trigger._Never(), DISCARDING)
-    check(out, [
-        el(("k", [1, 2]), 9.999, W(0, 10), _on_time(0, last=True)),
-        el(("k", [12]), 19.999, W(10, 20), _on_time(0, last=True)),
-    ])
+    check(
+        out,
+        [
+            el(("k", [1, 2]), 9.999, W(0, 10), _on_time(0, last=True)),
+            el(("k", [12]), 19.999, W(10, 20), _on_time(0, last=True)),
+        ],
+    )
     runner.run(p)
 
 
@@ -214,14 +242,22 @@ def test_never_trigger_fires_only_when_window_expires(runner):
 def test_earliest_timestamp_ignores_elements_behind_watermark(runner):
     # SEMANTICS 4 transcript known_late_data_watermark: watermark 5, inputs 2,3,7,8 with
     # EARLIEST: 2 and 3 are behind the watermark and cannot hold it, so the pane is at 7.
-    stream = (test_stream.TestStream()
-              .advance_watermark_to(5)
-              .add_elements([_tv(t, t) for t in (2, 3, 7, 8)])
-              .advance_watermark_to(11)
-              .advance_watermark_to_infinity())
+    stream = (
+        test_stream.TestStream()
+        .advance_watermark_to(5)
+        .add_elements([_tv(t, t) for t in (2, 3, 7, 8)])
+        .advance_watermark_to(11)
+        .advance_watermark_to_infinity()
+    )
     p = _pipeline(runner)
-    out = _grouped(p, stream, window.FixedWindows(10), trigger.DefaultTrigger(), DISCARDING,
-                   combiner=window.TimestampCombiner.OUTPUT_AT_EARLIEST)
+    out = _grouped(
+        p,
+        stream,
+        window.FixedWindows(10),
+        trigger.DefaultTrigger(),
+        DISCARDING,
+        combiner=window.TimestampCombiner.OUTPUT_AT_EARLIEST,
+    )
     check(out, [el(("k", [2, 3, 7, 8]), 7, W(0, 10), _on_time(0, last=True))])
     runner.run(p)
 
@@ -230,19 +266,28 @@ def test_earliest_timestamp_ignores_elements_behind_watermark(runner):
 def test_earliest_timestamp_falls_back_to_end_of_window_without_hold(runner):
     # SEMANTICS 4 transcript known_late_data_no_watermark_hold_possible: watermark 8, inputs
     # 2,3,7 all behind it: no element hold is possible and the pane is at end of window (9.999).
-    stream = (test_stream.TestStream()
-              .advance_watermark_to(8)
-              .add_elements([_tv(t, t) for t in (2, 3, 7)])
-              .advance_watermark_to(11)
-              .advance_watermark_to_infinity())
+    stream = (
+        test_stream.TestStream()
+        .advance_watermark_to(8)
+        .add_elements([_tv(t, t) for t in (2, 3, 7)])
+        .advance_watermark_to(11)
+        .advance_watermark_to_infinity()
+    )
     p = _pipeline(runner)
-    out = _grouped(p, stream, window.FixedWindows(10), trigger.DefaultTrigger(), DISCARDING,
-                   combiner=window.TimestampCombiner.OUTPUT_AT_EARLIEST)
+    out = _grouped(
+        p,
+        stream,
+        window.FixedWindows(10),
+        trigger.DefaultTrigger(),
+        DISCARDING,
+        combiner=window.TimestampCombiner.OUTPUT_AT_EARLIEST,
+    )
     check(out, [el(("k", [2, 3, 7]), 9.999, W(0, 10), _on_time(0, last=True))])
     runner.run(p)
 
 
 # --------------------------------------------------------------------------- count
+
 
 @capability("triggers.count")
 def test_after_count_fires_once_then_finishes(runner):
@@ -270,44 +315,55 @@ def test_after_count_never_reached_emits_final_pane_at_expiry(runner):
 def test_after_count_per_key_in_global_window(runner):
     # Python test_after_count_streaming: AfterCount(3) in the global window fires {1,2,3}
     # per key and finishes, so A's later 4,5,6 are dropped.
-    stream = (test_stream.TestStream()
-              .add_elements([_tv(v, 0, key="A") for v in (1, 2, 3)])
-              .add_elements([_tv(v, 0, key="A") for v in (4, 5, 6)])
-              .add_elements([_tv(v, 0, key="B") for v in (1, 2, 3)])
-              .advance_watermark_to_infinity())
+    stream = (
+        test_stream.TestStream()
+        .add_elements([_tv(v, 0, key="A") for v in (1, 2, 3)])
+        .add_elements([_tv(v, 0, key="A") for v in (4, 5, 6)])
+        .add_elements([_tv(v, 0, key="B") for v in (1, 2, 3)])
+        .advance_watermark_to_infinity()
+    )
     p = _pipeline(runner)
     out = _grouped(p, stream, window.GlobalWindows(), trigger.AfterCount(3), ACCUMULATING)
-    check(out, [
-        el(("A", [1, 2, 3]), END_OF_GLOBAL_WINDOW, GLOBAL, _early(0, last=True)),
-        el(("B", [1, 2, 3]), END_OF_GLOBAL_WINDOW, GLOBAL, _early(0, last=True)),
-    ])
+    check(
+        out,
+        [
+            el(("A", [1, 2, 3]), END_OF_GLOBAL_WINDOW, GLOBAL, _early(0, last=True)),
+            el(("B", [1, 2, 3]), END_OF_GLOBAL_WINDOW, GLOBAL, _early(0, last=True)),
+        ],
+    )
     runner.run(p)
 
 
 # --------------------------------------------------------------------------- processing time
+
 
 @capability("triggers.processing_time")
 def test_early_processing_time_panes_of_window(runner):
     # Java TestStreamTest.testEarlyPanesOfWindow: Fixed(30 min), early AfterProcessingTime(5 min),
     # accumulating; each 6-minute processing-time advance fires an early pane (sums 1, 3, 6),
     # then the watermark fires the final on-time pane {1,2,3}.
-    stream = (test_stream.TestStream()
-              .add_elements([_tv(1, 1)])
-              .advance_processing_time(360)
-              .add_elements([_tv(2, 2)])
-              .advance_processing_time(360)
-              .add_elements([_tv(3, 3)])
-              .advance_processing_time(360)
-              .advance_watermark_to_infinity())
+    stream = (
+        test_stream.TestStream()
+        .add_elements([_tv(1, 1)])
+        .advance_processing_time(360)
+        .add_elements([_tv(2, 2)])
+        .advance_processing_time(360)
+        .add_elements([_tv(3, 3)])
+        .advance_processing_time(360)
+        .advance_watermark_to_infinity()
+    )
     p = _pipeline(runner)
     trig = trigger.AfterWatermark(early=trigger.AfterProcessingTime(300))
     out = _grouped(p, stream, window.FixedWindows(1800), trig, ACCUMULATING)
-    check(out, [
-        el(("k", [1]), 1799.999, W(0, 1800), _early(0)),
-        el(("k", [1, 2]), 1799.999, W(0, 1800), _early(1)),
-        el(("k", [1, 2, 3]), 1799.999, W(0, 1800), _early(2)),
-        el(("k", [1, 2, 3]), 1799.999, W(0, 1800), _on_time(3, last=True)),
-    ])
+    check(
+        out,
+        [
+            el(("k", [1]), 1799.999, W(0, 1800), _early(0)),
+            el(("k", [1, 2]), 1799.999, W(0, 1800), _early(1)),
+            el(("k", [1, 2, 3]), 1799.999, W(0, 1800), _early(2)),
+            el(("k", [1, 2, 3]), 1799.999, W(0, 1800), _on_time(3, last=True)),
+        ],
+    )
     runner.run(p)
 
 
@@ -315,14 +371,16 @@ def test_early_processing_time_panes_of_window(runner):
 def test_after_processing_time_fires_once_then_finishes(runner):
     # AfterProcessingTime(10) fires 10 s (processing time) after the pane's first element and
     # finishes (Python test_after_processing_time): {1,2} is final, 3 arrives to a closed window.
-    stream = (test_stream.TestStream()
-              .add_elements([_tv(1, 1)])
-              .advance_processing_time(2)
-              .add_elements([_tv(2, 2)])
-              .advance_processing_time(20)
-              .add_elements([_tv(3, 3)])
-              .advance_processing_time(20)
-              .advance_watermark_to_infinity())
+    stream = (
+        test_stream.TestStream()
+        .add_elements([_tv(1, 1)])
+        .advance_processing_time(2)
+        .add_elements([_tv(2, 2)])
+        .advance_processing_time(20)
+        .add_elements([_tv(3, 3)])
+        .advance_processing_time(20)
+        .advance_watermark_to_infinity()
+    )
     p = _pipeline(runner)
     out = _grouped(p, stream, window.FixedWindows(100), trigger.AfterProcessingTime(10), DISCARDING)
     check(out, [el(("k", [1, 2]), 99.999, W(0, 100), _early(0, last=True))])
@@ -334,22 +392,27 @@ def test_repeatedly_after_processing_time_discarding(runner):
     # Repeatedly(AfterProcessingTime(5)) re-arms from the first element of each new pane:
     # {1,2} fires 6 s after 1, {3} fires 6 s after 3; at the end of the window the final
     # ON_TIME pane is empty (discarding, nothing new; OnTimeBehavior FIRE_ALWAYS).
-    stream = (test_stream.TestStream()
-              .add_elements([_tv(1, 1)])
-              .advance_processing_time(2)
-              .add_elements([_tv(2, 2)])
-              .advance_processing_time(4)
-              .add_elements([_tv(3, 3)])
-              .advance_processing_time(6)
-              .advance_watermark_to_infinity())
+    stream = (
+        test_stream.TestStream()
+        .add_elements([_tv(1, 1)])
+        .advance_processing_time(2)
+        .add_elements([_tv(2, 2)])
+        .advance_processing_time(4)
+        .add_elements([_tv(3, 3)])
+        .advance_processing_time(6)
+        .advance_watermark_to_infinity()
+    )
     p = _pipeline(runner)
     trig = trigger.Repeatedly(trigger.AfterProcessingTime(5))
     out = _grouped(p, stream, window.FixedWindows(100), trig, DISCARDING)
-    check(out, [
-        el(("k", [1, 2]), 99.999, W(0, 100), _early(0)),
-        el(("k", [3]), 99.999, W(0, 100), _early(1)),
-        el(("k", []), 99.999, W(0, 100), _on_time(2, last=True)),
-    ])
+    check(
+        out,
+        [
+            el(("k", [1, 2]), 99.999, W(0, 100), _early(0)),
+            el(("k", [3]), 99.999, W(0, 100), _early(1)),
+            el(("k", []), 99.999, W(0, 100), _on_time(2, last=True)),
+        ],
+    )
     runner.run(p)
 
 
@@ -358,21 +421,25 @@ def test_processing_time_firing_after_window_expiry_is_ignored(runner):
     # Java GroupByKeyTest.testCombiningAccumulatingProcessingTime: the window expires at
     # watermark 100 (final pane {2,5}, EARLIEST -> 2); its processing-time timer coming due
     # afterwards must not produce a second output.
-    stream = (test_stream.TestStream()
-              .advance_watermark_to(0)
-              .add_elements([_tv(2, 2), _tv(5, 5)])
-              .advance_watermark_to(100)
-              .advance_processing_time(10)
-              .advance_watermark_to_infinity())
+    stream = (
+        test_stream.TestStream()
+        .advance_watermark_to(0)
+        .add_elements([_tv(2, 2), _tv(5, 5)])
+        .advance_watermark_to(100)
+        .advance_processing_time(10)
+        .advance_watermark_to_infinity()
+    )
     p = _pipeline(runner)
     trig = trigger.Repeatedly(trigger.AfterProcessingTime(10))
-    out = _grouped(p, stream, window.FixedWindows(100), trig, ACCUMULATING,
-                   combiner=window.TimestampCombiner.OUTPUT_AT_EARLIEST)
+    out = _grouped(
+        p, stream, window.FixedWindows(100), trig, ACCUMULATING, combiner=window.TimestampCombiner.OUTPUT_AT_EARLIEST
+    )
     check(out, [el(("k", [2, 5]), 2, W(0, 100), _on_time(0, last=True))])
     runner.run(p)
 
 
 # --------------------------------------------------------------------------- composite
+
 
 @capability("triggers.composite")
 def test_after_all_count_and_watermark_over_sessions(runner):
@@ -420,10 +487,13 @@ def test_after_each_runs_children_in_sequence(runner):
     p = _pipeline(runner)
     trig = trigger.AfterEach(trigger.AfterCount(2), trigger.AfterCount(3))
     out = _grouped(p, stream, window.FixedWindows(100), trig, ACCUMULATING)
-    check(out, [
-        el(("k", [1, 2]), 99.999, W(0, 100), _early(0)),
-        el(("k", [1, 2, 3, 4, 5]), 99.999, W(0, 100), _early(1, last=True)),
-    ])
+    check(
+        out,
+        [
+            el(("k", [1, 2]), 99.999, W(0, 100), _early(0)),
+            el(("k", [1, 2, 3, 4, 5]), 99.999, W(0, 100), _early(1, last=True)),
+        ],
+    )
     runner.run(p)
 
 
@@ -432,20 +502,23 @@ def test_repeatedly_after_any_count_or_watermark(runner):
     # SEMANTICS 5 / Python test_repeatedly_after_first: Repeatedly(AfterAny(AfterCount(3),
     # AfterWatermark())), accumulating: abc, abcdef (count), abcdefg (watermark), then each
     # late element fires at once (+x, +y, +z); the still-open window emits a final pane.
-    stream = _one_per_step(test_stream.TestStream(), zip("abcdefg", range(7))).advance_watermark_to(200)
-    stream = _one_per_step(stream, zip("xyz", range(3))).advance_watermark_to_infinity()
+    stream = _one_per_step(test_stream.TestStream(), zip("abcdefg", range(7), strict=True)).advance_watermark_to(200)
+    stream = _one_per_step(stream, zip("xyz", range(3), strict=True)).advance_watermark_to_infinity()
     p = _pipeline(runner)
     trig = trigger.Repeatedly(trigger.AfterAny(trigger.AfterCount(3), trigger.AfterWatermark()))
     out = _grouped(p, stream, window.FixedWindows(100), trig, ACCUMULATING, lateness=1000)
-    check(out, [
-        el(("k", list("abc")), 99.999, W(0, 100), _early(0)),
-        el(("k", list("abcdef")), 99.999, W(0, 100), _early(1)),
-        el(("k", list("abcdefg")), 99.999, W(0, 100), _on_time(2, last=False)),
-        el(("k", list("abcdefgx")), 99.999, W(0, 100), _late(3, 1)),
-        el(("k", list("abcdefgxy")), 99.999, W(0, 100), _late(4, 2)),
-        el(("k", list("abcdefgxyz")), 99.999, W(0, 100), _late(5, 3)),
-        el(("k", list("abcdefgxyz")), 99.999, W(0, 100), _late(6, 4, last=True)),
-    ])
+    check(
+        out,
+        [
+            el(("k", list("abc")), 99.999, W(0, 100), _early(0)),
+            el(("k", list("abcdef")), 99.999, W(0, 100), _early(1)),
+            el(("k", list("abcdefg")), 99.999, W(0, 100), _on_time(2, last=False)),
+            el(("k", list("abcdefgx")), 99.999, W(0, 100), _late(3, 1)),
+            el(("k", list("abcdefgxy")), 99.999, W(0, 100), _late(4, 2)),
+            el(("k", list("abcdefgxyz")), 99.999, W(0, 100), _late(5, 3)),
+            el(("k", list("abcdefgxyz")), 99.999, W(0, 100), _late(6, 4, last=True)),
+        ],
+    )
     runner.run(p)
 
 
@@ -453,24 +526,30 @@ def test_repeatedly_after_any_count_or_watermark(runner):
 def test_repeatedly_after_any_count_or_processing_time(runner):
     # Repeatedly(AfterAny(AfterCount(2), AfterProcessingTime(5))), discarding: {1,2} fires by
     # count, {3} by processing time (6 s later); the window's final ON_TIME pane is empty.
-    stream = (test_stream.TestStream()
-              .add_elements([_tv(1, 1)])
-              .add_elements([_tv(2, 2)])
-              .add_elements([_tv(3, 3)])
-              .advance_processing_time(6)
-              .advance_watermark_to_infinity())
+    stream = (
+        test_stream.TestStream()
+        .add_elements([_tv(1, 1)])
+        .add_elements([_tv(2, 2)])
+        .add_elements([_tv(3, 3)])
+        .advance_processing_time(6)
+        .advance_watermark_to_infinity()
+    )
     p = _pipeline(runner)
     trig = trigger.Repeatedly(trigger.AfterAny(trigger.AfterCount(2), trigger.AfterProcessingTime(5)))
     out = _grouped(p, stream, window.FixedWindows(100), trig, DISCARDING)
-    check(out, [
-        el(("k", [1, 2]), 99.999, W(0, 100), _early(0)),
-        el(("k", [3]), 99.999, W(0, 100), _early(1)),
-        el(("k", []), 99.999, W(0, 100), _on_time(2, last=True)),
-    ])
+    check(
+        out,
+        [
+            el(("k", [1, 2]), 99.999, W(0, 100), _early(0)),
+            el(("k", [3]), 99.999, W(0, 100), _early(1)),
+            el(("k", []), 99.999, W(0, 100), _on_time(2, last=True)),
+        ],
+    )
     runner.run(p)
 
 
 # --------------------------------------------------------------------------- accumulation
+
 
 def _early_on_time_late_stream():
     # Early pane at 2 elements, on-time pane at watermark 20, late pane after 2 late
@@ -487,14 +566,18 @@ def test_accumulating_panes_hold_everything_so_far(runner):
     # SEMANTICS 5: ACCUMULATING panes contain every element of the window seen so far,
     # including those of earlier panes (same input and trigger as the discarding case).
     p = _pipeline(runner)
-    out = _grouped(p, _early_on_time_late_stream(), window.FixedWindows(10), _EARLY_LATE_COUNTS,
-                   ACCUMULATING, lateness=50)
-    check(out, [
-        el(("k", [1, 2]), 9.999, W(0, 10), _early(0)),
-        el(("k", [1, 2, 3]), 9.999, W(0, 10), _on_time(1, last=False)),
-        el(("k", [1, 2, 3, 4, 5]), 9.999, W(0, 10), _late(2, 1)),
-        el(("k", [1, 2, 3, 4, 5, 6]), 9.999, W(0, 10), _late(3, 2, last=True)),
-    ])
+    out = _grouped(
+        p, _early_on_time_late_stream(), window.FixedWindows(10), _EARLY_LATE_COUNTS, ACCUMULATING, lateness=50
+    )
+    check(
+        out,
+        [
+            el(("k", [1, 2]), 9.999, W(0, 10), _early(0)),
+            el(("k", [1, 2, 3]), 9.999, W(0, 10), _on_time(1, last=False)),
+            el(("k", [1, 2, 3, 4, 5]), 9.999, W(0, 10), _late(2, 1)),
+            el(("k", [1, 2, 3, 4, 5, 6]), 9.999, W(0, 10), _late(3, 2, last=True)),
+        ],
+    )
     runner.run(p)
 
 
@@ -505,11 +588,14 @@ def test_repeatedly_after_count_accumulating(runner):
     stream = _one_per_step(test_stream.TestStream(), [(t, t) for t in range(1, 6)]).advance_watermark_to_infinity()
     p = _pipeline(runner)
     out = _grouped(p, stream, window.FixedWindows(10), trigger.Repeatedly(trigger.AfterCount(2)), ACCUMULATING)
-    check(out, [
-        el(("k", [1, 2]), 9.999, W(0, 10), _early(0)),
-        el(("k", [1, 2, 3, 4]), 9.999, W(0, 10), _early(1)),
-        el(("k", [1, 2, 3, 4, 5]), 9.999, W(0, 10), _on_time(2, last=True)),
-    ])
+    check(
+        out,
+        [
+            el(("k", [1, 2]), 9.999, W(0, 10), _early(0)),
+            el(("k", [1, 2, 3, 4]), 9.999, W(0, 10), _early(1)),
+            el(("k", [1, 2, 3, 4, 5]), 9.999, W(0, 10), _on_time(2, last=True)),
+        ],
+    )
     runner.run(p)
 
 
@@ -518,14 +604,18 @@ def test_discarding_panes_hold_only_elements_since_last_firing(runner):
     # SEMANTICS 5: DISCARDING panes contain only the elements since the previous firing
     # (same input and trigger as the accumulating case).
     p = _pipeline(runner)
-    out = _grouped(p, _early_on_time_late_stream(), window.FixedWindows(10), _EARLY_LATE_COUNTS,
-                   DISCARDING, lateness=50)
-    check(out, [
-        el(("k", [1, 2]), 9.999, W(0, 10), _early(0)),
-        el(("k", [3]), 9.999, W(0, 10), _on_time(1, last=False)),
-        el(("k", [4, 5]), 9.999, W(0, 10), _late(2, 1)),
-        el(("k", [6]), 9.999, W(0, 10), _late(3, 2, last=True)),
-    ])
+    out = _grouped(
+        p, _early_on_time_late_stream(), window.FixedWindows(10), _EARLY_LATE_COUNTS, DISCARDING, lateness=50
+    )
+    check(
+        out,
+        [
+            el(("k", [1, 2]), 9.999, W(0, 10), _early(0)),
+            el(("k", [3]), 9.999, W(0, 10), _on_time(1, last=False)),
+            el(("k", [4, 5]), 9.999, W(0, 10), _late(2, 1)),
+            el(("k", [6]), 9.999, W(0, 10), _late(3, 2, last=True)),
+        ],
+    )
     runner.run(p)
 
 
@@ -535,11 +625,14 @@ def test_repeatedly_after_count_discarding(runner):
     stream = _one_per_step(test_stream.TestStream(), [(t, t) for t in range(1, 6)]).advance_watermark_to_infinity()
     p = _pipeline(runner)
     out = _grouped(p, stream, window.FixedWindows(10), trigger.Repeatedly(trigger.AfterCount(2)), DISCARDING)
-    check(out, [
-        el(("k", [1, 2]), 9.999, W(0, 10), _early(0)),
-        el(("k", [3, 4]), 9.999, W(0, 10), _early(1)),
-        el(("k", [5]), 9.999, W(0, 10), _on_time(2, last=True)),
-    ])
+    check(
+        out,
+        [
+            el(("k", [1, 2]), 9.999, W(0, 10), _early(0)),
+            el(("k", [3, 4]), 9.999, W(0, 10), _early(1)),
+            el(("k", [5]), 9.999, W(0, 10), _on_time(2, last=True)),
+        ],
+    )
     runner.run(p)
 
 
@@ -548,25 +641,31 @@ def test_discarding_mode_java_vector(runner):
     # Java TestStreamTest.testDiscardingMode: Fixed(1 s), early AfterCount(2), late Never,
     # discarding, lateness 5 s: early {firstPane, alsoFirstPane}, on-time {onTimePane}, and
     # the two late elements only in the final pane at expiry.
-    stream = (test_stream.TestStream()
-              .advance_watermark_to(0)
-              .add_elements([_tv("firstPane", 0.1), _tv("alsoFirstPane", 0.2)])
-              .add_elements([_tv("onTimePane", 0.5)])
-              .advance_watermark_to(1)
-              .add_elements([_tv("finalLatePane", 0.75), _tv("alsoFinalLatePane", 0.25)])
-              .advance_watermark_to_infinity())
+    stream = (
+        test_stream.TestStream()
+        .advance_watermark_to(0)
+        .add_elements([_tv("firstPane", 0.1), _tv("alsoFirstPane", 0.2)])
+        .add_elements([_tv("onTimePane", 0.5)])
+        .advance_watermark_to(1)
+        .add_elements([_tv("finalLatePane", 0.75), _tv("alsoFinalLatePane", 0.25)])
+        .advance_watermark_to_infinity()
+    )
     p = _pipeline(runner)
     trig = trigger.AfterWatermark(early=trigger.AfterCount(2), late=trigger._Never())
     out = _grouped(p, stream, window.FixedWindows(1), trig, DISCARDING, lateness=5)
-    check(out, [
-        el(("k", ["alsoFirstPane", "firstPane"]), 0.999, W(0, 1), _early(0)),
-        el(("k", ["onTimePane"]), 0.999, W(0, 1), _on_time(1, last=False)),
-        el(("k", ["alsoFinalLatePane", "finalLatePane"]), 0.999, W(0, 1), _late(2, 1, last=True)),
-    ])
+    check(
+        out,
+        [
+            el(("k", ["alsoFirstPane", "firstPane"]), 0.999, W(0, 1), _early(0)),
+            el(("k", ["onTimePane"]), 0.999, W(0, 1), _on_time(1, last=False)),
+            el(("k", ["alsoFinalLatePane", "finalLatePane"]), 0.999, W(0, 1), _late(2, 1, last=True)),
+        ],
+    )
     runner.run(p)
 
 
 # --------------------------------------------------------------------------- pane info
+
 
 @capability("triggers.pane_info")
 def test_pane_info_through_early_on_time_late_and_final_panes(runner):
@@ -579,13 +678,16 @@ def test_pane_info_through_early_on_time_late_and_final_panes(runner):
     p = _pipeline(runner)
     trig = trigger.AfterWatermark(early=trigger.AfterCount(1), late=trigger.AfterCount(2))
     out = _grouped(p, stream, window.FixedWindows(10), trig, ACCUMULATING, lateness=30)
-    check(out, [
-        el(("k", [1]), 9.999, W(0, 10), _early(0)),
-        el(("k", [1, 2]), 9.999, W(0, 10), _early(1)),
-        el(("k", [1, 2]), 9.999, W(0, 10), _on_time(2, last=False)),
-        el(("k", [1, 2, 3, 4]), 9.999, W(0, 10), _late(3, 1)),
-        el(("k", [1, 2, 3, 4, 5]), 9.999, W(0, 10), _late(4, 2, last=True)),
-    ])
+    check(
+        out,
+        [
+            el(("k", [1]), 9.999, W(0, 10), _early(0)),
+            el(("k", [1, 2]), 9.999, W(0, 10), _early(1)),
+            el(("k", [1, 2]), 9.999, W(0, 10), _on_time(2, last=False)),
+            el(("k", [1, 2, 3, 4]), 9.999, W(0, 10), _late(3, 1)),
+            el(("k", [1, 2, 3, 4, 5]), 9.999, W(0, 10), _late(4, 2, last=True)),
+        ],
+    )
     runner.run(p)
 
 
@@ -593,17 +695,17 @@ def test_pane_info_through_early_on_time_late_and_final_panes(runner):
 def test_on_time_pane_after_early_pane_is_last_with_zero_lateness(runner):
     # With allowed lateness 0 the ON_TIME pane is the final one: first=False (an early pane
     # fired before), index 1, nonspeculative index 0, last=True.
-    stream = (test_stream.TestStream()
-              .add_elements([_tv(1, 1)])
-              .advance_watermark_to(20)
-              .advance_watermark_to_infinity())
+    stream = test_stream.TestStream().add_elements([_tv(1, 1)]).advance_watermark_to(20).advance_watermark_to_infinity()
     p = _pipeline(runner)
     trig = trigger.AfterWatermark(early=trigger.AfterCount(1))
     out = _grouped(p, stream, window.FixedWindows(10), trig, ACCUMULATING)
-    check(out, [
-        el(("k", [1]), 9.999, W(0, 10), _early(0)),
-        el(("k", [1]), 9.999, W(0, 10), _on_time(1, last=True)),
-    ])
+    check(
+        out,
+        [
+            el(("k", [1]), 9.999, W(0, 10), _early(0)),
+            el(("k", [1]), 9.999, W(0, 10), _on_time(1, last=True)),
+        ],
+    )
     runner.run(p)
 
 
@@ -612,22 +714,27 @@ def test_pane_indices_are_per_key_and_window(runner):
     # Pane indices count the firings of one key in one window: interleaved keys a and b and
     # a second window of a each start at index 0 (first) and end with their own final
     # on-time pane, empty here because early panes already discarded everything.
-    stream = (test_stream.TestStream()
-              .add_elements([_tv(1, 1, key="a")])
-              .add_elements([_tv(2, 2, key="b")])
-              .add_elements([_tv(3, 3, key="a")])
-              .add_elements([_tv(12, 12, key="a")])
-              .advance_watermark_to_infinity())
+    stream = (
+        test_stream.TestStream()
+        .add_elements([_tv(1, 1, key="a")])
+        .add_elements([_tv(2, 2, key="b")])
+        .add_elements([_tv(3, 3, key="a")])
+        .add_elements([_tv(12, 12, key="a")])
+        .advance_watermark_to_infinity()
+    )
     p = _pipeline(runner)
     trig = trigger.AfterWatermark(early=trigger.AfterCount(1))
     out = _grouped(p, stream, window.FixedWindows(10), trig, DISCARDING)
-    check(out, [
-        el(("a", [1]), 9.999, W(0, 10), _early(0)),
-        el(("a", [3]), 9.999, W(0, 10), _early(1)),
-        el(("a", []), 9.999, W(0, 10), _on_time(2, last=True)),
-        el(("b", [2]), 9.999, W(0, 10), _early(0)),
-        el(("b", []), 9.999, W(0, 10), _on_time(1, last=True)),
-        el(("a", [12]), 19.999, W(10, 20), _early(0)),
-        el(("a", []), 19.999, W(10, 20), _on_time(1, last=True)),
-    ])
+    check(
+        out,
+        [
+            el(("a", [1]), 9.999, W(0, 10), _early(0)),
+            el(("a", [3]), 9.999, W(0, 10), _early(1)),
+            el(("a", []), 9.999, W(0, 10), _on_time(2, last=True)),
+            el(("b", [2]), 9.999, W(0, 10), _early(0)),
+            el(("b", []), 9.999, W(0, 10), _on_time(1, last=True)),
+            el(("a", [12]), 19.999, W(10, 20), _early(0)),
+            el(("a", []), 19.999, W(10, 20), _on_time(1, last=True)),
+        ],
+    )
     runner.run(p)

@@ -20,6 +20,7 @@ until all of them are processed), and a trigger is evaluated as elements arrive.
 Which elements a pane holds depends on how the runner bundled the input, so the cases check
 these properties over whatever panes the runner produced (``satisfies``), never pane contents.
 """
+
 import collections
 
 import apache_beam as beam
@@ -32,10 +33,13 @@ DISCARDING = trigger.AccumulationMode.DISCARDING
 
 # (key, value, timestamp in seconds): "a" has 7 elements in [0, 10) (one value twice) and 4 in
 # [10, 20); "b" has 1 in [0, 10), fewer than any count below; "c" 5 in [20, 30).
-INPUT = ([("a", v, v) for v in (1, 2, 3, 4, 5, 6)] + [("a", 4, 9)]
-         + [("a", v, v) for v in (11, 12, 13, 14)]
-         + [("b", 100, 5)]
-         + [("c", v, v) for v in (21, 22, 23, 24, 25)])
+INPUT = (
+    [("a", v, v) for v in (1, 2, 3, 4, 5, 6)]
+    + [("a", 4, 9)]
+    + [("a", v, v) for v in (11, 12, 13, 14)]
+    + [("b", 100, 5)]
+    + [("c", v, v) for v in (21, 22, 23, 24, 25)]
+)
 
 
 def _expected_windows():
@@ -49,9 +53,12 @@ def _expected_windows():
 def _grouped(runner, trigger_fn, mode):
     # Python refuses at construction a trigger that may finish; the flag is not sent to the runner.
     p = runner.pipeline("--allow_unsafe_triggers")
-    out = (keyed_input(p, INPUT)
-           | beam.WindowInto(window.FixedWindows(10), trigger=trigger_fn, accumulation_mode=mode)
-           | beam.GroupByKey() | sorted_groups())
+    out = (
+        keyed_input(p, INPUT)
+        | beam.WindowInto(window.FixedWindows(10), trigger=trigger_fn, accumulation_mode=mode)
+        | beam.GroupByKey()
+        | sorted_groups()
+    )
     return p, out
 
 
@@ -66,6 +73,7 @@ def _sub(bigger, smaller):
 
 def _verify(count, accumulating):
     """The predicate over the produced records for an element-count trigger of ``count``."""
+
     def verify(records):
         expected = _expected_windows()
         panes = collections.defaultdict(list)
@@ -84,15 +92,19 @@ def _verify(count, accumulating):
                 assert r.pane.last == (r is last), f"{label}: is_last wrong in {r!r}"
                 assert r.timestamp_ms == r.window.end_ms - 1, f"{label}: {r!r} not at the window's end"
             for r in early:
-                assert (r.pane.timing, r.pane.nonspec) == ("EARLY", -1), \
-                    f"{label}: a pane before the last must be EARLY (the watermark had not passed the " \
+                assert (r.pane.timing, r.pane.nonspec) == ("EARLY", -1), (
+                    f"{label}: a pane before the last must be EARLY (the watermark had not passed the "
                     f"window's end: all input comes first in batch): {r!r}"
-            assert (last.pane.timing, last.pane.nonspec) == ("ON_TIME", 0), \
+                )
+            assert (last.pane.timing, last.pane.nonspec) == ("ON_TIME", 0), (
                 f"{label}: the last pane must be the window's one ON_TIME pane: {last!r}"
+            )
             if len(everything) >= count:
-                assert early, f"{label}: {len(everything)} elements reached a count trigger of {count} " \
-                              "before the end of input, yet no EARLY pane fired"
-            seen = []   # everything emitted so far (discarding), or the previous pane (accumulating)
+                assert early, (
+                    f"{label}: {len(everything)} elements reached a count trigger of {count} "
+                    "before the end of input, yet no EARLY pane fired"
+                )
+            seen = []  # everything emitted so far (discarding), or the previous pane (accumulating)
             for r in found:
                 values = r.value[1]
                 if accumulating:
@@ -102,20 +114,26 @@ def _verify(count, accumulating):
                     new = values
                     seen = seen + values
                 if r is not last:
-                    assert len(new) >= count, f"{label}: EARLY pane {r!r} brought {len(new)} new element(s), " \
-                                              f"fewer than the count {count}"
+                    assert len(new) >= count, (
+                        f"{label}: EARLY pane {r!r} brought {len(new)} new element(s), fewer than the count {count}"
+                    )
                 else:
-                    assert len(new) < count, f"{label}: the count trigger should have fired before the last " \
-                                             f"pane, which brought {len(new)} new element(s): {r!r}"
+                    assert len(new) < count, (
+                        f"{label}: the count trigger should have fired before the last "
+                        f"pane, which brought {len(new)} new element(s): {r!r}"
+                    )
             what = "the last accumulating pane" if accumulating else "the discarding panes together"
             assert sorted(seen) == everything, f"{label}: {what} hold {sorted(seen)}, the window {everything}"
         return True
+
     return verify
 
 
 def _describe(trigger_text, mode_text):
-    return (f"{trigger_text}, {mode_text}, in batch: per key and window, EARLY panes of at least the count "
-            "each, then one last ON_TIME pane; indices from 0")
+    return (
+        f"{trigger_text}, {mode_text}, in batch: per key and window, EARLY panes of at least the count "
+        "each, then one last ON_TIME pane; indices from 0"
+    )
 
 
 @capability("triggers.batch_count")
@@ -133,8 +151,9 @@ def test_early_count_firings_then_on_time_pane_in_batch(runner):
     # AfterWatermark(early=AfterCount(3)), discarding: EARLY panes of at least 3 elements while input
     # arrives, then the ON_TIME pane (is_last, allowed lateness 0) when the watermark passes the end.
     p, out = _grouped(runner, trigger.AfterWatermark(early=trigger.AfterCount(3)), DISCARDING)
-    check(out, satisfies(_verify(3, accumulating=False),
-                         _describe("AfterWatermark(early=AfterCount(3))", "discarding")))
+    check(
+        out, satisfies(_verify(3, accumulating=False), _describe("AfterWatermark(early=AfterCount(3))", "discarding"))
+    )
     runner.run(p)
 
 
@@ -143,8 +162,13 @@ def test_accumulating_panes_nest_in_batch(runner):
     # Accumulating, AfterWatermark(early=AfterCount(2)): each pane of a window holds every element of
     # the pane before it and at least 2 more; the ON_TIME pane holds every element of the window.
     p, out = _grouped(runner, trigger.AfterWatermark(early=trigger.AfterCount(2)), ACCUMULATING)
-    check(out, satisfies(_verify(2, accumulating=True),
-                         _describe("AfterWatermark(early=AfterCount(2))", "accumulating, panes nested")))
+    check(
+        out,
+        satisfies(
+            _verify(2, accumulating=True),
+            _describe("AfterWatermark(early=AfterCount(2))", "accumulating, panes nested"),
+        ),
+    )
     runner.run(p)
 
 
@@ -153,8 +177,10 @@ def test_accumulating_repeated_count_panes_nest_in_batch(runner):
     # Accumulating, Repeatedly(AfterCount(3)): nested panes, each at least 3 elements more than the one
     # before; the final pane holds every element of the window.
     p, out = _grouped(runner, trigger.Repeatedly(trigger.AfterCount(3)), ACCUMULATING)
-    check(out, satisfies(_verify(3, accumulating=True),
-                         _describe("Repeatedly(AfterCount(3))", "accumulating, panes nested")))
+    check(
+        out,
+        satisfies(_verify(3, accumulating=True), _describe("Repeatedly(AfterCount(3))", "accumulating, panes nested")),
+    )
     runner.run(p)
 
 
@@ -163,6 +189,11 @@ def test_discarding_panes_are_disjoint_and_complete_in_batch(runner):
     # Discarding, AfterWatermark(early=AfterCount(2)): the panes of a window are disjoint and together
     # hold every element of the window exactly once (a value added twice is there twice).
     p, out = _grouped(runner, trigger.AfterWatermark(early=trigger.AfterCount(2)), DISCARDING)
-    check(out, satisfies(_verify(2, accumulating=False),
-                         _describe("AfterWatermark(early=AfterCount(2))", "discarding, panes disjoint")))
+    check(
+        out,
+        satisfies(
+            _verify(2, accumulating=False),
+            _describe("AfterWatermark(early=AfterCount(2))", "discarding, panes disjoint"),
+        ),
+    )
     runner.run(p)

@@ -11,6 +11,7 @@ them with the pipeline. And their coders refuse to decode outside an SDK worker'
 runner that decodes user data itself - in process or not - fails these cases with a message
 naming the type.
 """
+
 import importlib.util
 import os
 import sys
@@ -23,10 +24,10 @@ from apache_beam.coders import coders
 from apache_beam.internal.cloudpickle import cloudpickle
 from apache_beam.testing import test_stream
 from apache_beam.transforms import window
-from apache_beam.transforms.userstate import BagStateSpec, TimerSpec, on_timer
 from apache_beam.transforms.timeutil import TimeDomain
+from apache_beam.transforms.userstate import BagStateSpec, TimerSpec, on_timer
 
-from conformance.api import GLOBAL, W, capability, check, el, keyed_input, stamped_by_value
+from conformance.api import GLOBAL, W, capability, check, el, stamped_by_value
 
 _SOURCE = '''
 """User types of a conformance case: not importable by any other process."""
@@ -170,11 +171,16 @@ _POINTS = [(Point(1, 2), 10), (Point(3, 4), 20), (Point(1, 2), 30), (Point(5, 6)
 def test_user_type_keys_group_by_encoding(runner):
     # GroupByKey by encoded key bytes: equal Points (same encoding) form one group.
     p = runner.pipeline()
-    out = (p | beam.Create(_POINTS).with_output_types(tuple[Point, int])
-           | beam.GroupByKey()
-           | beam.MapTuple(lambda k, vs: (_xy(k), sorted(vs))))
-    check(out, [el(((1, 2), [10, 30]), window=GLOBAL), el(((3, 4), [20]), window=GLOBAL),
-                el(((5, 6), [40]), window=GLOBAL)])
+    out = (
+        p
+        | beam.Create(_POINTS).with_output_types(tuple[Point, int])
+        | beam.GroupByKey()
+        | beam.MapTuple(lambda k, vs: (_xy(k), sorted(vs)))
+    )
+    check(
+        out,
+        [el(((1, 2), [10, 30]), window=GLOBAL), el(((3, 4), [20]), window=GLOBAL), el(((5, 6), [40]), window=GLOBAL)],
+    )
     runner.run(p)
 
 
@@ -183,10 +189,11 @@ def test_user_type_values_through_group_and_combine(runner):
     # Values of a user type cross a GroupByKey and a lifted CombinePerKey as opaque bytes.
     p = runner.pipeline()
     points = p | beam.Create([("a", Point(1, 1)), ("a", Point(2, 3)), ("b", Point(4, 5))]).with_output_types(
-        tuple[str, Point])
+        tuple[str, Point]
+    )
     grouped = points | beam.GroupByKey() | beam.MapTuple(lambda k, vs: (k, sorted(_xy(v) for v in vs)))
     check(grouped, [("a", [(1, 1), (2, 3)]), ("b", [(4, 5)])], label="grouped")
-    summed = (points | beam.CombinePerKey(_SumPoints()) | beam.MapTuple(lambda k, v: (k, _xy(v))))
+    summed = points | beam.CombinePerKey(_SumPoints()) | beam.MapTuple(lambda k, v: (k, _xy(v)))
     check(summed, [("a", (3, 4)), ("b", (4, 5))], label="combined")
     runner.run(p)
 
@@ -236,9 +243,15 @@ def test_user_type_side_inputs(runner):
     p = runner.pipeline()
     points = p | "Points" >> beam.Create([Point(1, 2), Point(3, 4)]).with_output_types(Point)
     by_name = p | "Named" >> beam.Create([("p", Point(7, 8))]).with_output_types(tuple[str, Point])
-    out = (p | "Main" >> beam.Create(["x"])
-           | beam.Map(lambda _, ps, named: (sorted(_xy(q) for q in ps), _xy(named["p"])),
-                      ps=beam.pvalue.AsList(points), named=beam.pvalue.AsDict(by_name)))
+    out = (
+        p
+        | "Main" >> beam.Create(["x"])
+        | beam.Map(
+            lambda _, ps, named: (sorted(_xy(q) for q in ps), _xy(named["p"])),
+            ps=beam.pvalue.AsList(points),
+            named=beam.pvalue.AsDict(by_name),
+        )
+    )
     check(out, [([(1, 2), (3, 4)], (7, 8))])
     runner.run(p)
 
@@ -249,10 +262,17 @@ def test_user_types_of_two_coders_flattened_then_grouped(runner):
     # re-encodes the TextPoints, the runner only moves and groups bytes.
     p = runner.pipeline()
     points = p | "Points" >> beam.Create([("k", Point(1, 2))]).with_output_types(tuple[str, Point])
-    texts = (p | "Pairs" >> beam.Create([("k", (3, 4)), ("j", (5, 6))])
-             | beam.MapTuple(lambda k, xy: (k, _types.TextPoint(*xy))).with_output_types(tuple[str, _types.TextPoint]))
-    out = ((points, texts) | beam.Flatten().with_output_types(tuple[str, Point]) | beam.GroupByKey()
-           | beam.MapTuple(lambda k, vs: (k, sorted(_xy(v) for v in vs))))
+    texts = (
+        p
+        | "Pairs" >> beam.Create([("k", (3, 4)), ("j", (5, 6))])
+        | beam.MapTuple(lambda k, xy: (k, _types.TextPoint(*xy))).with_output_types(tuple[str, _types.TextPoint])
+    )
+    out = (
+        (points, texts)
+        | beam.Flatten().with_output_types(tuple[str, Point])
+        | beam.GroupByKey()
+        | beam.MapTuple(lambda k, vs: (k, sorted(_xy(v) for v in vs)))
+    )
     check(out, [("k", [(1, 2), (3, 4)]), ("j", [(5, 6)])])
     runner.run(p)
 
@@ -263,10 +283,23 @@ def test_window_of_a_user_type_groups_and_keeps_its_window(runner):
     # max timestamp without decoding it (custom_window) and groups per window by its bytes.
     p = runner.pipeline()
     data = [("k", 1), ("k", 3), ("k", 2), ("k", 61), ("j", 5)]
-    out = (p | beam.Create(data) | stamped_by_value() | beam.WindowInto(ParityWindows())
-           | beam.GroupByKey() | beam.ParDo(_WithParity()))
-    check(out, [el(("k", 0, True, [1, 3]), 59.999), el(("k", 0, False, [2]), 59.999),
-                el(("k", 1, True, [61]), 119.999), el(("j", 0, True, [5]), 59.999)])
+    out = (
+        p
+        | beam.Create(data)
+        | stamped_by_value()
+        | beam.WindowInto(ParityWindows())
+        | beam.GroupByKey()
+        | beam.ParDo(_WithParity())
+    )
+    check(
+        out,
+        [
+            el(("k", 0, True, [1, 3]), 59.999),
+            el(("k", 0, False, [2]), 59.999),
+            el(("k", 1, True, [61]), 119.999),
+            el(("j", 0, True, [5]), 59.999),
+        ],
+    )
     runner.run(p)
 
 
@@ -279,14 +312,20 @@ class _WithParity(beam.DoFn):
 def test_user_types_from_a_test_stream(runner):
     # TestStream events of a user type (encoded with the user's coder): the runner emits the
     # encoded elements as they are, windows them and groups them by bytes.
-    stream = (test_stream.TestStream(coder=coders.TupleCoder([coders.StrUtf8Coder(), _types.PointCoder()]))
-              .add_elements([window.TimestampedValue(("k", Point(1, 1)), 1),
-                             window.TimestampedValue(("k", Point(2, 2)), 2)])
-              .advance_watermark_to(10)
-              .add_elements([window.TimestampedValue(("k", Point(3, 3)), 12)])
-              .advance_watermark_to_infinity())
+    stream = (
+        test_stream.TestStream(coder=coders.TupleCoder([coders.StrUtf8Coder(), _types.PointCoder()]))
+        .add_elements([window.TimestampedValue(("k", Point(1, 1)), 1), window.TimestampedValue(("k", Point(2, 2)), 2)])
+        .advance_watermark_to(10)
+        .add_elements([window.TimestampedValue(("k", Point(3, 3)), 12)])
+        .advance_watermark_to_infinity()
+    )
     p = runner.pipeline()
-    out = (p | stream | beam.WindowInto(window.FixedWindows(10)) | beam.GroupByKey()
-           | beam.MapTuple(lambda k, vs: (k, sorted(_xy(v) for v in vs))))
+    out = (
+        p
+        | stream
+        | beam.WindowInto(window.FixedWindows(10))
+        | beam.GroupByKey()
+        | beam.MapTuple(lambda k, vs: (k, sorted(_xy(v) for v in vs)))
+    )
     check(out, [el(("k", [(1, 1), (2, 2)]), 9.999, W(0, 10)), el(("k", [(3, 3)]), 19.999, W(10, 20))])
     runner.run(p)

@@ -1,6 +1,7 @@
 """The capability matrix in the Beam website's data shape (capability_matrix.yaml):
 columns in order, then categories of rows, each row with one value per column in
 that same order, each value a verdict (l1), a short qualifier (l2) and a note (l3)."""
+
 from __future__ import annotations
 
 import yaml
@@ -9,8 +10,14 @@ from conformance import capabilities
 from conformance.report.matrix import Matrix
 
 # The website's palette for Yes / Partially / No cells (and their borders).
-_COLOURS = {"color-y": "fff", "color-yb": "f6f6f6", "color-p": "f9f9f9", "color-pb": "d8d8d8",
-            "color-n": "e1e0e0", "color-nb": "bcbcbc"}
+_COLOURS = {
+    "color-y": "fff",
+    "color-yb": "f6f6f6",
+    "color-p": "f9f9f9",
+    "color-pb": "d8d8d8",
+    "color-n": "e1e0e0",
+    "color-nb": "bcbcbc",
+}
 
 
 def build(matrix: Matrix) -> dict:

@@ -6,6 +6,7 @@ Filters narrow it by target, verdict and capability text. A cell opens its cases
 capability, with their failure messages; without scripts the cell links to the same list
 below the grid. Target details (counts, versions, changes since a previous run) follow.
 """
+
 from __future__ import annotations
 
 import html
@@ -61,14 +62,20 @@ def _grid_cell(row: str, index: int, col: Column, cell: Cell) -> str:
     verdict = cell.verdict
     label = f"{row} on {col.name}: {VERDICT_WORD[verdict]}, {cell.qualifier}{_change_words(changes)}"
     outcomes = " ".join(sorted({c["outcome"] for c in cell.cases}))
-    attrs = (f'class="{CSS_CLASS[verdict]}" data-target="t{index}" data-verdict="{(verdict or "untested").lower()}"'
-             f' data-outcomes="{outcomes}" data-changed="{"yes" if changes else "no"}"')
-    inner = (f'<span class="sym" aria-hidden="true">{SYMBOL[verdict]}</span>'
-             f'<span class="count" aria-hidden="true">{_e(_count(cell))}</span>{_change_badge(changes)}')
+    attrs = (
+        f'class="{CSS_CLASS[verdict]}" data-target="t{index}" data-verdict="{(verdict or "untested").lower()}"'
+        f' data-outcomes="{outcomes}" data-changed="{"yes" if changes else "no"}"'
+    )
+    inner = (
+        f'<span class="sym" aria-hidden="true">{SYMBOL[verdict]}</span>'
+        f'<span class="count" aria-hidden="true">{_e(_count(cell))}</span>{_change_badge(changes)}'
+    )
     if not cell.cases:
         return f'<td {attrs}><span class="visually-hidden">{_e(label)}</span>{inner}</td>'
-    return (f'<td {attrs}><a href="#{_cell_anchor(row, index)}" aria-label="{_e(label)}" title="{_e(label)}">'
-            f"{inner}</a></td>")
+    return (
+        f'<td {attrs}><a href="#{_cell_anchor(row, index)}" aria-label="{_e(label)}" title="{_e(label)}">'
+        f"{inner}</a></td>"
+    )
 
 
 def _case_items(cell: Cell, changes: dict) -> str:
@@ -76,17 +83,23 @@ def _case_items(cell: Cell, changes: dict) -> str:
     for case in cell.failing + cell.passing + cell.skipped:
         kind = "failing" if case in cell.failing else "passing" if case in cell.passing else "skipped"
         change = changes.get(case["id"])
-        note = (f' <span class="changed-note">({_e(change.kind)}: was {_e(change.before or "absent")})</span>'
-                if change else "")
-        known = (f'<div class="known">known failure: {_e(case["known_failure"])}</div>'
-                 if case.get("known_failure") else "")
+        note = (
+            f' <span class="changed-note">({_e(change.kind)}: was {_e(change.before or "absent")})</span>'
+            if change
+            else ""
+        )
+        known = (
+            f'<div class="known">known failure: {_e(case["known_failure"])}</div>' if case.get("known_failure") else ""
+        )
         message = ""
         if kind == "failing":
             message = f'<pre class="message">{_e(case["message"] or "(no message)")}</pre>'
         elif kind == "skipped" and case.get("message"):
             message = f'<div class="skip-reason">{_e(case["message"])}</div>'
-        items.append(f'<li class="{kind}"><span class="outcome">{_e(case["outcome"])}</span> '
-                     f'<code>{_e(case["id"])}</code>{note}{known}{message}</li>')
+        items.append(
+            f'<li class="{kind}"><span class="outcome">{_e(case["outcome"])}</span> '
+            f"<code>{_e(case['id'])}</code>{note}{known}{message}</li>"
+        )
     return "".join(items)
 
 
@@ -98,21 +111,26 @@ def _cell_cases(matrix: Matrix, row: str, index: int, col: Column) -> str:
         cap_cell = matrix.capability_cell(cap.id, col.name)
         if not cap_cell.cases:
             continue
-        body.append(f'<h3><span class="chip {CSS_CLASS[cap_cell.verdict]}" aria-hidden="true">'
-                    f'{SYMBOL[cap_cell.verdict]}</span> {_e(cap.title)} <code>{_e(cap.id)}</code> '
-                    f'<span class="visually-hidden">{VERDICT_WORD[cap_cell.verdict]},</span>'
-                    f'<small>{_e(cap_cell.qualifier)} · {_e(cap.beam_category)}</small></h3>'
-                    f'<ul class="cases">{_case_items(cap_cell, changes)}</ul>')
-    known_ids = {c["id"] for cap in matrix.capabilities_in_row(row)
-                 for c in matrix.capability_cell(cap.id, col.name).cases}
+        body.append(
+            f'<h3><span class="chip {CSS_CLASS[cap_cell.verdict]}" aria-hidden="true">'
+            f"{SYMBOL[cap_cell.verdict]}</span> {_e(cap.title)} <code>{_e(cap.id)}</code> "
+            f'<span class="visually-hidden">{VERDICT_WORD[cap_cell.verdict]},</span>'
+            f"<small>{_e(cap_cell.qualifier)} · {_e(cap.beam_category)}</small></h3>"
+            f'<ul class="cases">{_case_items(cap_cell, changes)}</ul>'
+        )
+    known_ids = {
+        c["id"] for cap in matrix.capabilities_in_row(row) for c in matrix.capability_cell(cap.id, col.name).cases
+    }
     others = Cell([c for c in cell.cases if c["id"] not in known_ids])  # from a newer taxonomy
     if others.cases:
         body.append(f'<h3>Other capabilities</h3><ul class="cases">{_case_items(others, changes)}</ul>')
     title = f"{row} on {col.name}: {VERDICT_WORD[cell.verdict]}, {cell.qualifier}"
-    return (f'<details class="cell-cases" id="{_cell_anchor(row, index)}" data-title="{_e(title)}"><summary>'
-            f'<span class="chip {CSS_CLASS[cell.verdict]}" aria-hidden="true">{SYMBOL[cell.verdict]}</span>'
-            f'{_e(title)}</summary>'
-            f'<div class="cell-body">{"".join(body)}</div></details>')
+    return (
+        f'<details class="cell-cases" id="{_cell_anchor(row, index)}" data-title="{_e(title)}"><summary>'
+        f'<span class="chip {CSS_CLASS[cell.verdict]}" aria-hidden="true">{SYMBOL[cell.verdict]}</span>'
+        f"{_e(title)}</summary>"
+        f'<div class="cell-body">{"".join(body)}</div></details>'
+    )
 
 
 def _search_text(matrix: Matrix, row: capabilities.Row) -> str:
@@ -124,11 +142,22 @@ def _search_text(matrix: Matrix, row: capabilities.Row) -> str:
 
 def _target_card(col: Column) -> str:
     s = col.summary
-    facts = [("passed", s.get("passed", 0)), ("failed", s.get("failed", 0)),
-             ("known failures", s.get("expected-failure", 0)), ("unexpected passes", s.get("unexpected-pass", 0)),
-             ("errors", s.get("error", 0)), ("skipped", s.get("skipped", 0)), ("wall time", f"{col.wall_time_s:g} s")]
-    for key, label in (("apache_beam", "Beam SDK"), ("python", "Python"), ("spec", "target"),
-                       ("endpoint", "endpoint"), ("environment_type", "environment")):
+    facts = [
+        ("passed", s.get("passed", 0)),
+        ("failed", s.get("failed", 0)),
+        ("known failures", s.get("expected-failure", 0)),
+        ("unexpected passes", s.get("unexpected-pass", 0)),
+        ("errors", s.get("error", 0)),
+        ("skipped", s.get("skipped", 0)),
+        ("wall time", f"{col.wall_time_s:g} s"),
+    ]
+    for key, label in (
+        ("apache_beam", "Beam SDK"),
+        ("python", "Python"),
+        ("spec", "target"),
+        ("endpoint", "endpoint"),
+        ("environment_type", "environment"),
+    ):
         if col.info.get(key):
             facts.append((label, col.info[key]))
     if col.changes is not None:
@@ -140,72 +169,117 @@ def _target_card(col: Column) -> str:
 def render(matrix: Matrix) -> str:
     cols = matrix.columns
     has_changes = any(c.changes is not None for c in cols)
-    out = ['<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">',
-           '<meta name="viewport" content="width=device-width, initial-scale=1">',
-           "<title>Beam runner capability matrix</title>", f"<style>{_asset('matrix.css')}</style></head><body><main>",
-           "<h1>Beam runner capability matrix</h1>",
-           '<p class="intro">One cell per capability row and target: cases passing of cases run (known '
-           "failures count as failures). Open a cell for its cases and failure messages.</p>",
-           '<ul class="legend" aria-label="Legend">'
-           + "".join(f'<li><span class="chip {CSS_CLASS[v]}" aria-hidden="true">{SYMBOL[v]}</span>{text}</li>'
-                     for v, text in (("Yes", "Yes: every case passes"), ("Partially", "Partially: some pass"),
-                                     ("No", "No: none pass"), ("", "not tested")))
-           + ("<li><span class=\"change\" aria-hidden=\"true\">▼1</span> regressed / "
-              "<span class=\"change\" aria-hidden=\"true\">▲1</span> fixed since the previous run</li>"
-              if has_changes else "") + "</ul>"]
+    out = [
+        '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        "<title>Beam runner capability matrix</title>",
+        f"<style>{_asset('matrix.css')}</style></head><body><main>",
+        "<h1>Beam runner capability matrix</h1>",
+        '<p class="intro">One cell per capability row and target: cases passing of cases run (known '
+        "failures count as failures). Open a cell for its cases and failure messages.</p>",
+        '<ul class="legend" aria-label="Legend">'
+        + "".join(
+            f'<li><span class="chip {CSS_CLASS[v]}" aria-hidden="true">{SYMBOL[v]}</span>{text}</li>'
+            for v, text in (
+                ("Yes", "Yes: every case passes"),
+                ("Partially", "Partially: some pass"),
+                ("No", "No: none pass"),
+                ("", "not tested"),
+            )
+        )
+        + (
+            '<li><span class="change" aria-hidden="true">▼1</span> regressed / '
+            '<span class="change" aria-hidden="true">▲1</span> fixed since the previous run</li>'
+            if has_changes
+            else ""
+        )
+        + "</ul>",
+    ]
     # filters: shown by the script (they need it)
-    out.append('<form id="filters" class="filters" hidden aria-label="Filter the matrix">'
-               '<label for="f-text">Capability<input id="f-text" type="search" '
-               'placeholder="e.g. sessions, state.bag" autocomplete="off"></label>'
-               '<label for="f-verdict">Rows with a cell that<select id="f-verdict">'
-               '<option value="">(any)</option><optgroup label="is">'
-               '<option value="failing">failing (No or Partially)</option>'
-               '<option value="no">No</option><option value="partially">Partially</option>'
-               '<option value="yes">Yes</option><option value="untested">not tested</option>'
-               + ('<option value="changed">changed since the previous run</option>' if has_changes else "")
-               + '</optgroup><optgroup label="has a case that">'
-               + "".join(f'<option value="outcome:{o}">{text}</option>' for o, text in (
-                   ("failed", "failed (not a known failure)"), ("expected-failure", "failed as known"),
-                   ("unexpected-pass", "passed unexpectedly"), ("error", "errored"), ("skipped", "was skipped")))
-               + "</optgroup></select></label><fieldset><legend>Targets</legend>"
-               + "".join(f'<label><input type="checkbox" checked data-target="t{i}">{_e(c.name)}</label>'
-                         for i, c in enumerate(cols))
-               + '</fieldset><output id="f-count" for="f-text f-verdict"></output></form>')
+    out.append(
+        '<form id="filters" class="filters" hidden aria-label="Filter the matrix">'
+        '<label for="f-text">Capability<input id="f-text" type="search" '
+        'placeholder="e.g. sessions, state.bag" autocomplete="off"></label>'
+        '<label for="f-verdict">Rows with a cell that<select id="f-verdict">'
+        '<option value="">(any)</option><optgroup label="is">'
+        '<option value="failing">failing (No or Partially)</option>'
+        '<option value="no">No</option><option value="partially">Partially</option>'
+        '<option value="yes">Yes</option><option value="untested">not tested</option>'
+        + ('<option value="changed">changed since the previous run</option>' if has_changes else "")
+        + '</optgroup><optgroup label="has a case that">'
+        + "".join(
+            f'<option value="outcome:{o}">{text}</option>'
+            for o, text in (
+                ("failed", "failed (not a known failure)"),
+                ("expected-failure", "failed as known"),
+                ("unexpected-pass", "passed unexpectedly"),
+                ("error", "errored"),
+                ("skipped", "was skipped"),
+            )
+        )
+        + "</optgroup></select></label><fieldset><legend>Targets</legend>"
+        + "".join(
+            f'<label><input type="checkbox" checked data-target="t{i}">{_e(c.name)}</label>' for i, c in enumerate(cols)
+        )
+        + '</fieldset><output id="f-count" for="f-text f-verdict"></output></form>'
+    )
     # the grid
-    out.append('<div class="grid-wrap" role="region" aria-labelledby="grid-caption" tabindex="0">'
-               '<table id="matrix" class="grid"><caption id="grid-caption" class="visually-hidden">'
-               "Verdict per capability row (rows) and target (columns)</caption>"
-               '<colgroup><col class="first">' + "<col>" * len(cols) + "</colgroup>"
-               '<thead><tr><th scope="col" class="corner">Capability</th>'
-               + "".join(f'<th scope="col" class="target" data-target="t{i}" title="{_e(c.name)}">'
-                         f"<span>{_e(c.name)}</span></th>" for i, c in enumerate(cols))
-               + "</tr></thead><tbody>")
+    out.append(
+        '<div class="grid-wrap" role="region" aria-labelledby="grid-caption" tabindex="0">'
+        '<table id="matrix" class="grid"><caption id="grid-caption" class="visually-hidden">'
+        "Verdict per capability row (rows) and target (columns)</caption>"
+        '<colgroup><col class="first">' + "<col>" * len(cols) + "</colgroup>"
+        '<thead><tr><th scope="col" class="corner">Capability</th>'
+        + "".join(
+            f'<th scope="col" class="target" data-target="t{i}" title="{_e(c.name)}"><span>{_e(c.name)}</span></th>'
+            for i, c in enumerate(cols)
+        )
+        + "</tr></thead><tbody>"
+    )
     details = []
     for section in capabilities.SECTIONS:
         rows = matrix.rows_in_section(section.anchor)
         if not rows:
             continue
-        out.append(f'<tr class="section"><th scope="colgroup" colspan="{len(cols) + 1}" id="{_e(section.anchor)}">'
-                   f"<span>{_e(section.description)}</span></th></tr>")
+        out.append(
+            f'<tr class="section"><th scope="colgroup" colspan="{len(cols) + 1}" id="{_e(section.anchor)}">'
+            f"<span>{_e(section.description)}</span></th></tr>"
+        )
         for row in rows:
             n_caps = len(matrix.capabilities_in_row(row.name))
-            out.append(f'<tr class="row" data-search="{_e(_search_text(matrix, row))}">'
-                       f'<th scope="row" title="{_e(row.description)}">{_e(row.name)}'
-                       f'<span class="caps">{n_caps} capabilit{"y" if n_caps == 1 else "ies"}</span></th>'
-                       + "".join(_grid_cell(row.name, i, c, matrix.row_cell(row.name, c.name))
-                                 for i, c in enumerate(cols)) + "</tr>")
-            details += [_cell_cases(matrix, row.name, i, c) for i, c in enumerate(cols)
-                        if matrix.row_cell(row.name, c.name).cases]
+            out.append(
+                f'<tr class="row" data-search="{_e(_search_text(matrix, row))}">'
+                f'<th scope="row" title="{_e(row.description)}">{_e(row.name)}'
+                f'<span class="caps">{n_caps} capabilit{"y" if n_caps == 1 else "ies"}</span></th>'
+                + "".join(_grid_cell(row.name, i, c, matrix.row_cell(row.name, c.name)) for i, c in enumerate(cols))
+                + "</tr>"
+            )
+            details += [
+                _cell_cases(matrix, row.name, i, c)
+                for i, c in enumerate(cols)
+                if matrix.row_cell(row.name, c.name).cases
+            ]
     out.append("</tbody></table></div>")
-    out.append('<p class="intro">Generated by <code>beam-conformance report</code> from the suite\'s results. '
-               "Yes: every case that ran passes; Partially: some do; No: none do; not tested: no case ran "
-               "(skipped cases do not count).</p>")
-    out.append('<h2 id="targets-heading">Targets</h2><ul class="targets" id="summary" aria-labelledby="targets-heading">'
-               + "".join(_target_card(c) for c in cols) + "</ul>")
-    out.append('<h2 id="cases-heading">Cases per cell</h2><section id="cases" aria-labelledby="cases-heading">'
-               + "".join(details) + "</section>")
-    out.append('<dialog id="cases-dialog" aria-labelledby="cases-dialog-title"><div class="dialog-head">'
-               '<h2 id="cases-dialog-title">Cases</h2><button type="button" class="close" aria-label="Close">×</button>'
-               '</div><div class="dialog-body"></div></dialog>')
+    out.append(
+        '<p class="intro">Generated by <code>beam-conformance report</code> from the suite\'s results. '
+        "Yes: every case that ran passes; Partially: some do; No: none do; not tested: no case ran "
+        "(skipped cases do not count).</p>"
+    )
+    out.append(
+        '<h2 id="targets-heading">Targets</h2>'
+        '<ul class="targets" id="summary" aria-labelledby="targets-heading">'
+        + "".join(_target_card(c) for c in cols)
+        + "</ul>"
+    )
+    out.append(
+        '<h2 id="cases-heading">Cases per cell</h2><section id="cases" aria-labelledby="cases-heading">'
+        + "".join(details)
+        + "</section>"
+    )
+    out.append(
+        '<dialog id="cases-dialog" aria-labelledby="cases-dialog-title"><div class="dialog-head">'
+        '<h2 id="cases-dialog-title">Cases</h2><button type="button" class="close" aria-label="Close">×</button>'
+        '</div><div class="dialog-body"></div></dialog>'
+    )
     out.append(f"</main><script>{_asset('matrix.js')}</script></body></html>")
     return "\n".join(out) + "\n"

@@ -8,6 +8,7 @@ runner does fail them):
   No        none pass
   ''        nothing ran (not tested)
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -25,6 +26,7 @@ def _cases(n: int) -> str:
 @dataclass
 class Cell:
     """The outcome of a set of cases on one target."""
+
     cases: list[dict] = field(default_factory=list)
 
     @property
@@ -79,8 +81,15 @@ class Cell:
             "passed": len(self.passing),
             "ran": len(self.ran),
             "skipped": len(self.skipped),
-            "failing": [{"id": c["id"], "outcome": c["outcome"], "message": c["message"],
-                         "known_failure": c.get("known_failure")} for c in self.failing],
+            "failing": [
+                {
+                    "id": c["id"],
+                    "outcome": c["outcome"],
+                    "message": c["message"],
+                    "known_failure": c.get("known_failure"),
+                }
+                for c in self.failing
+            ],
             "passing": [c["id"] for c in self.passing],
         }
 
@@ -92,7 +101,7 @@ class Column:
     summary: dict
     wall_time_s: float
     # changes since a previous run of this target (None: no previous run given)
-    changes: "diff.TargetDiff | None" = None
+    changes: diff.TargetDiff | None = None
 
     def changed_cases(self, case_ids) -> list:
         """The changes (since the previous run) among the given cases."""
@@ -119,8 +128,11 @@ class Matrix:
         return [r for r in capabilities.ROWS if r.section == anchor and self._tested_anywhere(r.name)]
 
     def capabilities_in_row(self, row: str) -> list[capabilities.Capability]:
-        return [c for c in capabilities.CAPABILITIES
-                if c.row == row and any(self.capabilities[c.id][t.name].cases for t in self.columns)]
+        return [
+            c
+            for c in capabilities.CAPABILITIES
+            if c.row == row and any(self.capabilities[c.id][t.name].cases for t in self.columns)
+        ]
 
     def _tested_anywhere(self, row: str) -> bool:
         return any(self.rows[row][t.name].cases for t in self.columns)
@@ -132,9 +144,16 @@ def build(documents: list[dict], previous: dict[str, dict] | None = None) -> Mat
     by_target: dict[str, dict] = {}
     for doc in documents:
         by_target[doc["target"]] = doc
-    columns = [Column(name, doc.get("target_info", {}), doc.get("summary", {}), doc.get("wall_time_s", 0.0),
-                      diff.compare(previous[name], doc) if previous and name in previous else None)
-               for name, doc in by_target.items()]
+    columns = [
+        Column(
+            name,
+            doc.get("target_info", {}),
+            doc.get("summary", {}),
+            doc.get("wall_time_s", 0.0),
+            diff.compare(previous[name], doc) if previous and name in previous else None,
+        )
+        for name, doc in by_target.items()
+    ]
     rows = {r.name: {c.name: Cell() for c in columns} for r in capabilities.ROWS}
     caps = {c.id: {col.name: Cell() for col in columns} for c in capabilities.CAPABILITIES}
     for name, doc in by_target.items():
@@ -152,9 +171,16 @@ def build(documents: list[dict], previous: dict[str, dict] | None = None) -> Mat
 def to_json(matrix: Matrix) -> dict:
     return {
         "format": "beam-conformance-matrix/1",
-        "targets": [{"name": c.name, "info": c.info, "summary": c.summary, "wall_time_s": c.wall_time_s,
-                     **({"since_previous": c.changes.to_json()} if c.changes is not None else {})}
-                    for c in matrix.columns],
+        "targets": [
+            {
+                "name": c.name,
+                "info": c.info,
+                "summary": c.summary,
+                "wall_time_s": c.wall_time_s,
+                **({"since_previous": c.changes.to_json()} if c.changes is not None else {}),
+            }
+            for c in matrix.columns
+        ],
         "sections": [
             {
                 "anchor": s.anchor,
@@ -165,10 +191,15 @@ def to_json(matrix: Matrix) -> dict:
                         "description": r.description,
                         "values": {t.name: matrix.row_cell(r.name, t.name).to_json() for t in matrix.columns},
                         "capabilities": [
-                            {"id": c.id, "title": c.title, "beam_category": c.beam_category,
-                             "streaming": c.streaming,
-                             "values": {t.name: matrix.capability_cell(c.id, t.name).to_json()
-                                        for t in matrix.columns}}
+                            {
+                                "id": c.id,
+                                "title": c.title,
+                                "beam_category": c.beam_category,
+                                "streaming": c.streaming,
+                                "values": {
+                                    t.name: matrix.capability_cell(c.id, t.name).to_json() for t in matrix.columns
+                                },
+                            }
                             for c in matrix.capabilities_in_row(r.name)
                         ],
                     }

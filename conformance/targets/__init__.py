@@ -3,12 +3,12 @@
 A target spec is ``KIND`` or ``KIND:PARAMETERS`` (``grpc://HOST:PORT``,
 ``reference:bundle_size=1``). Adding a target is one ``register`` call.
 """
+
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
-from conformance.targets.base import (CaseFailure, CaseRunner, RunResult, Target,
-                                      TargetSettings, TargetUnavailable)
+from conformance.targets.base import CaseFailure, CaseRunner, RunResult, Target, TargetSettings, TargetUnavailable
 
 _REGISTRY: dict[str, tuple[Callable[[str, TargetSettings], Target], str]] = {}
 
@@ -41,17 +41,29 @@ def _register_builtin() -> None:
 
     register("beam-direct", BeamDirectTarget, "Beam's DirectRunner as shipped (a peer)")
     register("beam-fnapi", BeamFnApiTarget, "Beam's FnApiRunner, in process (a peer)")
-    register("reference", ReferenceTarget,
-             "our reference runner, in process (batch and streaming); schedule knobs after a colon: "
-             "reference:bundle_size=whole|N|random,splits=none|random,seed=N,faults=P,fuse=true|false,"
-             "clock=virtual|wall")
-    register("spark", SparkTarget,
-             "our Spark backend through PySpark: spark (local[2]) or spark:master=spark://HOST:PORT")
-    register("grpc", GrpcTarget,
-             "any Beam Job API endpoint: grpc://HOST:PORT, or grpc with --job-server-cmd")
+    register(
+        "reference",
+        ReferenceTarget,
+        "our reference runner, in process (batch and streaming); schedule knobs after a colon: "
+        "reference:bundle_size=whole|N|random,splits=none|random,seed=N,faults=P,fuse=true|false,"
+        "clock=virtual|wall",
+    )
+    register(
+        "spark", SparkTarget, "our Spark backend through PySpark: spark (local[2]) or spark:master=spark://HOST:PORT"
+    )
+    register("grpc", GrpcTarget, "any Beam Job API endpoint: grpc://HOST:PORT, or grpc with --job-server-cmd")
 
 
 _register_builtin()
 
-__all__ = ["CaseFailure", "CaseRunner", "RunResult", "Target", "TargetSettings", "TargetUnavailable",
-           "create", "describe_all", "register"]
+__all__ = [
+    "CaseFailure",
+    "CaseRunner",
+    "RunResult",
+    "Target",
+    "TargetSettings",
+    "TargetUnavailable",
+    "create",
+    "describe_all",
+    "register",
+]

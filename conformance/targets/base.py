@@ -1,4 +1,5 @@
 """What every target provides, and how a case runs a pipeline on one."""
+
 from __future__ import annotations
 
 import re
@@ -24,6 +25,7 @@ class TargetUnavailable(RuntimeError):
 @dataclass
 class TargetSettings:
     """Command-line settings a target may use (see ``pytest --help``)."""
+
     environment_type: str = "LOOPBACK"
     environment_config: str | None = None
     job_server_cmd: str | None = None
@@ -98,26 +100,33 @@ class Target:
 @dataclass
 class RunResult:
     """What a finished job left behind: its state and its metrics."""
+
     state: str
     metrics: dict
 
     def _query(self, kind: str, namespace: str | None, name: str):
-        return [m for m in self.metrics.get(kind, ())
-                if m.key.metric.name == name and (namespace is None or m.key.metric.namespace == namespace)]
+        return [
+            m
+            for m in self.metrics.get(kind, ())
+            if m.key.metric.name == name and (namespace is None or m.key.metric.namespace == namespace)
+        ]
 
     def metric(self, kind: str, name: str, namespace: str | None = None, committed: bool = False):
         """Sum a metric over steps: attempted by default (falls back to committed
         when the runner reports only that); ``committed=True`` reads committed values."""
         results = self._query(kind, namespace, name)
         if not results:
-            raise CaseFailure(f"the runner reported no {kind[:-1]} named {name!r}; it reported: "
-                              f"{sorted({m.key.metric.name for m in self.metrics.get(kind, ())})}")
+            raise CaseFailure(
+                f"the runner reported no {kind[:-1]} named {name!r}; it reported: "
+                f"{sorted({m.key.metric.name for m in self.metrics.get(kind, ())})}"
+            )
         values = []
         for m in results:
             value = m.committed if committed else (m.attempted if m.attempted is not None else m.committed)
             if value is None:
-                raise CaseFailure(f"the runner reported {name!r} without a "
-                                  f"{'committed' if committed else 'attempted'} value")
+                raise CaseFailure(
+                    f"the runner reported {name!r} without a {'committed' if committed else 'attempted'} value"
+                )
             values.append(value)
         return values
 
@@ -127,8 +136,12 @@ class RunResult:
     def distribution(self, name: str, namespace: str | None = None, committed: bool = False):
         """(sum, count, min, max) over every step that reported it."""
         parts = self.metric("distributions", name, namespace, committed)
-        return (sum(d.sum for d in parts), sum(d.count for d in parts),
-                min(d.min for d in parts), max(d.max for d in parts))
+        return (
+            sum(d.sum for d in parts),
+            sum(d.count for d in parts),
+            min(d.min for d in parts),
+            max(d.max for d in parts),
+        )
 
     def gauge(self, name: str, namespace: str | None = None, committed: bool = False):
         parts = self.metric("gauges", name, namespace, committed)
@@ -196,7 +209,7 @@ class CaseRunner:
         self._confirm(checks.checks_of(pipeline), metrics)
         return RunResult(state, metrics)
 
-    def shaped(self, shape: str) -> "CaseRunner":
+    def shaped(self, shape: str) -> CaseRunner:
         """This runner, submitting every pipeline in ``shape``."""
         return _ShapedCaseRunner(self.target, self.streaming, shape)
 
@@ -208,17 +221,21 @@ class CaseRunner:
         except Exception as e:
             text = f"{type(e).__name__}: {e}"
             if match not in text:
-                raise CaseFailure(f"the job failed as expected, but its error does not mention {match!r}:\n"
-                                  f"{_tail(text)}") from None
+                raise CaseFailure(
+                    f"the job failed as expected, but its error does not mention {match!r}:\n{_tail(text)}"
+                ) from None
             return text
-        raise CaseFailure(f"the job should have failed with an error mentioning {match!r}, "
-                          f"but it finished in state {state}")
+        raise CaseFailure(
+            f"the job should have failed with an error mentioning {match!r}, but it finished in state {state}"
+        )
 
     def _confirm(self, check_ids: list[str], metrics: dict) -> None:
         __tracebackhide__ = True
-        reported = {m.key.metric.name for m in metrics["counters"]
-                    if m.key.metric.namespace == checks.CONFIRM_NAMESPACE
-                    and ((m.committed or 0) > 0 or (m.attempted or 0) > 0)}
+        reported = {
+            m.key.metric.name
+            for m in metrics["counters"]
+            if m.key.metric.namespace == checks.CONFIRM_NAMESPACE and ((m.committed or 0) > 0 or (m.attempted or 0) > 0)
+        }
         unconfirmed = [c for c in check_ids if c not in reported and not checks.confirmed_in_process(c)]
         if not unconfirmed:
             return
@@ -228,7 +245,8 @@ class CaseRunner:
             f"the job finished, but {len(unconfirmed)} of {len(check_ids)} output check(s) never ran: "
             f"{unconfirmed}. The runner skipped part of the pipeline or dropped its output. "
             "(A runner that reports no metrics and runs workers out of process cannot confirm "
-            "checks; pass --trust-unconfirmed-checks to accept that.)")
+            "checks; pass --trust-unconfirmed-checks to accept that.)"
+        )
 
 
 class _ShapedCaseRunner(CaseRunner):

@@ -6,6 +6,7 @@ command is replaced), waits until it answers and stops it at the end of the sess
 EXTERNAL and PROCESS environments without a config get SDK workers from the session
 (``workers.py``), for runners that cannot reach a LOOPBACK worker.
 """
+
 from __future__ import annotations
 
 import json
@@ -50,7 +51,7 @@ class GrpcTarget(Target):
     def __init__(self, spec, settings):
         super().__init__(spec, settings)
         # "grpc" alone: the endpoint comes from the job server this session starts.
-        self.endpoint = spec[len("grpc://"):] if spec.startswith("grpc://") else ""
+        self.endpoint = spec[len("grpc://") :] if spec.startswith("grpc://") else ""
         if not self.endpoint and not settings.job_server_cmd:
             raise TargetUnavailable("target grpc needs an endpoint (grpc://HOST:PORT) or --job-server-cmd")
         self.server: JobServerProcess | None = None
@@ -84,8 +85,9 @@ class GrpcTarget(Target):
         if self.environment_type == "PROCESS":
             self.environment_config = json.dumps({"command": boot})
             return
-        self.pool = WorkerPoolProcess(self.settings.worker_pool_host, self.settings.worker_pool_port,
-                                      self.settings.job_server_timeout, boot).start()
+        self.pool = WorkerPoolProcess(
+            self.settings.worker_pool_host, self.settings.worker_pool_port, self.settings.job_server_timeout, boot
+        ).start()
         self.environment_config = self.pool.address
 
     def stop(self) -> None:
@@ -98,6 +100,7 @@ class GrpcTarget(Target):
 
     def runner(self):
         from apache_beam.runners.portability.portable_runner import PortableRunner
+
         return PortableRunner()
 
     def run_shaped(self, pipeline, shape):
@@ -113,8 +116,9 @@ class GrpcTarget(Target):
 
     def describe(self) -> dict:
         info = super().describe()
-        info.update(endpoint=self.endpoint, environment_type=self.environment_type,
-                    job_server_cmd=self.settings.job_server_cmd)
+        info.update(
+            endpoint=self.endpoint, environment_type=self.environment_type, job_server_cmd=self.settings.job_server_cmd
+        )
         if self.pool is not None:
             info["worker_pool"] = self.pool.address
         elif self.environment_config:

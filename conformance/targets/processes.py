@@ -1,5 +1,6 @@
 """Processes a session starts and owns (a job server, a worker pool): free ports, waiting until
 a gRPC server answers, and stopping a process with its children."""
+
 from __future__ import annotations
 
 import os
@@ -17,8 +18,13 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def wait_until_serving(endpoint: str, timeout: float, process: subprocess.Popen | None = None,
-                       log_path: str | None = None, what: str = "Beam Job API server") -> None:
+def wait_until_serving(
+    endpoint: str,
+    timeout: float,
+    process: subprocess.Popen | None = None,
+    log_path: str | None = None,
+    what: str = "Beam Job API server",
+) -> None:
     """Block until a gRPC server answers at ``endpoint``; explain clearly if it never does."""
     import grpc
 
@@ -34,11 +40,13 @@ def wait_until_serving(endpoint: str, timeout: float, process: subprocess.Popen 
             if process is not None and process.poll() is not None:
                 raise TargetUnavailable(
                     f"the {what} exited with code {process.returncode} before answering at "
-                    f"{endpoint}; its output:\n{read_tail(log_path)}")
+                    f"{endpoint}; its output:\n{read_tail(log_path)}"
+                )
             if time.monotonic() > deadline:
                 raise TargetUnavailable(
                     f"no {what} answered at {endpoint} within {timeout:g}s"
-                    + (f"; its output:\n{read_tail(log_path)}" if log_path else ""))
+                    + (f"; its output:\n{read_tail(log_path)}" if log_path else "")
+                )
 
 
 def read_tail(path: str | None, lines: int = 30) -> str:
@@ -54,8 +62,9 @@ def read_tail(path: str | None, lines: int = 30) -> str:
 def start_group(argv: list[str], log, what: str) -> subprocess.Popen:
     """Start ``argv`` as the leader of a new process group, output to ``log``."""
     try:
-        return subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                start_new_session=True)
+        return subprocess.Popen(
+            argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True
+        )
     except OSError as e:
         raise TargetUnavailable(f"cannot start the {what} {argv!r}: {e}") from None
 

@@ -1,4 +1,5 @@
 """Our Spark backend (reference_runner.spark): ``spark`` (local[2]) or ``spark:master=URL``."""
+
 from __future__ import annotations
 
 from conformance.targets.base import Target, TargetUnavailable
@@ -27,10 +28,12 @@ class SparkTarget(Target):
 
     def stop(self) -> None:
         from reference_runner.spark import session
+
         session.stop()
 
     def runner(self):
         from reference_runner.spark import SparkRunner
+
         return SparkRunner(master=self.master)
 
     def describe(self) -> dict:

@@ -14,6 +14,7 @@ finds nothing. Instead:
 The boot command accepts the standard boot flags (--id, --control_endpoint, ...) and starts
 Beam's Python SDK harness (``reference_runner.worker.boot``).
 """
+
 from __future__ import annotations
 
 import os
@@ -21,7 +22,6 @@ import shlex
 import sys
 import tempfile
 
-from conformance.targets.base import TargetUnavailable
 from conformance.targets.processes import free_port, start_group, stop_group, wait_until_serving
 
 
@@ -30,8 +30,7 @@ def write_boot_command(directory: str) -> str:
     path = os.path.join(directory, "beam-conformance-boot")
     with open(path, "w") as f:
         # stdout goes to stderr: Beam's worker pool pipes a worker's stdout and never reads it
-        f.write("#!/bin/sh\n"
-                f"exec {shlex.quote(sys.executable)} -m reference_runner.worker.boot \"$@\" 1>&2\n")
+        f.write(f'#!/bin/sh\nexec {shlex.quote(sys.executable)} -m reference_runner.worker.boot "$@" 1>&2\n')
     os.chmod(path, 0o755)
     return path
 
@@ -43,17 +42,21 @@ class WorkerPoolProcess:
         self.port = port or free_port()
         self.address = f"{host}:{self.port}"
         self.timeout = timeout
-        self.argv = [sys.executable, "-m", "apache_beam.runners.worker.worker_pool_main",
-                     f"--service_port={self.port}", f"--container_executable={boot_command}"]
+        self.argv = [
+            sys.executable,
+            "-m",
+            "apache_beam.runners.worker.worker_pool_main",
+            f"--service_port={self.port}",
+            f"--container_executable={boot_command}",
+        ]
         self.process = None
         self.log = tempfile.NamedTemporaryFile(prefix="worker-pool-", suffix=".log", delete=False)
 
-    def start(self) -> "WorkerPoolProcess":
+    def start(self) -> WorkerPoolProcess:
         self.process = start_group(self.argv, self.log, "SDK worker pool")
         try:
             # it listens on every interface; this process reaches it on loopback
-            wait_until_serving(f"127.0.0.1:{self.port}", self.timeout, self.process, self.log.name,
-                               "SDK worker pool")
+            wait_until_serving(f"127.0.0.1:{self.port}", self.timeout, self.process, self.log.name, "SDK worker pool")
         except BaseException:
             self.stop()
             raise

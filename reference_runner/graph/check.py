@@ -1,4 +1,5 @@
 """Reject what the runner cannot run, up front, naming every reason at once."""
+
 from __future__ import annotations
 
 from apache_beam.portability.api import beam_runner_api_pb2
@@ -12,12 +13,12 @@ class UnsupportedPipeline(ValueError):
 
     def __init__(self, problems: list[str], backend: str = "the reference runner"):
         self.problems = problems
-        super().__init__(f"{backend} cannot run this pipeline:\n" +
-                         "\n".join(f"  - {p}" for p in problems))
+        super().__init__(f"{backend} cannot run this pipeline:\n" + "\n".join(f"  - {p}" for p in problems))
 
 
-def check(graph: PipelineGraph, environments: bool = True, streaming: bool = False,
-          backend: str = "the reference runner") -> None:
+def check(
+    graph: PipelineGraph, environments: bool = True, streaming: bool = False, backend: str = "the reference runner"
+) -> None:
     """``environments``: judge the environments too (the in-process runner embeds them all).
     ``streaming``: the backend runs TestStream pipelines, triggers and processing time.
     ``backend``: how the error names the runner refusing the pipeline."""
@@ -38,8 +39,7 @@ def _transform_problems(graph: PipelineGraph, t, streaming: bool) -> list[str]:
     where = f"transform '{t.name}'"
     if t.urn == urns.TEST_STREAM:
         if not streaming:
-            return [f"{where}: TestStream ({t.urn}) needs streaming execution, which this backend "
-                    "does not have yet"]
+            return [f"{where}: TestStream ({t.urn}) needs streaming execution, which this backend does not have yet"]
         return _test_stream_problems(t, where)
     if t.urn not in urns.SDK_TRANSFORMS | urns.RUNNER_TRANSFORMS:
         return [f"{where}: unknown transform {t.urn or '(no URN)'}"]
@@ -48,8 +48,10 @@ def _transform_problems(graph: PipelineGraph, t, streaming: bool) -> list[str]:
     # A splittable ParDo's parts share its payload: its features are named once, at Process.
     if payload is not None and t.urn not in (urns.SDF_PAIR_WITH_RESTRICTION, urns.SDF_SPLIT_AND_SIZE):
         if is_stateful(t) and payload.restriction_coder_id:
-            problems.append(f"{where}: splittable DoFn with user state or timers "
-                            f"({', '.join(sorted([*payload.state_specs, *payload.timer_family_specs]))})")
+            problems.append(
+                f"{where}: splittable DoFn with user state or timers "
+                f"({', '.join(sorted([*payload.state_specs, *payload.timer_family_specs]))})"
+            )
         elif is_stateful(t):
             problems += _stateful_problems(graph, t, payload, where)
         for tag, side in payload.side_inputs.items():
@@ -67,8 +69,11 @@ def _test_stream_problems(t, where: str) -> list[str]:
         return [f"{where}: TestStream with an unreadable payload"]
     if payload.endpoint.url:
         return [f"{where}: TestStream reading its events from a service ({payload.endpoint.url})"]
-    tags = {getattr(e, e.WhichOneof("event")).tag for e in payload.events
-            if e.WhichOneof("event") in ("element_event", "watermark_event")}
+    tags = {
+        getattr(e, e.WhichOneof("event")).tag
+        for e in payload.events
+        if e.WhichOneof("event") in ("element_event", "watermark_event")
+    }
     unknown = sorted(tags - set(t.proto.outputs))
     return [f"{where}: TestStream events for outputs it does not have ({', '.join(unknown)})"] if unknown else []
 
@@ -106,13 +111,17 @@ def _key_problems(graph: PipelineGraph, t, where: str) -> list[str]:
 def _windowing_problems(where: str, ws: beam_runner_api_pb2.WindowingStrategy, streaming: bool) -> list[str]:
     problems = []
     # Sessions are merged by the runner, Python WindowFns by the SDK (beam:transform:merge_windows:v1).
-    if ws.merge_status == beam_runner_api_pb2.MergeStatus.NEEDS_MERGE \
-            and ws.window_fn.urn not in (urns.SESSION_WINDOWS, urns.PICKLED_PYTHON_WINDOW_FN):
+    if ws.merge_status == beam_runner_api_pb2.MergeStatus.NEEDS_MERGE and ws.window_fn.urn not in (
+        urns.SESSION_WINDOWS,
+        urns.PICKLED_PYTHON_WINDOW_FN,
+    ):
         problems.append(f"{where}: custom merging WindowFn ({ws.window_fn.urn})")
     problems += [f"{where}: {p}" for p in trigger_spec.problems(ws.trigger)]
     if not streaming and trigger_spec.waits_for_processing_time(ws.trigger):
         # Bounded input: a key's elements arrive, then the watermark passes every window; nothing
         # drives processing time, and firing at some arbitrary point would pass for an answer.
-        problems.append(f"{where}: processing-time trigger in a pipeline without TestStream "
-                        "(nothing drives the processing-time clock)")
+        problems.append(
+            f"{where}: processing-time trigger in a pipeline without TestStream "
+            "(nothing drives the processing-time clock)"
+        )
     return problems

@@ -12,6 +12,7 @@ stays with its merge: Python's CombineFns may hand extract_output the merged acc
 uncompacted (Top with a key or reverse holds values that do not survive its coder), which only
 works in one bundle, as every Beam runner fuses them.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -19,16 +20,23 @@ from dataclasses import dataclass, field
 from reference_runner.graph import urns
 from reference_runner.graph.pipeline import PipelineGraph, Transform, is_stateful
 
-KIND_OF = {urns.IMPULSE: "impulse", urns.TEST_STREAM: "test_stream", urns.FLATTEN: "flatten", urns.GROUP_BY_KEY: "group",
-           urns.KEYS_TO_BYTES: "flatten", urns.KEYS_FROM_BYTES: "flatten", urns.RESHUFFLE: "flatten"}
+KIND_OF = {
+    urns.IMPULSE: "impulse",
+    urns.TEST_STREAM: "test_stream",
+    urns.FLATTEN: "flatten",
+    urns.GROUP_BY_KEY: "group",
+    urns.KEYS_TO_BYTES: "flatten",
+    urns.KEYS_FROM_BYTES: "flatten",
+    urns.RESHUFFLE: "flatten",
+}
 
 
 @dataclass
 class Stage:
     id: str
-    kind: str                          # sdk, impulse, flatten, group
+    kind: str  # sdk, impulse, flatten, group
     transforms: list[Transform]
-    inputs: list[str]                  # main input PCollections (from outside the stage)
+    inputs: list[str]  # main input PCollections (from outside the stage)
     side_inputs: list[tuple[str, str, str]] = field(default_factory=list)  # (pcoll, transform, tag)
     outputs: list[str] = field(default_factory=list)
 
@@ -43,8 +51,14 @@ def fuse(graph: PipelineGraph, enabled: bool = True) -> list[Stage]:
         kind = KIND_OF.get(t.urn, "sdk")
         mains = t.main_inputs()
         home = None
-        if kind == "sdk" and (enabled or t.urn == urns.COMBINE_EXTRACT_OUTPUTS) and len(mains) == 1 and not t.side_inputs() and not is_stateful(t) \
-                and t.urn not in urns.STAGE_ROOTS:
+        if (
+            kind == "sdk"
+            and (enabled or t.urn == urns.COMBINE_EXTRACT_OUTPUTS)
+            and len(mains) == 1
+            and not t.side_inputs()
+            and not is_stateful(t)
+            and t.urn not in urns.STAGE_ROOTS
+        ):
             upstream = stage_of_pcoll.get(mains[0])
             if upstream is not None and upstream.kind == "sdk":
                 home = upstream
@@ -58,10 +72,15 @@ def fuse(graph: PipelineGraph, enabled: bool = True) -> list[Stage]:
             stage_of_pcoll[pcoll] = home
     for stage in stages:
         produced = stage.produced()
-        stage.outputs = [p for p in sorted(produced)
-                         if any(stage_of_pcoll.get(p) is stage and c not in {t.id for t in stage.transforms}
-                                for c in graph.consumers.get(p, ()))
-                         or stage.kind != "sdk"]
+        stage.outputs = [
+            p
+            for p in sorted(produced)
+            if any(
+                stage_of_pcoll.get(p) is stage and c not in {t.id for t in stage.transforms}
+                for c in graph.consumers.get(p, ())
+            )
+            or stage.kind != "sdk"
+        ]
     return stages
 
 

@@ -20,6 +20,7 @@ replaces each key by its encoding before the precombine and decodes it after the
 that re-keying is a ParDo of ours in the SDK (graph/rekey.py), fused with the precombine;
 otherwise the runner does it between stages.
 """
+
 from __future__ import annotations
 
 from apache_beam.coders import coders
@@ -98,7 +99,7 @@ def _collapse(proto: beam_runner_api_pb2.Pipeline, chain: tuple) -> None:
     combine.spec.payload = precombine.spec.payload  # the CombinePayload of the original combine
     combine.environment_id = precombine.environment_id
     name = precombine.unique_name
-    combine.unique_name = name[:-len("/Precombine")] if name.endswith("/Precombine") else f"{name}/Combine"
+    combine.unique_name = name[: -len("/Precombine")] if name.endswith("/Precombine") else f"{name}/Combine"
     [(in_tag, source)] = precombine.inputs.items()
     [(_, result)] = extract.outputs.items()
     combine.inputs[in_tag] = source
@@ -142,8 +143,7 @@ def _can_lift(components, t: beam_runner_api_pb2.PTransform) -> bool:
     ws = components.windowing_strategies[pcoll.windowing_strategy_id]
     if ws.trigger.WhichOneof("trigger") != "default":
         return False
-    return ws.merge_status != beam_runner_api_pb2.MergeStatus.NEEDS_MERGE \
-        or ws.window_fn.urn == urns.SESSION_WINDOWS
+    return ws.merge_status != beam_runner_api_pb2.MergeStatus.NEEDS_MERGE or ws.window_fn.urn == urns.SESSION_WINDOWS
 
 
 # Coders under which two values are == in Python exactly when their encodings are equal.
@@ -180,8 +180,12 @@ def _lift_one(components: beam_runner_api_pb2.Components, tid: str) -> None:
         keyed_out = _coder(components, f"{tid}/bytes_keyed_output", urns.KV_CODER, [key_coder, output_coder])
         bytes_in = _pcollection(components, f"{tid}/bytes_keyed_input", keyed_in, in_windowing, bounded)
         bytes_out = _pcollection(components, f"{tid}/bytes_keyed_output", keyed_out, out_windowing, bounded)
-        parts.append(("KeysToBytes", _rekey(components, original_key, "KeysToBytesUnlessStr" if unless_str else "KeysToBytes") if in_sdk else urns.KEYS_TO_BYTES,
-                      main, bytes_in))
+        to_bytes = (
+            _rekey(components, original_key, "KeysToBytesUnlessStr" if unless_str else "KeysToBytes")
+            if in_sdk
+            else urns.KEYS_TO_BYTES
+        )
+        parts.append(("KeysToBytes", to_bytes, main, bytes_in))
         main, final_result = bytes_in, result
         result = bytes_out
 
@@ -192,13 +196,19 @@ def _lift_one(components: beam_runner_api_pb2.Components, tid: str) -> None:
     grouped = _pcollection(components, f"{tid}/grouped", grouped_accs, out_windowing, bounded)
     merged = _pcollection(components, f"{tid}/merged", keyed_acc, out_windowing, bounded)
 
-    parts += [("Precombine", urns.COMBINE_PRECOMBINE, main, precombined),
-              ("Group", urns.GROUP_BY_KEY, precombined, grouped),
-              ("MergeAccumulators", urns.COMBINE_MERGE_ACCUMULATORS, grouped, merged),
-              ("ExtractOutputs", urns.COMBINE_EXTRACT_OUTPUTS, merged, result)]
+    parts += [
+        ("Precombine", urns.COMBINE_PRECOMBINE, main, precombined),
+        ("Group", urns.GROUP_BY_KEY, precombined, grouped),
+        ("MergeAccumulators", urns.COMBINE_MERGE_ACCUMULATORS, grouped, merged),
+        ("ExtractOutputs", urns.COMBINE_EXTRACT_OUTPUTS, merged, result),
+    ]
     if as_bytes:
-        parts.append(("KeysFromBytes", _rekey(components, original_key, "KeysFromBytesUnlessStr" if unless_str else "KeysFromBytes") if in_sdk
-                      else urns.KEYS_FROM_BYTES, result, final_result))
+        from_bytes = (
+            _rekey(components, original_key, "KeysFromBytesUnlessStr" if unless_str else "KeysFromBytes")
+            if in_sdk
+            else urns.KEYS_FROM_BYTES
+        )
+        parts.append(("KeysFromBytes", from_bytes, result, final_result))
     del combine.subtransforms[:]
     for name, urn, source, target in parts:
         part_id = f"{tid}/lifted/{name}"
@@ -224,16 +234,19 @@ def _pickles_primitives(components, key_coder_id: str) -> bool:
 
 # Beam's coders for pickled Python keys (which one depends on the Beam version and update
 # compatibility): each encodes a str and a bytes with different type tags.
-_PRIMITIVES_CODERS = tuple(getattr(coders, name) for name in (
-    "FastPrimitivesCoder", "DeterministicFastPrimitivesCoder", "DeterministicFastPrimitivesCoderV2")
-    if hasattr(coders, name))
+_PRIMITIVES_CODERS = tuple(
+    getattr(coders, name)
+    for name in ("FastPrimitivesCoder", "DeterministicFastPrimitivesCoder", "DeterministicFastPrimitivesCoderV2")
+    if hasattr(coders, name)
+)
 
 
 def _rekey(components, key_coder_id: str, which: str) -> beam_runner_api_pb2.ParDoPayload:
     """A ParDo payload running graph/rekey.py's DoFn for this key coder."""
     fn = getattr(rekey, which)(key_coder_id, rekey.coder_closure(components, key_coder_id))
-    return beam_runner_api_pb2.ParDoPayload(do_fn=beam_runner_api_pb2.FunctionSpec(
-        urn=python_urns.PICKLED_DOFN_INFO, payload=rekey.pickled(fn)))
+    return beam_runner_api_pb2.ParDoPayload(
+        do_fn=beam_runner_api_pb2.FunctionSpec(urn=python_urns.PICKLED_DOFN_INFO, payload=rekey.pickled(fn))
+    )
 
 
 def _coder(components, coder_id: str, urn: str, parts: list[str]) -> str:

@@ -14,6 +14,7 @@ of stateful ParDos: the coders at every place where the runner meets data (the d
 side inputs and state keys, timers). The SDK's descriptors carry the rewritten components, so
 both sides read the same bytes the same way.
 """
+
 from __future__ import annotations
 
 from apache_beam.portability.api import beam_runner_api_pb2
@@ -42,7 +43,7 @@ def length_prefix_unknown(proto: beam_runner_api_pb2.Pipeline) -> beam_runner_ap
     return out if changed else proto
 
 
-def _timer_coders(transform: beam_runner_api_pb2.PTransform, rewrite: "_Rewrite") -> bool:
+def _timer_coders(transform: beam_runner_api_pb2.PTransform, rewrite: _Rewrite) -> bool:
     payload = beam_runner_api_pb2.ParDoPayload.FromString(transform.spec.payload)
     changed = False
     for spec in payload.timer_family_specs.values():
@@ -75,8 +76,10 @@ class _Rewrite:
             return coder_id  # (what a length prefix holds, the runner reads as bytes if it must)
         if urn in urns.STRUCTURED_CODERS:
             window_parts = _WINDOW_PARTS.get(urn, ())
-            parts = [self.window(c) if i in window_parts else self.element(c)
-                     for i, c in enumerate(proto.component_coder_ids)]
+            parts = [
+                self.window(c) if i in window_parts else self.element(c)
+                for i, c in enumerate(proto.component_coder_ids)
+            ]
             if parts == list(proto.component_coder_ids):
                 return coder_id
             return self._add(f"{coder_id}/readable", urn, parts)
@@ -86,9 +89,15 @@ class _Rewrite:
         known = self._windows.get(coder_id)
         if known is None:
             urn = self._components.coders[coder_id].spec.urn
-            known = coder_id if urn in urns.WINDOW_CODERS else self._add(
-                f"{coder_id}/timestamp_prefixed", urns.CUSTOM_WINDOW_CODER,
-                [self._add(f"{coder_id}/length_prefixed", urns.LENGTH_PREFIX_CODER, [coder_id])])
+            known = (
+                coder_id
+                if urn in urns.WINDOW_CODERS
+                else self._add(
+                    f"{coder_id}/timestamp_prefixed",
+                    urns.CUSTOM_WINDOW_CODER,
+                    [self._add(f"{coder_id}/length_prefixed", urns.LENGTH_PREFIX_CODER, [coder_id])],
+                )
+            )
             self._windows[coder_id] = known
         return known
 

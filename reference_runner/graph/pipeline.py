@@ -1,4 +1,5 @@
 """A Runner API pipeline as a graph of leaf transforms and PCollections."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -57,8 +58,9 @@ def reachable(proto: beam_runner_api_pb2.Pipeline) -> set[str]:
 def is_stateful(t: Transform) -> bool:
     """A ParDo with user state, timers or time-sorted input: its input is keyed, per key."""
     payload = t.pardo_payload()
-    return payload is not None and bool(payload.state_specs or payload.timer_family_specs
-                                        or payload.requires_time_sorted_input)
+    return payload is not None and bool(
+        payload.state_specs or payload.timer_family_specs or payload.requires_time_sorted_input
+    )
 
 
 class PipelineGraph:
@@ -113,7 +115,8 @@ class PipelineGraph:
 
 def _topological(leaves: list[Transform], producer: dict[str, str]) -> list[Transform]:
     by_id = {t.id: t for t in leaves}
-    ordered, state = [], {}
+    ordered: list[Transform] = []
+    state: dict[str, str] = {}  # transform id -> "visiting" | "done"
 
     def visit(t: Transform) -> None:
         if state.get(t.id) == "done":

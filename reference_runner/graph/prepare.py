@@ -13,34 +13,41 @@ they accept and refuse the same pipelines. The passes, in order:
 
 then the capability check (graph/check.py), which names everything unsupported at once.
 """
+
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Literal
 
 from apache_beam.portability.api import beam_runner_api_pb2
 
-from reference_runner.graph import (check, lifting, opaque_coders, reshuffle, sdf, transcode,
-                                    unfuse)
+from reference_runner.graph import check, lifting, opaque_coders, reshuffle, sdf, transcode, unfuse
 from reference_runner.graph.pipeline import PipelineGraph
 
 
 @dataclass(frozen=True)
 class Profile:
     """What a backend runs, as the front end needs to know it."""
-    name: str                  # how an error names the backend
-    streaming: bool            # TestStream, triggers and processing time driven by it
-    reshuffle_leaf: bool       # runs Reshuffle itself instead of its expansion
+
+    name: str  # how an error names the backend
+    streaming: bool  # TestStream, triggers and processing time driven by it
+    reshuffle_leaf: bool  # runs Reshuffle itself instead of its expansion
 
 
 REFERENCE = Profile("the reference runner", streaming=True, reshuffle_leaf=False)
 SPARK = Profile("the Spark backend", streaming=False, reshuffle_leaf=True)
 
 
+# Pipeline proto -> Pipeline proto: a copy, or the input unchanged (a pass never edits its input)
+PipelinePass = Callable[[beam_runner_api_pb2.Pipeline], beam_runner_api_pb2.Pipeline]
+
+
 @dataclass(frozen=True)
 class Pass:
     name: str
-    apply: object              # Pipeline proto -> Pipeline proto (a copy, or the input unchanged)
-    when: str = "always"       # "always", "lift" (only when lifting), "reshuffle_leaf"
+    apply: PipelinePass
+    when: Literal["always", "lift", "reshuffle_leaf"] = "always"  # "lift": only when lifting
 
 
 PASSES = [
@@ -54,8 +61,7 @@ PASSES = [
 ]
 
 
-def normalize(proto: beam_runner_api_pb2.Pipeline, profile: Profile,
-              lift: bool = True) -> beam_runner_api_pb2.Pipeline:
+def normalize(proto: beam_runner_api_pb2.Pipeline, profile: Profile, lift: bool = True) -> beam_runner_api_pb2.Pipeline:
     """Every pass of PASSES that applies, in order (the input is not changed)."""
     enabled = {"always": True, "lift": lift, "reshuffle_leaf": profile.reshuffle_leaf}
     for p in PASSES:
@@ -64,8 +70,9 @@ def normalize(proto: beam_runner_api_pb2.Pipeline, profile: Profile,
     return proto
 
 
-def prepare(proto: beam_runner_api_pb2.Pipeline, profile: Profile, lift: bool = True,
-            environments: bool = False) -> PipelineGraph:
+def prepare(
+    proto: beam_runner_api_pb2.Pipeline, profile: Profile, lift: bool = True, environments: bool = False
+) -> PipelineGraph:
     """The normalized pipeline's graph, checked (UnsupportedPipeline names every problem).
     ``environments``: judge the environments too (the in-process runner embeds them all)."""
     graph = PipelineGraph(normalize(proto, profile, lift))

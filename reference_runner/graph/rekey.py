@@ -9,6 +9,7 @@ never builds a user's coder (it may not be able to import it). ``pickled`` pickl
 value, so an SDK worker without this kit installed (a user's LOOPBACK or container worker) runs
 them too.
 """
+
 from __future__ import annotations
 
 import sys
@@ -23,16 +24,20 @@ class _WithKeyCoder(beam.DoFn):
     DoFn without setup or teardown lets warm workers reuse its stage (worker/warm.py)."""
 
     def __init__(self, coder_id: str, components: bytes):
-        from apache_beam.runners import pipeline_context
-        self._coder_id, self._components = coder_id, components
-        context = pipeline_context.PipelineContext(beam_runner_api_pb2.Components.FromString(components))
-        self._impl = context.coders[coder_id].get_impl()
+        self._load(coder_id, components)
 
     def __getstate__(self):
         return {"coder_id": self._coder_id, "components": self._components}
 
     def __setstate__(self, state):
-        self.__init__(state["coder_id"], state["components"])
+        self._load(state["coder_id"], state["components"])
+
+    def _load(self, coder_id: str, components: bytes) -> None:
+        from apache_beam.runners import pipeline_context
+
+        self._coder_id, self._components = coder_id, components
+        context = pipeline_context.PipelineContext(beam_runner_api_pb2.Components.FromString(components))
+        self._impl = context.coders[coder_id].get_impl()
 
 
 class KeysToBytes(_WithKeyCoder):
@@ -67,8 +72,10 @@ class KeysFromBytesUnlessStr(_WithKeyCoder):
 def pickled(fn: _WithKeyCoder) -> bytes:
     """The DoFn as the SDK's pickled DoFn info, its classes pickled by value."""
     from apache_beam.internal import cloudpickle_pickler
+
     if pickler.desired_pickle_lib is cloudpickle_pickler:
         from apache_beam.internal.cloudpickle import cloudpickle
+
         cloudpickle.register_pickle_by_value(sys.modules[__name__])
     return pickler.dumps((fn, (), {}, [], None))
 

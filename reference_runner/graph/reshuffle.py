@@ -6,6 +6,7 @@ may run it itself: here it becomes a one-input pass-through that ends the fused 
 it (kind "flatten" in graph/fusion.py). The Spark backend redistributes its elements evenly
 over the partitions (``repartition``), which the expansion's random keys only approximate.
 """
+
 from __future__ import annotations
 
 from apache_beam.portability.api import beam_runner_api_pb2
@@ -15,8 +16,11 @@ from reference_runner.graph import urns
 
 def replace(proto: beam_runner_api_pb2.Pipeline) -> beam_runner_api_pb2.Pipeline:
     """A copy of ``proto`` whose Reshuffle composites are leaves (the input is not changed)."""
-    found = [tid for tid, t in proto.components.transforms.items()
-             if t.spec.urn == urns.RESHUFFLE and t.subtransforms and len(t.inputs) == 1 and len(t.outputs) == 1]
+    found = [
+        tid
+        for tid, t in proto.components.transforms.items()
+        if t.spec.urn == urns.RESHUFFLE and t.subtransforms and len(t.inputs) == 1 and len(t.outputs) == 1
+    ]
     if not found:
         return proto
     out = beam_runner_api_pb2.Pipeline()
@@ -26,4 +30,3 @@ def replace(proto: beam_runner_api_pb2.Pipeline) -> beam_runner_api_pb2.Pipeline
         del transform.subtransforms[:]
         transform.spec.payload = b""
     return out
-

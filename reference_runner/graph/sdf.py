@@ -9,6 +9,7 @@ finds them as leaves. process_sized_element_and_restrictions always starts a sta
 own (see fusion): its input then arrives from the runner, which can reschedule residual
 restrictions (self-checkpoints) as new input of that stage.
 """
+
 from __future__ import annotations
 
 from apache_beam.portability.api import beam_runner_api_pb2
@@ -41,17 +42,20 @@ def _expand_one(components: beam_runner_api_pb2.Components, tid: str) -> None:
     [(main_tag, main)] = [(tag, p) for tag, p in sdf.inputs.items() if tag not in side_tags]
     main_pcoll = components.pcollections[main]
 
-    paired_coder = _add_coder(components, f"{tid}/paired", urns.KV_CODER,
-                              [main_pcoll.coder_id, payload.restriction_coder_id])
+    paired_coder = _add_coder(
+        components, f"{tid}/paired", urns.KV_CODER, [main_pcoll.coder_id, payload.restriction_coder_id]
+    )
     double_coder = _add_coder(components, "reference/double", urns.DOUBLE_CODER, [])
     sized_coder = _add_coder(components, f"{tid}/sized", urns.KV_CODER, [paired_coder, double_coder])
     paired = _add_pcollection(components, f"{tid}/paired", main_pcoll, paired_coder)
     sized = _add_pcollection(components, f"{tid}/sized", main_pcoll, sized_coder)
 
     side = {tag: p for tag, p in sdf.inputs.items() if tag in side_tags}
-    parts = [(urns.SDF_PAIR_WITH_RESTRICTION, "PairWithRestriction", main, {"out": paired}),
-             (urns.SDF_SPLIT_AND_SIZE, "SplitAndSizeRestrictions", paired, {"out": sized}),
-             (urns.SDF_PROCESS_SIZED, "Process", sized, dict(sdf.outputs))]
+    parts = [
+        (urns.SDF_PAIR_WITH_RESTRICTION, "PairWithRestriction", main, {"out": paired}),
+        (urns.SDF_SPLIT_AND_SIZE, "SplitAndSizeRestrictions", paired, {"out": sized}),
+        (urns.SDF_PROCESS_SIZED, "Process", sized, dict(sdf.outputs)),
+    ]
     sub_ids = []
     for urn, name, input_pcoll, outputs in parts:
         sub_id = f"{tid}/{name}"
@@ -102,8 +106,9 @@ def truncation_stage(stage, components: beam_runner_api_pb2.Components):
     [main] = stage.inputs
     extended = beam_runner_api_pb2.Components()
     extended.CopyFrom(components)
-    truncated = _add_pcollection(extended, f"{root.id}/truncated", components.pcollections[main],
-                                 components.pcollections[main].coder_id)
+    truncated = _add_pcollection(
+        extended, f"{root.id}/truncated", components.pcollections[main], components.pcollections[main].coder_id
+    )
     proto = beam_runner_api_pb2.PTransform()
     proto.CopyFrom(root.proto)
     proto.spec.urn = urns.SDF_TRUNCATE_SIZED

@@ -6,6 +6,7 @@ A coder of the user's own (pickled, from a module the runner cannot import) cann
 here; the answer is then None and the caller trusts the SDK, which checked it when the
 pipeline was built.
 """
+
 from __future__ import annotations
 
 import logging

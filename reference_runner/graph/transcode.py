@@ -17,6 +17,7 @@ own pre-optimization inserts before Flatten inputs) whose output PCollection has
 runner transform needs; it fuses into the stage producing the input. Inputs that already have
 it (the SDK transcoded them itself) are left alone.
 """
+
 from __future__ import annotations
 
 from apache_beam.portability.api import beam_runner_api_pb2
@@ -30,8 +31,11 @@ _RUNNER_TRANSFORMS = (urns.FLATTEN, urns.GROUP_BY_KEY, urns.RESHUFFLE)
 def transcode_in_sdk(proto: beam_runner_api_pb2.Pipeline) -> beam_runner_api_pb2.Pipeline:
     """A copy of ``proto`` whose runner transforms read inputs of the coders they need."""
     components = proto.components
-    leaves = [(tid, components.transforms[tid]) for tid in sorted(reachable(proto))
-              if not components.transforms[tid].subtransforms]
+    leaves = [
+        (tid, components.transforms[tid])
+        for tid in sorted(reachable(proto))
+        if not components.transforms[tid].subtransforms
+    ]
     mismatched = [tid for tid, t in leaves if t.spec.urn in _RUNNER_TRANSFORMS and _mismatched_inputs(components, t)]
     streams = [tid for tid, t in leaves if t.spec.urn == urns.TEST_STREAM and _mismatched_outputs(components, t)]
     if not mismatched and not streams:
@@ -39,8 +43,9 @@ def transcode_in_sdk(proto: beam_runner_api_pb2.Pipeline) -> beam_runner_api_pb2
     out = beam_runner_api_pb2.Pipeline()
     out.CopyFrom(proto)
     components = out.components
-    producers = {pcoll: t for t in components.transforms.values() if not t.subtransforms
-                 for pcoll in t.outputs.values()}
+    producers = {
+        pcoll: t for t in components.transforms.values() if not t.subtransforms for pcoll in t.outputs.values()
+    }
     parents = {child: tid for tid, t in components.transforms.items() for child in t.subtransforms}
     for tid in mismatched + streams:
         if tid in streams:
@@ -54,7 +59,11 @@ def transcode_in_sdk(proto: beam_runner_api_pb2.Pipeline) -> beam_runner_api_pb2
     return out
 
 
-def _needed_coder(components, transform: beam_runner_api_pb2.PTransform) -> tuple | None:
+# a coder as the runner compares it: (urn, component coder ids)
+_CoderSpec = tuple[str, tuple[str, ...]]
+
+
+def _needed_coder(components, transform: beam_runner_api_pb2.PTransform) -> tuple[_CoderSpec, str | None] | None:
     """The coder every input of this runner transform must have, as (urn, component ids), and
     the id of a coder of the pipeline's that is it, if any (None: nothing to require)."""
     if len(transform.outputs) != 1:
@@ -73,7 +82,7 @@ def _needed_coder(components, transform: beam_runner_api_pb2.PTransform) -> tupl
     return needed, next((cid for cid, c in components.coders.items() if _spec(c) == needed), None)
 
 
-def _spec(coder: beam_runner_api_pb2.Coder) -> tuple:
+def _spec(coder: beam_runner_api_pb2.Coder) -> _CoderSpec:
     return coder.spec.urn, tuple(coder.component_coder_ids)
 
 
@@ -82,13 +91,18 @@ def _mismatched_inputs(components, transform: beam_runner_api_pb2.PTransform) ->
     if needed is None:
         return []
     spec, _ = needed
-    return [tag for tag, pcoll in transform.inputs.items()
-            if _spec(components.coders[components.pcollections[pcoll].coder_id]) != spec]
+    return [
+        tag
+        for tag, pcoll in transform.inputs.items()
+        if _spec(components.coders[components.pcollections[pcoll].coder_id]) != spec
+    ]
 
 
 def _transcode_inputs(components, transform_id: str, producers: dict) -> list[str]:
     transform = components.transforms[transform_id]
-    (urn, parts), coder_id = _needed_coder(components, transform)
+    needed = _needed_coder(components, transform)
+    assert needed is not None, "called only for transforms with mismatched inputs, which need a coder"
+    (urn, parts), coder_id = needed
     if coder_id is None:
         coder_id = f"{transform_id}/input_coder"
         components.coders[coder_id].spec.urn = urn
@@ -97,9 +111,16 @@ def _transcode_inputs(components, transform_id: str, producers: dict) -> list[st
     for tag in _mismatched_inputs(components, transform):
         source = transform.inputs[tag]
         transcoded = _pcollection_like(components, f"{transform_id}/transcoded/{tag}", source, coder_id)
-        added.append(_identity(components, f"{transform_id}/Transcode/{tag}",
-                               f"{transform.unique_name}/Transcode/{tag}", source, transcoded,
-                               _environment(components, producers.get(source))))
+        added.append(
+            _identity(
+                components,
+                f"{transform_id}/Transcode/{tag}",
+                f"{transform.unique_name}/Transcode/{tag}",
+                source,
+                transcoded,
+                _environment(components, producers.get(source)),
+            )
+        )
         transform.inputs[tag] = transcoded
     return added
 
@@ -119,8 +140,16 @@ def _transcode_outputs(components, stream_id: str) -> list[str]:
     for tag in _mismatched_outputs(components, stream):
         target = stream.outputs[tag]
         emitted = _pcollection_like(components, f"{stream_id}/emitted/{tag}", target, coder_id)
-        added.append(_identity(components, f"{stream_id}/Transcode/{tag}",
-                               f"{stream.unique_name}/Transcode/{tag}", emitted, target, environment))
+        added.append(
+            _identity(
+                components,
+                f"{stream_id}/Transcode/{tag}",
+                f"{stream.unique_name}/Transcode/{tag}",
+                emitted,
+                target,
+                environment,
+            )
+        )
         stream.outputs[tag] = emitted
     return added
 

@@ -1,4 +1,5 @@
 """Runner API Trigger protos -> the engine's trigger data (engine/triggers.py)."""
+
 from __future__ import annotations
 
 from apache_beam.portability.api import beam_runner_api_pb2
@@ -21,19 +22,23 @@ def from_proto(proto: beam_runner_api_pb2.Trigger) -> triggers.Trigger:
     if kind == "element_count":
         return triggers.AfterCount(proto.element_count.element_count)
     if kind == "after_processing_time":
-        return triggers.AfterProcessingTime(tuple(_transform(t) for t in proto.after_processing_time.timestamp_transforms))
+        transforms = proto.after_processing_time.timestamp_transforms
+        return triggers.AfterProcessingTime(tuple(_transform(t) for t in transforms))
     if kind == "after_synchronized_processing_time":
         return triggers.AfterSynchronizedProcessingTime()
     if kind == "after_end_of_window":
         p = proto.after_end_of_window
-        return triggers.AfterWatermark(from_proto(p.early_firings) if p.HasField("early_firings") else None,
-                                       from_proto(p.late_firings) if p.HasField("late_firings") else None)
+        return triggers.AfterWatermark(
+            from_proto(p.early_firings) if p.HasField("early_firings") else None,
+            from_proto(p.late_firings) if p.HasField("late_firings") else None,
+        )
     if kind == "repeat":
         return triggers.Repeatedly(from_proto(proto.repeat.subtrigger))
     if kind in ("after_each", "after_any", "after_all"):
         subs = tuple(from_proto(t) for t in getattr(proto, kind).subtriggers)
-        return {"after_each": triggers.AfterEach, "after_any": triggers.AfterAny,
-                "after_all": triggers.AfterAll}[kind](subs)
+        return {"after_each": triggers.AfterEach, "after_any": triggers.AfterAny, "after_all": triggers.AfterAll}[kind](
+            subs
+        )
     if kind == "or_finally":
         return triggers.OrFinally(from_proto(proto.or_finally.main), from_proto(getattr(proto.or_finally, "finally")))
     raise UnknownTrigger(f"trigger {kind or '(none)'}")
@@ -63,11 +68,15 @@ def waits_for_processing_time(proto: beam_runner_api_pb2.Trigger) -> bool:
     return any(waits_for_processing_time(sub) for sub in _subtriggers(proto, kind))
 
 
-def _subtriggers(proto: beam_runner_api_pb2.Trigger, kind: str) -> list:
+def _subtriggers(proto: beam_runner_api_pb2.Trigger, kind: str | None) -> list[beam_runner_api_pb2.Trigger]:
     if kind == "after_end_of_window":
         p = proto.after_end_of_window
-        return [t for name, t in (("early_firings", p.early_firings), ("late_firings", p.late_firings))
-                if p.HasField(name)]
+        subs = []
+        if p.HasField("early_firings"):
+            subs.append(p.early_firings)
+        if p.HasField("late_firings"):
+            subs.append(p.late_firings)
+        return subs
     if kind == "repeat":
         return [proto.repeat.subtrigger]
     if kind in ("after_each", "after_any", "after_all"):

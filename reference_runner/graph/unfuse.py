@@ -7,6 +7,7 @@ there). The runner fuses by its own rules (graph/fusion.py), so each stage becom
 again: its transforms join the pipeline under ids prefixed by the stage's, and the stage's
 components join the pipeline's (their ids are the pipeline's own, so they agree).
 """
+
 from __future__ import annotations
 
 from apache_beam.portability.api import beam_runner_api_pb2

@@ -1,4 +1,5 @@
 """The URNs the front end understands, in one place."""
+
 IMPULSE = "beam:transform:impulse:v1"
 PAR_DO = "beam:transform:pardo:v1"
 GROUP_BY_KEY = "beam:transform:group_by_key:v1"
@@ -29,11 +30,19 @@ COMBINE_PRECOMBINE = "beam:transform:combine_per_key_precombine:v1"
 COMBINE_MERGE_ACCUMULATORS = "beam:transform:combine_per_key_merge_accumulators:v1"
 COMBINE_EXTRACT_OUTPUTS = "beam:transform:combine_per_key_extract_outputs:v1"
 # Transforms the SDK harness executes inside a fused stage.
-SDK_TRANSFORMS = {PAR_DO, WINDOW_INTO, ASSIGN_WINDOWS, *SDF_PARTS,
-                  COMBINE_PRECOMBINE, COMBINE_MERGE_ACCUMULATORS, COMBINE_EXTRACT_OUTPUTS,
-                  "beam:transform:combine_grouped_values:v1",
-                  "beam:transform:combine_globally:v1",
-                  "beam:transform:to_string:v1", IDENTITY_DOFN}
+SDK_TRANSFORMS = {
+    PAR_DO,
+    WINDOW_INTO,
+    ASSIGN_WINDOWS,
+    *SDF_PARTS,
+    COMBINE_PRECOMBINE,
+    COMBINE_MERGE_ACCUMULATORS,
+    COMBINE_EXTRACT_OUTPUTS,
+    "beam:transform:combine_grouped_values:v1",
+    "beam:transform:combine_globally:v1",
+    "beam:transform:to_string:v1",
+    IDENTITY_DOFN,
+}
 # Runner-internal (added by graph/lifting.py): KV(K, V) <-> KV(K's encoding as bytes, V),
 # executed by the runner like a one-input Flatten that re-encodes its elements.
 KEYS_TO_BYTES = "reference:transform:keys_to_bytes:v1"
@@ -69,8 +78,15 @@ TIMER_CODER = "beam:coder:timer:v1"
 # A window the runner does not know: its max timestamp, then its encoding length-prefixed
 CUSTOM_WINDOW_CODER = "beam:coder:custom_window:v1"
 # Coders the runner reads: these leaves, and these structures over readable components.
-READABLE_LEAF_CODERS = {BYTES_CODER, STRING_UTF8_CODER, VARINT_CODER, BOOL_CODER, DOUBLE_CODER,
-                        GLOBAL_WINDOW_CODER, INTERVAL_WINDOW_CODER}
+READABLE_LEAF_CODERS = {
+    BYTES_CODER,
+    STRING_UTF8_CODER,
+    VARINT_CODER,
+    BOOL_CODER,
+    DOUBLE_CODER,
+    GLOBAL_WINDOW_CODER,
+    INTERVAL_WINDOW_CODER,
+}
 STRUCTURED_CODERS = {KV_CODER, ITERABLE_CODER, WINDOWED_VALUE_CODER, TIMER_CODER}
 WINDOW_CODERS = {GLOBAL_WINDOW_CODER, INTERVAL_WINDOW_CODER, CUSTOM_WINDOW_CODER}
 
@@ -82,12 +98,21 @@ MULTIMAP_SIDE_INPUT = "beam:side_input:multimap:v1"
 REQUIRES_STATEFUL_PROCESSING = "beam:requirement:pardo:stateful:v1"
 REQUIRES_TIME_SORTED_INPUT = "beam:requirement:pardo:time_sorted_input:v1"
 REQUIRES_ON_WINDOW_EXPIRATION = "beam:requirement:pardo:on_window_expiration:v1"
-SUPPORTED_REQUIREMENTS: set[str] = {REQUIRES_STATEFUL_PROCESSING, REQUIRES_TIME_SORTED_INPUT,
-                                    REQUIRES_ON_WINDOW_EXPIRATION,
-                                    "beam:requirement:pardo:splittable_dofn:v1",
-                                    "beam:requirement:pardo:finalization:v1"}
+SUPPORTED_REQUIREMENTS: set[str] = {
+    REQUIRES_STATEFUL_PROCESSING,
+    REQUIRES_TIME_SORTED_INPUT,
+    REQUIRES_ON_WINDOW_EXPIRATION,
+    "beam:requirement:pardo:splittable_dofn:v1",
+    "beam:requirement:pardo:finalization:v1",
+}
 
 # Environments the embedded worker can serve: every Python environment runs in process.
-EMBEDDABLE_ENVIRONMENTS = {"beam:env:embedded_python:v1", "beam:env:loopback:v1",
-                           "beam:env:external:v1", "beam:env:docker:v1", "beam:env:process:v1",
-                           "beam:env:default:v1", ""}
+EMBEDDABLE_ENVIRONMENTS = {
+    "beam:env:embedded_python:v1",
+    "beam:env:loopback:v1",
+    "beam:env:external:v1",
+    "beam:env:docker:v1",
+    "beam:env:process:v1",
+    "beam:env:default:v1",
+    "",
+}

@@ -1,4 +1,5 @@
 """What a windowing strategy asks of a GroupByKey, as plain values both backends use."""
+
 from __future__ import annotations
 
 from apache_beam.portability.api import beam_runner_api_pb2
@@ -6,9 +7,11 @@ from apache_beam.portability.api import beam_runner_api_pb2
 from reference_runner.engine import grouping
 from reference_runner.graph import urns
 
-_COMBINERS = {beam_runner_api_pb2.OutputTime.END_OF_WINDOW: grouping.END_OF_WINDOW,
-              beam_runner_api_pb2.OutputTime.EARLIEST_IN_PANE: grouping.EARLIEST,
-              beam_runner_api_pb2.OutputTime.LATEST_IN_PANE: grouping.LATEST}
+_COMBINERS = {
+    beam_runner_api_pb2.OutputTime.END_OF_WINDOW: grouping.END_OF_WINDOW,
+    beam_runner_api_pb2.OutputTime.EARLIEST_IN_PANE: grouping.EARLIEST,
+    beam_runner_api_pb2.OutputTime.LATEST_IN_PANE: grouping.LATEST,
+}
 
 
 def timestamp_combiner(ws: beam_runner_api_pb2.WindowingStrategy) -> str:

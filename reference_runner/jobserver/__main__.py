@@ -1,4 +1,5 @@
 """``python -m reference_runner.jobserver`` / ``reference-runner serve``: serve our runner over the Beam Job API."""
+
 from __future__ import annotations
 
 import argparse
@@ -11,31 +12,44 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="reference-runner",
         description="Serve the reference runner over the Beam Job API, so that pipelines from any "
-                    "Beam SDK can run on it (PortableRunner: --runner=PortableRunner "
-                    "--job_endpoint=localhost:8099 --environment_type=LOOPBACK).")
+        "Beam SDK can run on it (PortableRunner: --runner=PortableRunner "
+        "--job_endpoint=localhost:8099 --environment_type=LOOPBACK).",
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     serve = sub.add_parser("serve", help="start the job server and run until interrupted")
     serve.add_argument("--port", type=int, default=8099, help="Job API port (default 8099; 0 picks a free one)")
-    serve.add_argument("--host", default="127.0.0.1",
-                       help="address to bind (default 127.0.0.1: this machine only)")
-    serve.add_argument("--backend", choices=["reference", "spark"], default="reference",
-                       help="which engine runs the jobs: the reference runner (default) or Spark "
-                            "(user code then runs in Spark's Python workers, not in the pipeline's "
-                            "environment)")
-    serve.add_argument("--spark-master", default="local[2]",
-                       help="Spark master URL for --backend spark (default local[2])")
-    serve.add_argument("--staging-dir", default=None,
-                       help="where staged artifacts go (default: a temporary directory removed at exit)")
+    serve.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: this machine only)")
+    serve.add_argument(
+        "--backend",
+        choices=["reference", "spark"],
+        default="reference",
+        help="which engine runs the jobs: the reference runner (default) or Spark "
+        "(user code then runs in Spark's Python workers, not in the pipeline's "
+        "environment)",
+    )
+    serve.add_argument(
+        "--spark-master", default="local[2]", help="Spark master URL for --backend spark (default local[2])"
+    )
+    serve.add_argument(
+        "--staging-dir", default=None, help="where staged artifacts go (default: a temporary directory removed at exit)"
+    )
     serve.add_argument("--max-pipeline-mib", type=int, default=64, help="largest pipeline accepted (MiB)")
     serve.add_argument("--max-artifact-mib", type=int, default=1024, help="largest artifact accepted (MiB)")
-    serve.add_argument("--worker-timeout", type=float, default=60,
-                       help="seconds a started SDK worker has to connect (default 60)")
-    serve.add_argument("--bundle-timeout", type=float, default=600,
-                       help="seconds a bundle may run before the job fails (default 600)")
-    serve.add_argument("--spare-workers", type=int, default=4, metavar="N",
-                       help="when a job ends its SDK workers stop (so DoFn teardown runs then) and a "
-                            "fresh spare is started for its environment, at most N spares in all "
-                            "(default 4; 0: none, every job waits for its worker to start)")
+    serve.add_argument(
+        "--worker-timeout", type=float, default=60, help="seconds a started SDK worker has to connect (default 60)"
+    )
+    serve.add_argument(
+        "--bundle-timeout", type=float, default=600, help="seconds a bundle may run before the job fails (default 600)"
+    )
+    serve.add_argument(
+        "--spare-workers",
+        type=int,
+        default=4,
+        metavar="N",
+        help="when a job ends its SDK workers stop (so DoFn teardown runs then) and a "
+        "fresh spare is started for its environment, at most N spares in all "
+        "(default 4; 0: none, every job waits for its worker to start)",
+    )
     serve.add_argument("--log-level", default="INFO", help="Python logging level (default INFO)")
     return parser
 
@@ -47,9 +61,19 @@ def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     from reference_runner.jobserver.server import JobServer
-    server = JobServer(args.host, args.port, args.staging_dir, args.max_pipeline_mib << 20,
-                       args.max_artifact_mib << 20, args.worker_timeout, args.bundle_timeout,
-                       args.spare_workers, args.backend, args.spark_master).start()
+
+    server = JobServer(
+        args.host,
+        args.port,
+        args.staging_dir,
+        args.max_pipeline_mib << 20,
+        args.max_artifact_mib << 20,
+        args.worker_timeout,
+        args.bundle_timeout,
+        args.spare_workers,
+        args.backend,
+        args.spark_master,
+    ).start()
     print(f"reference job server listening on {server.address}", flush=True)
     signal.signal(signal.SIGTERM, lambda *_: server.stop())
     try:

@@ -1,6 +1,7 @@
 """Artifact staging (the server pulls each environment's dependencies from the client) and
 retrieval (workers read them back). Files land under one directory per job; a name that would
 leave it is refused, and so is an artifact over the size limit."""
+
 from __future__ import annotations
 
 import os
@@ -24,8 +25,10 @@ class ArtifactRefused(ValueError):
 def safe_name(name: str) -> str:
     """A staged name as given, if it is a plain file name; refused otherwise (no paths, no '..')."""
     if not _SAFE_NAME.match(name or "") or name in (".", ".."):
-        raise ArtifactRefused(f"refusing artifact name {name[:80]!r}: only a plain file name "
-                              "(letters, digits, '.', '_', '+', '-'; at most 200 characters) may be staged")
+        raise ArtifactRefused(
+            f"refusing artifact name {name[:80]!r}: only a plain file name "
+            "(letters, digits, '.', '_', '+', '-'; at most 200 characters) may be staged"
+        )
     return name
 
 
@@ -73,17 +76,28 @@ class StagingSessions:
             if not env.dependencies:
                 continue
             [resolved] = yield beam_artifact_api_pb2.ArtifactRequestWrapper(
-                resolve_artifact=beam_artifact_api_pb2.ResolveArtifactsRequest(artifacts=env.dependencies))
+                resolve_artifact=beam_artifact_api_pb2.ResolveArtifactsRequest(artifacts=env.dependencies)
+            )
             staged = []
             for index, artifact in enumerate(resolved.resolve_artifact_response.replacements):
                 name = safe_name(_staged_name(artifact, index))
                 path = os.path.join(directory, f"{env_id[:40].replace(os.sep, '_')}-{index}-{name}")
-                self._write(path, (yield beam_artifact_api_pb2.ArtifactRequestWrapper(
-                    get_artifact=beam_artifact_api_pb2.GetArtifactRequest(artifact=artifact))))
-                staged.append(beam_runner_api_pb2.ArtifactInformation(
-                    type_urn=FILE_URN,
-                    type_payload=beam_runner_api_pb2.ArtifactFilePayload(path=path).SerializeToString(),
-                    role_urn=artifact.role_urn, role_payload=artifact.role_payload))
+                self._write(
+                    path,
+                    (
+                        yield beam_artifact_api_pb2.ArtifactRequestWrapper(
+                            get_artifact=beam_artifact_api_pb2.GetArtifactRequest(artifact=artifact)
+                        )
+                    ),
+                )
+                staged.append(
+                    beam_runner_api_pb2.ArtifactInformation(
+                        type_urn=FILE_URN,
+                        type_payload=beam_runner_api_pb2.ArtifactFilePayload(path=path).SerializeToString(),
+                        role_urn=artifact.role_urn,
+                        role_payload=artifact.role_payload,
+                    )
+                )
             del env.dependencies[:]
             env.dependencies.extend(staged)
         with self._lock:
@@ -99,8 +113,9 @@ class StagingSessions:
                 if written > self.max_artifact_bytes:
                     f.close()
                     os.remove(path)
-                    raise ArtifactRefused(f"artifact {os.path.basename(path)} is larger than the "
-                                          f"limit of {self.max_artifact_bytes} bytes")
+                    raise ArtifactRefused(
+                        f"artifact {os.path.basename(path)} is larger than the limit of {self.max_artifact_bytes} bytes"
+                    )
                 f.write(data)
 
 

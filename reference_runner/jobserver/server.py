@@ -1,4 +1,5 @@
 """The job server: Job API, artifact staging and retrieval, provisioning and the Fn API, on loopback."""
+
 from __future__ import annotations
 
 import logging
@@ -7,12 +8,14 @@ import tempfile
 from concurrent import futures
 
 import grpc
-from apache_beam.portability.api import (beam_artifact_api_pb2_grpc, beam_job_api_pb2_grpc,
-                                         beam_provision_api_pb2_grpc)
+from apache_beam.portability.api import beam_artifact_api_pb2_grpc, beam_job_api_pb2_grpc, beam_provision_api_pb2_grpc
 
+from reference_runner.backends import ReferenceBackend, SparkBackend
 from reference_runner.jobserver.artifacts import RetrievalService, StagingService, StagingSessions
+from reference_runner.jobserver.jobs import pooled_workers
 from reference_runner.jobserver.service import JobService, ProvisionService
 from reference_runner.jobserver.workers import WorkerPool
+from reference_runner.knobs import Knobs
 from reference_runner.worker.fnapi_server import FnApiServer
 
 _LOG = logging.getLogger(__name__)
@@ -20,15 +23,24 @@ MiB = 1 << 20
 
 
 class JobServer:
-    def __init__(self, host: str = "127.0.0.1", port: int = 8099, staging_dir: str | None = None,
-                 max_pipeline_bytes: int = 64 * MiB, max_artifact_bytes: int = 1024 * MiB,
-                 worker_timeout: float = 60, bundle_timeout: float = 600, spare_workers: int = 4,
-                 backend: str = "reference", spark_master: str = "local[2]"):
-        spark = None
+    def __init__(
+        self,
+        host: str = "127.0.0.1",
+        port: int = 8099,
+        staging_dir: str | None = None,
+        max_pipeline_bytes: int = 64 * MiB,
+        max_artifact_bytes: int = 1024 * MiB,
+        worker_timeout: float = 60,
+        bundle_timeout: float = 600,
+        spare_workers: int = 4,
+        backend: str = "reference",
+        spark_master: str = "local[2]",
+    ):
         if backend == "spark":
             from reference_runner.spark import session
             from reference_runner.spark.runner import SparkSettings
-            spark = SparkSettings(master=spark_master)
+
+            spark = SparkBackend(SparkSettings(master=spark_master))
             # The JVM starts with the server, not with its first job; and before any gRPC server
             # exists: launching it while gRPC's threads run sometimes kills it at birth
             # ("Java gateway process exited before sending its port number").
@@ -41,26 +53,47 @@ class JobServer:
         self.fn = FnApiServer(host)
         # Messages may carry a whole pipeline or an artifact chunk; anything larger is refused by gRPC.
         limit = max(max_pipeline_bytes, 4 * MiB) + MiB
-        self._server = grpc.server(futures.ThreadPoolExecutor(max_workers=64),
-                                   options=[("grpc.max_receive_message_length", limit),
-                                            ("grpc.max_send_message_length", limit)])
+        self._server = grpc.server(
+            futures.ThreadPoolExecutor(max_workers=64),
+            options=[("grpc.max_receive_message_length", limit), ("grpc.max_send_message_length", limit)],
+        )
         self.port = self._server.add_insecure_port(f"{host}:{port}")
         if not self.port:
             raise OSError(f"cannot listen on {host}:{port}")
         self.address = f"{host}:{self.port}"
         sessions = StagingSessions(self.staging_dir, max_artifact_bytes)
-        self.pool = WorkerPool(self.fn, provision_endpoint=self.address, artifact_endpoint=self.address,
-                               connect_timeout=worker_timeout, bundle_timeout=bundle_timeout,
-                               max_idle=spare_workers)
-        self.jobs = JobService(sessions, self.pool, self.fn.address, self.address, max_pipeline_bytes, spark)
+        self.pool = WorkerPool(
+            self.fn,
+            provision_endpoint=self.address,
+            artifact_endpoint=self.address,
+            connect_timeout=worker_timeout,
+            bundle_timeout=bundle_timeout,
+            max_idle=spare_workers,
+        )
+        if backend == "spark":  # user code runs in Spark's Python workers, one backend for every job
+
+            def backend_for(options, pipeline):
+                return spark
+        else:  # each job's knobs, its SDK workers from the pool
+
+            def backend_for(options, pipeline):
+                return ReferenceBackend(
+                    Knobs.from_job_options(options),
+                    workers=pooled_workers(self.pool, pipeline),
+                    endpoint=self.fn.address,
+                )
+
+        self.jobs = JobService(sessions, self.pool, self.fn.address, self.address, max_pipeline_bytes, backend_for)
         beam_job_api_pb2_grpc.add_JobServiceServicer_to_server(self.jobs, self._server)
         beam_artifact_api_pb2_grpc.add_ArtifactStagingServiceServicer_to_server(StagingService(sessions), self._server)
         beam_artifact_api_pb2_grpc.add_ArtifactRetrievalServiceServicer_to_server(
-            RetrievalService(self.staging_dir), self._server)
+            RetrievalService(self.staging_dir), self._server
+        )
         beam_provision_api_pb2_grpc.add_ProvisionServiceServicer_to_server(
-            ProvisionService(self.fn.address, self.address), self._server)
+            ProvisionService(self.fn.address, self.address), self._server
+        )
 
-    def start(self) -> "JobServer":
+    def start(self) -> JobServer:
         self._server.start()
         _LOG.info("job server listening on %s (Fn API on %s)", self.address, self.fn.address)
         return self

@@ -3,18 +3,26 @@
 Every request is checked before it is used: unknown ids, malformed pipelines and oversized
 requests get a gRPC error status; nothing a client sends can take the server down.
 """
+
 from __future__ import annotations
 
 import itertools
 import threading
 import uuid
+from collections.abc import Callable
 
 import grpc
-from apache_beam.portability.api import (beam_job_api_pb2, beam_job_api_pb2_grpc, beam_provision_api_pb2,
-                                         beam_provision_api_pb2_grpc, beam_runner_api_pb2, endpoints_pb2)
+from apache_beam.portability.api import (
+    beam_job_api_pb2,
+    beam_job_api_pb2_grpc,
+    beam_provision_api_pb2,
+    beam_provision_api_pb2_grpc,
+    beam_runner_api_pb2,
+    endpoints_pb2,
+)
 
+from reference_runner.bundling import ScheduleError
 from reference_runner.graph.check import UnsupportedPipeline
-from reference_runner.graph.prepare import REFERENCE, SPARK, prepare
 from reference_runner.jobserver.artifacts import StagingSessions
 from reference_runner.jobserver.jobs import JobRecord
 from reference_runner.runner import ReferenceOptions
@@ -24,29 +32,41 @@ MAX_PREPARED = 1000  # preparations waiting for Run; a client cannot pile up mor
 
 
 class JobService(beam_job_api_pb2_grpc.JobServiceServicer):
-    def __init__(self, sessions: StagingSessions, pool, fn_endpoint: str, staging_endpoint: str,
-                 max_pipeline_bytes: int, spark=None):
-        """``spark``: SparkSettings to run jobs on the Spark backend (None: the reference engine)."""
-        self.spark = spark
+    def __init__(
+        self,
+        sessions: StagingSessions,
+        pool,
+        fn_endpoint: str,
+        staging_endpoint: str,
+        max_pipeline_bytes: int,
+        backend_for: Callable,
+    ):
+        """``backend_for(pipeline options, pipeline)``: the backend (backends.py) a job runs on."""
+        self.backend_for = backend_for
         self.sessions = sessions
         self.pool = pool
         self.fn_endpoint = fn_endpoint
         self.staging_endpoint = staging_endpoint
         self.max_pipeline_bytes = max_pipeline_bytes
         self.jobs: dict[str, JobRecord] = {}
-        self._prepared: dict[str, tuple] = {}   # preparation id -> (job name, options)
+        self._prepared: dict[str, tuple] = {}  # preparation id -> (job name, options)
         self._lock = threading.Lock()
 
     def Prepare(self, request, context):
         size = request.pipeline.ByteSize()
         if size > self.max_pipeline_bytes:
-            context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED,
-                          f"pipeline of {size} bytes is over the limit of {self.max_pipeline_bytes}")
+            context.abort(
+                grpc.StatusCode.RESOURCE_EXHAUSTED,
+                f"pipeline of {size} bytes is over the limit of {self.max_pipeline_bytes}",
+            )
         try:
-            # The run goes through the same front end; the worker pool judges environments.
-            prepare(request.pipeline, SPARK if self.spark is not None else REFERENCE)
+            # The run goes through the same front end with the same options (and reuses this
+            # Plan); the worker pool judges environments.
+            self.backend_for(request.pipeline_options, request.pipeline).prepare(request.pipeline)
         except UnsupportedPipeline as e:
             context.abort(grpc.StatusCode.UNIMPLEMENTED, str(e))
+        except ScheduleError as e:
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"bad reference runner option: {e}")
         except Exception as e:  # noqa: BLE001 - a malformed pipeline, whatever is wrong with it
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"malformed pipeline: {type(e).__name__}: {e}")
         preparation_id = f"{_slug(request.job_name)}-{uuid.uuid4().hex[:12]}"
@@ -60,8 +80,10 @@ class JobService(beam_job_api_pb2_grpc.JobServiceServicer):
                 del self._prepared[oldest]
                 self.sessions.close(oldest)
         return beam_job_api_pb2.PrepareJobResponse(
-            preparation_id=preparation_id, staging_session_token=preparation_id,
-            artifact_staging_endpoint=endpoints_pb2.ApiServiceDescriptor(url=self.staging_endpoint))
+            preparation_id=preparation_id,
+            staging_session_token=preparation_id,
+            artifact_staging_endpoint=endpoints_pb2.ApiServiceDescriptor(url=self.staging_endpoint),
+        )
 
     def Run(self, request, context):
         with self._lock:
@@ -71,10 +93,12 @@ class JobService(beam_job_api_pb2_grpc.JobServiceServicer):
         pipeline = self.sessions.pipeline(request.preparation_id, wait=60)
         self.sessions.close(request.preparation_id)
         name, options = prepared
-        job = JobRecord(f"job-{next(_JOB_IDS)}-{_slug(name)}", name, pipeline, options)
+        job = JobRecord(
+            f"job-{next(_JOB_IDS)}-{_slug(name)}", name, pipeline, options, self.backend_for(options, pipeline)
+        )
         with self._lock:
             self.jobs[job.job_id] = job
-        job.start(self.pool, self.fn_endpoint, self.spark)
+        job.start()
         return beam_job_api_pb2.RunJobResponse(job_id=job.job_id)
 
     def GetJobs(self, request, context):
@@ -84,8 +108,10 @@ class JobService(beam_job_api_pb2_grpc.JobServiceServicer):
 
     def GetState(self, request, context):
         job = self._job(request.job_id, context)
-        return beam_job_api_pb2.JobStateEvent(state=job.state, timestamp=job.events[-1].state_response.timestamp
-                                              if job.events[-1].HasField("state_response") else None)
+        return beam_job_api_pb2.JobStateEvent(
+            state=job.state,
+            timestamp=job.events[-1].state_response.timestamp if job.events[-1].HasField("state_response") else None,
+        )
 
     def GetPipeline(self, request, context):
         return beam_job_api_pb2.GetJobPipelineResponse(pipeline=self._job(request.job_id, context).pipeline)
@@ -134,19 +160,27 @@ class ProvisionService(beam_provision_api_pb2_grpc.ProvisionServiceServicer):
         info = beam_provision_api_pb2.ProvisionInfo(
             logging_endpoint=endpoints_pb2.ApiServiceDescriptor(url=self.fn_endpoint),
             control_endpoint=endpoints_pb2.ApiServiceDescriptor(url=self.fn_endpoint),
-            artifact_endpoint=endpoints_pb2.ApiServiceDescriptor(url=self.artifact_endpoint))
+            artifact_endpoint=endpoints_pb2.ApiServiceDescriptor(url=self.artifact_endpoint),
+        )
         return beam_provision_api_pb2.GetProvisionInfoResponse(info=info)
 
 
 def _describe_options() -> list:
     import argparse
+
     parser = argparse.ArgumentParser(add_help=False)
     ReferenceOptions._add_argparse_args(parser)
     kinds = {int: beam_job_api_pb2.PipelineOptionType.INTEGER, float: beam_job_api_pb2.PipelineOptionType.NUMBER}
-    return [beam_job_api_pb2.PipelineOptionDescriptor(
-        name=action.dest, type=kinds.get(action.type, beam_job_api_pb2.PipelineOptionType.STRING),
-        description=action.help or "", default_value="" if action.default is None else str(action.default),
-        group="ReferenceOptions") for action in parser._actions]
+    return [
+        beam_job_api_pb2.PipelineOptionDescriptor(
+            name=action.dest,
+            type=kinds.get(action.type, beam_job_api_pb2.PipelineOptionType.STRING),
+            description=action.help or "",
+            default_value="" if action.default is None else str(action.default),
+            group="ReferenceOptions",
+        )
+        for action in parser._actions
+    ]
 
 
 def _slug(name: str) -> str:

@@ -8,6 +8,7 @@ A worker serves one job and stops when it ends (a Beam harness tears DoFns down 
 stops). To keep light jobs light, a spare worker per environment (at most ``max_idle`` in all)
 is started when a job ends, ready for the next job of that environment.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -17,8 +18,7 @@ import threading
 
 import grpc
 from apache_beam.portability import python_urns
-from apache_beam.portability.api import (beam_fn_api_pb2, beam_fn_api_pb2_grpc, beam_runner_api_pb2,
-                                         endpoints_pb2)
+from apache_beam.portability.api import beam_fn_api_pb2, beam_fn_api_pb2_grpc, beam_runner_api_pb2, endpoints_pb2
 
 from reference_runner.worker.embedded import EmbeddedWorker
 from reference_runner.worker.fnapi_server import FnApiServer
@@ -45,8 +45,15 @@ class _Started:
 
 
 class WorkerPool:
-    def __init__(self, server: FnApiServer, provision_endpoint: str, artifact_endpoint: str,
-                 connect_timeout: float = 60, bundle_timeout: float = 600, max_idle: int = 4):
+    def __init__(
+        self,
+        server: FnApiServer,
+        provision_endpoint: str,
+        artifact_endpoint: str,
+        connect_timeout: float = 60,
+        bundle_timeout: float = 600,
+        max_idle: int = 4,
+    ):
         self.server = server
         self.provision_endpoint = provision_endpoint
         self.artifact_endpoint = artifact_endpoint
@@ -60,11 +67,16 @@ class WorkerPool:
     @staticmethod
     def environment_of(pipeline: beam_runner_api_pb2.Pipeline) -> beam_runner_api_pb2.Environment:
         """The one environment the pipeline's SDK transforms run in."""
-        used = {t.environment_id for t in pipeline.components.transforms.values()
-                if t.environment_id and not t.subtransforms}
+        used = {
+            t.environment_id
+            for t in pipeline.components.transforms.values()
+            if t.environment_id and not t.subtransforms
+        }
         if len(used) > 1:
-            raise EnvironmentUnsupported(f"the pipeline uses {len(used)} environments ({', '.join(sorted(used))}); "
-                                         "this job server runs one environment per job")
+            raise EnvironmentUnsupported(
+                f"the pipeline uses {len(used)} environments ({', '.join(sorted(used))}); "
+                "this job server runs one environment per job"
+            )
         if not used:
             return beam_runner_api_pb2.Environment(urn=python_urns.EMBEDDED_PYTHON)
         return pipeline.components.environments[used.pop()]
@@ -75,11 +87,15 @@ class WorkerPool:
         if env.urn in EMBEDDED:
             return EmbeddedWorker(state), None
         if env.urn == DOCKER:
-            raise EnvironmentUnsupported("DOCKER environments are not supported by this job server "
-                                         "(no container runtime); use LOOPBACK, EXTERNAL or PROCESS")
+            raise EnvironmentUnsupported(
+                "DOCKER environments are not supported by this job server "
+                "(no container runtime); use LOOPBACK, EXTERNAL or PROCESS"
+            )
         if env.urn not in (EXTERNAL, PROCESS):
-            raise EnvironmentUnsupported(f"environment {env.urn} is not supported "
-                                         f"(supported: {EXTERNAL}, {PROCESS}, {python_urns.EMBEDDED_PYTHON})")
+            raise EnvironmentUnsupported(
+                f"environment {env.urn} is not supported "
+                f"(supported: {EXTERNAL}, {PROCESS}, {python_urns.EMBEDDED_PYTHON})"
+            )
         key = env.SerializeToString(deterministic=True)
         while True:
             with self._lock:
@@ -119,7 +135,7 @@ class WorkerPool:
         with self._lock:
             self._idle.setdefault(key, []).append(started)
             idle = [(k, s) for k, workers in self._idle.items() for s in workers]
-            for k, s in idle[:max(0, len(idle) - self.max_idle)]:  # oldest first
+            for k, s in idle[: max(0, len(idle) - self.max_idle)]:  # oldest first
                 self._idle[k].remove(s)
                 evicted.append(s)
         for s in evicted:
@@ -132,25 +148,37 @@ class WorkerPool:
             with grpc.insecure_channel(payload.endpoint.url) as channel:
                 response = beam_fn_api_pb2_grpc.BeamFnExternalWorkerPoolStub(channel).StartWorker(
                     beam_fn_api_pb2.StartWorkerRequest(
-                        worker_id=worker_id, params=payload.params,
+                        worker_id=worker_id,
+                        params=payload.params,
                         control_endpoint=endpoints_pb2.ApiServiceDescriptor(url=self.server.address),
                         logging_endpoint=endpoints_pb2.ApiServiceDescriptor(url=self.server.address),
                         artifact_endpoint=endpoints_pb2.ApiServiceDescriptor(url=self.artifact_endpoint),
-                        provision_endpoint=endpoints_pb2.ApiServiceDescriptor(url=self.provision_endpoint)),
-                    timeout=self.connect_timeout)
+                        provision_endpoint=endpoints_pb2.ApiServiceDescriptor(url=self.provision_endpoint),
+                    ),
+                    timeout=self.connect_timeout,
+                )
             if response.error:
-                raise EnvironmentUnsupported(f"the worker pool at {payload.endpoint.url} could not start "
-                                             f"a worker: {response.error}")
+                raise EnvironmentUnsupported(
+                    f"the worker pool at {payload.endpoint.url} could not start a worker: {response.error}"
+                )
             started = _Started(worker_id)
         else:
             payload = beam_runner_api_pb2.ProcessPayload.FromString(env.payload)
-            command = [payload.command, f"--id={worker_id}", f"--control_endpoint={self.server.address}",
-                       f"--logging_endpoint={self.server.address}",
-                       f"--artifact_endpoint={self.artifact_endpoint}",
-                       f"--provision_endpoint={self.provision_endpoint}"]
+            command = [
+                payload.command,
+                f"--id={worker_id}",
+                f"--control_endpoint={self.server.address}",
+                f"--logging_endpoint={self.server.address}",
+                f"--artifact_endpoint={self.artifact_endpoint}",
+                f"--provision_endpoint={self.provision_endpoint}",
+            ]
             try:
-                process = subprocess.Popen(command, env={**os.environ, **payload.env, "WORKER_ID": worker_id},
-                                           stdin=subprocess.DEVNULL, start_new_session=True)
+                process = subprocess.Popen(
+                    command,
+                    env={**os.environ, **payload.env, "WORKER_ID": worker_id},
+                    stdin=subprocess.DEVNULL,
+                    start_new_session=True,
+                )
             except OSError as e:
                 raise EnvironmentUnsupported(f"cannot start PROCESS worker {payload.command!r}: {e}") from None
             started = _Started(worker_id, process)

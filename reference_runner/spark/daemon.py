@@ -4,6 +4,7 @@ Spark forks every Python worker from one daemon process. Importing apache_beam t
 second; done here, once, each forked worker starts with it loaded (configured as
 spark.python.daemon.module by reference_runner.spark.session).
 """
+
 import importlib
 
 for _module in ("apache_beam", "apache_beam.runners.worker.sdk_worker", "reference_runner.spark.tasks"):

@@ -1,14 +1,16 @@
 """SparkRunner: run a Beam pipeline on Apache Spark through PySpark (batch)."""
+
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
 
 from apache_beam.options.pipeline_options import PipelineOptions
+from apache_beam.portability.api import metrics_pb2
 from apache_beam.runners.runner import PipelineRunner
 
-from reference_runner.graph import fusion, prepare
-from reference_runner.runner import ReferenceResult
+from reference_runner.backends import Control
+from reference_runner.graph.plan import Plan
 from reference_runner.spark import plan as planning
 from reference_runner.spark import session
 from reference_runner.spark.translate import Translation
@@ -19,17 +21,36 @@ MiB = 1 << 20
 class SparkOptions(PipelineOptions):
     @classmethod
     def _add_argparse_args(cls, parser):
-        parser.add_argument("--spark_master", default="local[2]",
-                            help="Spark master URL: local[N] (default local[2]) or spark://HOST:PORT, ...")
-        parser.add_argument("--spark_parallelism", type=int, default=None,
-                            help="partitions after a shuffle (default: Spark's default parallelism)")
-        parser.add_argument("--spark_conf", action="append", default=[], metavar="KEY=VALUE",
-                            help="a Spark configuration setting; repeat for several")
-        parser.add_argument("--spark_bundle_size", type=int, default=1000,
-                            help="elements per bundle inside a partition (default 1000); outputs leave "
-                                 "the partition bundle by bundle")
-        parser.add_argument("--spark_max_side_input_mib", type=int, default=256,
-                            help="largest side input broadcast to executors, in MiB (default 256)")
+        parser.add_argument(
+            "--spark_master",
+            default="local[2]",
+            help="Spark master URL: local[N] (default local[2]) or spark://HOST:PORT, ...",
+        )
+        parser.add_argument(
+            "--spark_parallelism",
+            type=int,
+            default=None,
+            help="partitions after a shuffle (default: Spark's default parallelism)",
+        )
+        parser.add_argument(
+            "--spark_conf",
+            action="append",
+            default=[],
+            metavar="KEY=VALUE",
+            help="a Spark configuration setting; repeat for several",
+        )
+        parser.add_argument(
+            "--spark_bundle_size",
+            type=int,
+            default=1000,
+            help="elements per bundle inside a partition (default 1000); outputs leave the partition bundle by bundle",
+        )
+        parser.add_argument(
+            "--spark_max_side_input_mib",
+            type=int,
+            default=256,
+            help="largest side input broadcast to executors, in MiB (default 256)",
+        )
 
 
 class SparkRunner(PipelineRunner):
@@ -46,10 +67,17 @@ class SparkRunner(PipelineRunner):
         opts = options.view_as(SparkOptions)
         conf = dict(item.split("=", 1) for item in opts.spark_conf)
         conf.update(self.conf or {})
-        settings = SparkSettings(self.master or opts.spark_master, self.parallelism or opts.spark_parallelism,
-                                 conf, opts.spark_bundle_size, opts.spark_max_side_input_mib * MiB)
-        # Spark may re-run a task (retries, lost executors): what the bundles report is "attempted".
-        return ReferenceResult(run_proto(proto, settings))
+        settings = SparkSettings(
+            self.master or opts.spark_master,
+            self.parallelism or opts.spark_parallelism,
+            conf,
+            opts.spark_bundle_size,
+            opts.spark_max_side_input_mib * MiB,
+        )
+        from reference_runner.backends import SparkBackend
+        from reference_runner.runner import run_on
+
+        return run_on(SparkBackend(settings), proto)
 
 
 @dataclass
@@ -61,23 +89,34 @@ class SparkSettings:
     max_side_input_bytes: int = 256 * MiB
 
 
-def run_proto(proto, settings: SparkSettings, job_group: str | None = None) -> list:
-    """Run a pipeline proto on Spark; returns the monitoring infos its bundles reported.
-    ``job_group``: Spark job group of the run, so that it can be cancelled (cancel_job_group)."""
+def run_plan(prepared: Plan, settings: SparkSettings, control: Control) -> None:
+    """Run a prepared pipeline on Spark; its user metrics go to ``control`` (Spark may re-run a
+    task, so they are "attempted": reported as committed too). The run is Spark job group
+    ``control.job_id`` when given, which ``control.cancel()`` cancels."""
     spark = session.get(settings.master, settings.conf)
-    # Spark's Python workers run the user code themselves, whatever the environments say
-    graph = prepare.prepare(proto, prepare.SPARK)
-    plans = planning.plan(graph, fusion.fuse(graph), Translation.job_id())
+    plans = planning.plan(prepared, Translation.job_id())
     parallelism = settings.parallelism or spark.sparkContext.defaultParallelism
     translation = Translation(spark, plans, parallelism, settings.bundle_size, settings.max_side_input_bytes)
-    if job_group:
-        spark.sparkContext.setJobGroup(job_group, f"Beam job {job_group}", interruptOnCancel=True)
+    if control.job_id:
+        spark.sparkContext.setJobGroup(control.job_id, f"Beam job {control.job_id}", interruptOnCancel=True)
+        control.attach(_JobGroup(control.job_id))
     try:
         infos = translation.run()
     except Exception as e:
         raise SparkJobFailed(_python_error(e)) from None
-    from apache_beam.portability.api import metrics_pb2
-    return graph.with_step_names([metrics_pb2.MonitoringInfo.FromString(b) for b in infos])
+    infos = [metrics_pb2.MonitoringInfo.FromString(b) for b in infos]
+    control.keep_metrics(prepared.graph.with_step_names(infos), committed=True)
+
+
+class _JobGroup:
+    def __init__(self, job_group: str):
+        self._group = job_group
+
+    def cancel(self) -> None:
+        cancel_job_group(self._group)
+
+    def drain(self) -> None:
+        pass  # a bounded job just finishes
 
 
 def cancel_job_group(job_group: str) -> None:

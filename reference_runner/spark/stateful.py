@@ -7,8 +7,10 @@ a chunk's keys go in bundles of about ``bundle_size`` elements (a key may span b
 once the chunk's last key is complete its timers fire, since in batch the watermark then is
 +inf: the earliest timer of every key of the chunk in one bundle, again and again (a callback
 may set or clear timers, even earlier ones), OnWindowExpiration timers (one per key and
-window) among them, then processing-time timers as the chunk's virtual clock reaches them. Then the chunk's state is dropped: only one chunk of keys is in memory.
+window) among them, then processing-time timers as the chunk's virtual clock reaches them.
+Then the chunk's state is dropped: only one chunk of keys is in memory.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -19,11 +21,10 @@ from reference_runner.engine.keyed import arm_expiry, decode
 from reference_runner.engine.manager import PLUS_INFINITY
 from reference_runner.engine.timers import TimerStore
 from reference_runner.engine.userstate import UserStateStore
-from reference_runner.graph.pipeline import Transform
 from reference_runner.spark.plan import StagePlan, coders_of
-from reference_runner.spark.tasks import Outputs, StageFailed, sdk_worker
-from reference_runner.worker import attempt
-from reference_runner.worker.keyed import KeyedStage, TimerPastExpiration
+from reference_runner.spark.tasks import Outputs, bundle_runner, run_bundle, sdk_worker
+from reference_runner.worker.bundles import BundleRunner
+from reference_runner.worker.keyed import KeyedStage
 from reference_runner.worker.state import StateService
 
 
@@ -42,8 +43,8 @@ def partition_of(key_and_time: tuple[bytes, int]) -> int:
 def run_stateful_stage(plan: StagePlan, side_values, bundle_size: int, metrics, pairs):
     """A sorted partition of ((key, timestamp), element) pairs -> the stage's outputs, streamed."""
     state = StateService()
-    worker = sdk_worker(plan, side_values.value if side_values is not None else {}, state)
-    run = _KeyedRun(plan, worker, state, metrics)
+    worker, descriptor = sdk_worker(plan, side_values.value if side_values is not None else {}, state)
+    run = _KeyedRun(plan, bundle_runner(plan, worker, state, metrics), descriptor)
     try:
         pending, in_chunk = [], 0
         for _, group in itertools.groupby(pairs, key=lambda kv: kv[0][0]):
@@ -65,8 +66,8 @@ def run_stateful_stage(plan: StagePlan, side_values, bundle_size: int, metrics, 
 class _KeyedRun:
     """Bundles of one partition of a stateful stage; state and timers of the current chunk."""
 
-    def __init__(self, plan: StagePlan, worker, state: StateService, metrics):
-        self._plan, self._worker, self._state, self._metrics = plan, worker, state, metrics
+    def __init__(self, plan: StagePlan, runner: BundleRunner, descriptor):
+        self._plan, self._runner, self._descriptor = plan, runner, descriptor
         self._keyed = _keyed(plan)
         self._spec = self._keyed.spec()
         self._timers = TimerStore()
@@ -74,7 +75,7 @@ class _KeyedRun:
 
     def elements(self, elements: list[bytes]):
         if elements:
-            yield from self._bundle(elements, {})
+            yield from self._bundle(elements, ())
             # OnWindowExpiration: a runner timer per key and window the elements reached, as
             # the reference runner's engine arms them
             if self._spec.expiry_family is not None:
@@ -89,25 +90,15 @@ class _KeyedRun:
             due, now = self._timers.take_next(PLUS_INFINITY, now)
             if not due:
                 break
-            yield from self._bundle([], KeyedStage.timer_streams(due))
-        self._state.user = UserStateStore()
+            yield from self._bundle([], due)
+        self._runner.state.user = UserStateStore()
 
-    def _bundle(self, elements: list[bytes], timers: dict):
-        plan = self._plan
-        try:
-            result = attempt.run(self._worker, plan.id, plan.input_transform, elements, timers=timers)
-        except attempt.AttemptFailed as e:
-            self._state.discard(e.instruction_id)
-            raise StageFailed(f"bundle of stage {plan.id} failed: {e}") from None
-        try:
-            updates = self._keyed.decode_timers(result.timers)
-        except TimerPastExpiration as e:
-            self._state.discard(result.instruction_id)
-            raise StageFailed(f"bundle of stage {plan.id} failed: {e}") from None
-        self._state.commit(result.instruction_id)
+    def _bundle(self, elements: list[bytes], timers):
+        committed = run_bundle(self._runner, self._plan, self._descriptor, elements, timers, self._keyed)
         # (a bundle of timers only runs once the watermark is +inf)
-        self._timers.apply(updates, None if elements else PLUS_INFINITY)
-        yield from self._outputs.of(self._worker, result, self._metrics)
+        self._timers.apply(committed.timers, None if elements else PLUS_INFINITY)
+        yield from self._outputs.of(committed)
+        committed.finalize()
 
 
 _keyed_stages: dict = {}
@@ -117,7 +108,5 @@ def _keyed(plan: StagePlan) -> KeyedStage:
     """The stage's KeyedStage, rebuilt from the plan once per Python worker process."""
     keyed = _keyed_stages.get(plan.id)
     if keyed is None:
-        components = coders_of(plan.components).components
-        head = Transform(plan.stateful_transform, components.transforms[plan.stateful_transform])
-        keyed = _keyed_stages[plan.id] = KeyedStage(head, coders_of(plan.components))
+        keyed = _keyed_stages[plan.id] = KeyedStage.of(plan.stage.keyed_head, coders_of(plan.components))
     return keyed

@@ -1,40 +1,54 @@
 """What runs inside Spark's Python workers: fused stages on an in-process SDK worker, and the
 grouping step after a shuffle. Everything here is rebuilt from a StagePlan and cached per
 Python worker process."""
+
 from __future__ import annotations
 
 import itertools
 import zlib
 
-from apache_beam.portability.api import beam_runner_api_pb2
+from apache_beam.portability.api import beam_fn_api_pb2
 
 from reference_runner.engine import grouping, panes
 from reference_runner.engine.manager import PLUS_INFINITY
 from reference_runner.engine.windows import MIN_TIMESTAMP
-from reference_runner.graph import trigger_spec
+from reference_runner.graph.descriptors import StageDescriptor
 from reference_runner.spark.plan import StagePlan, coders_of
-from reference_runner.worker import attempt, codecs, merging, warm
+from reference_runner.worker import codecs, merging, stage_specs, warm
+from reference_runner.worker.bundles import BundleError, BundleRunner
 from reference_runner.worker.embedded import EmbeddedWorker
 from reference_runner.worker.state import SideInputIndex, StateService
+
 
 class StageFailed(RuntimeError):
     """A bundle failed in the SDK worker (the user's error text included)."""
 
 
-def sdk_worker(plan: StagePlan, side_values: dict, state: StateService | None = None,
-               warm_worker: bool = False) -> EmbeddedWorker:
-    """An SDK worker for one partition of the stage, its side inputs loaded from the broadcast;
-    ``state``: the service answering its state requests (user state too, for a stateful stage);
-    ``warm_worker``: take one this Python worker process kept from an earlier task (warm.py)."""
-    from apache_beam.portability.api import beam_fn_api_pb2
+def sdk_worker(plan: StagePlan, side_values: dict, state: StateService, warm_worker: bool = False):
+    """An SDK worker for one partition of the stage, its side inputs loaded from the broadcast,
+    and the descriptor it runs; ``state``: the service answering its state requests (user state
+    too, for a stateful stage); ``warm_worker``: take one this Python worker process kept from an
+    earlier task (warm.py)."""
     coders = coders_of(plan.components)
-    state = state if state is not None else StateService()
-    for side in plan.side_inputs:
+    for side in plan.stage.side_inputs:
         state.side_inputs[(side.transform_id, side.tag)] = SideInputIndex(
-            side_values[side.pcoll], coders, side.pcoll, side.multimap)
+            side_values[side.pcoll], coders, side.pcoll, side.multimap
+        )
     worker = warm.acquire(state) if warm_worker else EmbeddedWorker(state)
-    worker.register(beam_fn_api_pb2.ProcessBundleDescriptor.FromString(plan.descriptor))
-    return worker
+    proto = beam_fn_api_pb2.ProcessBundleDescriptor.FromString(plan.descriptor)
+    worker.register(proto)
+    planned = plan.stage.descriptor
+    return worker, StageDescriptor(proto, planned.input_transform, dict(planned.output_transforms))
+
+
+def bundle_runner(plan: StagePlan, worker, state: StateService, metrics) -> BundleRunner:
+    """Bundles of the stage; committed user metrics go to the ``metrics`` accumulator, serialized."""
+
+    def report(infos: list, committed: bool) -> None:
+        if committed and metrics is not None:
+            metrics.add([i.SerializeToString() for i in infos])
+
+    return BundleRunner(worker, state, coders_of(plan.components), report)
 
 
 def run_sdk_stage(plan: StagePlan, side_values, bundle_size: int, metrics, elements):
@@ -42,12 +56,20 @@ def run_sdk_stage(plan: StagePlan, side_values, bundle_size: int, metrics, eleme
     bundle by bundle, tagged with their PCollection's index when the stage has several."""
     # Not with side inputs: the SDK keeps a global window's side input values in the bundle
     # processor, and the same stage of another job may read other values
-    worker = sdk_worker(plan, side_values.value if side_values is not None else {},
-                        warm_worker=not plan.side_inputs)
+    state = StateService()
+    worker, descriptor = sdk_worker(
+        plan, side_values.value if side_values is not None else {}, state, warm_worker=not plan.stage.side_inputs
+    )
+    runner = bundle_runner(plan, worker, state, metrics)
     outputs = Outputs(plan)
     succeeded = False
     try:
-        yield from _bundles(worker, plan, bundle_size, metrics, elements, outputs)
+        for chunk in _chunks(elements, bundle_size):
+            while chunk:  # a splittable DoFn's deferred restrictions run again, here, until done
+                committed = run_bundle(runner, plan, descriptor, chunk)
+                chunk = committed.residuals + [element for element, _, _ in committed.deferred]
+                yield from outputs.of(committed)
+                committed.finalize()
         succeeded = True
     finally:
         # Kept for the next task only if no DoFn in it has a setup or teardown: those are torn
@@ -55,40 +77,30 @@ def run_sdk_stage(plan: StagePlan, side_values, bundle_size: int, metrics, eleme
         warm.release(worker, succeeded)
 
 
-def _bundles(worker, plan, bundle_size, metrics, elements, outputs):
-    descriptor_id = plan.descriptor_id or plan.id
-    for chunk in _chunks(elements, bundle_size):
-        while chunk:  # a splittable DoFn's deferred restrictions run again, here, until done
-            try:
-                result = attempt.run(worker, descriptor_id, plan.input_transform, chunk)
-            except attempt.AttemptFailed as e:
-                raise StageFailed(f"bundle of stage {plan.id} failed: {e}") from None
-            chunk = [r.application.element for r in result.response.residual_roots]
-            yield from outputs.of(worker, result, metrics)
+def run_bundle(runner: BundleRunner, plan: StagePlan, descriptor: StageDescriptor, elements, timers=(), keyed=None):
+    try:
+        return runner.run(plan.stage, descriptor, elements, timers, keyed)
+    except BundleError as e:
+        raise StageFailed(str(e)) from None
 
 
 class Outputs:
-    """What a committed bundle hands back: finalization, metrics, then its output elements,
-    tagged with their PCollection's index when the stage has several outputs."""
+    """A committed bundle's output elements, tagged with their PCollection's index when the stage
+    has several outputs."""
 
     def __init__(self, plan: StagePlan):
-        coders = coders_of(plan.components)
-        self._plan = plan
-        self._impls = {t: coders.windowed(p).get_impl() for t, p in plan.output_transforms.items()}
         self._index = {p: i for i, p in enumerate(plan.outputs)}
         self._tagged = len(plan.outputs) > 1
 
-    def of(self, worker, result: attempt.Attempt, metrics):
-        if result.response.requires_finalization:
-            worker.finalize(result.instruction_id)
-        if metrics is not None:
-            metrics.add([i.SerializeToString() for i in result.response.monitoring_infos])
-        for transform_id, data in result.data.items():
-            pcoll = self._plan.output_transforms.get(transform_id)
-            if pcoll is None or pcoll not in self._index:
+    def of(self, committed):
+        for pcoll, elements in committed.outputs.items():
+            index = self._index.get(pcoll)
+            if index is None:
                 continue
-            for element in codecs.split_elements(self._impls[transform_id], data):
-                yield (self._index[pcoll], element) if self._tagged else element
+            if self._tagged:
+                yield from ((index, element) for element in elements)
+            else:
+                yield from elements
 
 
 def _chunks(iterator, size: int):
@@ -115,16 +127,13 @@ def group_partition(plan: StagePlan, pairs):
     elements arrive one by one in shuffle order while the watermark is at -inf, each evaluated
     by the trigger, then the watermark jumps to +inf (on-time and final panes). The front end
     refuses processing-time triggers in batch (graph/check.py): nothing drives that clock here."""
-    worker = EmbeddedWorker(StateService()) if plan.merge_in_sdk else None
+    group = plan.stage.group
+    worker = EmbeddedWorker(StateService()) if group.merge_in_sdk else None
     try:
-        trigger = trigger_spec.from_proto(beam_runner_api_pb2.Trigger.FromString(plan.trigger)) if plan.trigger else None
-        spec = grouping.Grouping(_codec(plan), merging=plan.merging, timestamp_combiner=plan.timestamp_combiner,
-                                 allowed_lateness=plan.allowed_lateness,
-                                 merge_fn=_window_merger(plan, worker) if worker else None,
-                                 trigger=trigger, accumulating=plan.accumulating)
-        for _, group in itertools.groupby(pairs, key=lambda kv: kv[0]):
+        spec = stage_specs.grouping_of(group, _codec(plan), _window_merger(plan, worker) if worker else None)
+        for _, key_group in itertools.groupby(pairs, key=lambda kv: kv[0]):
             try:
-                yield from _group_one_key(spec, [element for _, element in group])
+                yield from _group_one_key(spec, [element for _, element in key_group])
             except merging.MergeFailed as e:
                 raise StageFailed(f"GroupByKey {plan.id}: {e}") from None
     finally:
@@ -156,17 +165,12 @@ _codecs: dict = {}
 def _codec(plan: StagePlan) -> codecs.GroupCodec:
     codec = _codecs.get(plan.id)
     if codec is None:
-        coders = coders_of(plan.components)
-        codec = _codecs[plan.id] = codecs.GroupCodec(coders.windowed(plan.inputs[0]), coders.windowed(plan.outputs[0]))
+        codec = _codecs[plan.id] = stage_specs.group_codec(coders_of(plan.components), plan.stage)
     return codec
 
 
 # -- Flatten --------------------------------------------------------------------------------
-_CONVERSIONS = {"transcode": codecs.Transcoder, "keys_to_bytes": codecs.KeysToBytes,
-                "keys_from_bytes": codecs.KeysFromBytes}
-
-
-def transcode(components: bytes, conversion: str, source: str, target: str, elements):
-    coders = coders_of(components)
-    convert = _CONVERSIONS[conversion](coders.windowed(source), coders.windowed(target))
+def transcode(plan: StagePlan, source: str, elements):
+    """A Flatten input whose coder differs from the output's, re-encoded."""
+    convert = stage_specs.conversions(coders_of(plan.components), plan.stage)[source]
     return (convert(e) for e in elements)

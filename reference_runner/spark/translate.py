@@ -5,23 +5,23 @@ SDK stage is mapPartitions over its input running the stage's descriptor in an i
 worker; GroupByKey is a shuffle on encoded key bytes, sorted within partitions, grouped key by
 key; a stage headed by a stateful ParDo is such a shuffle too, sorted by key and timestamp
 (spark/stateful.py); Flatten is a union; Reshuffle a repartition (graph/reshuffle.py). Side
-inputs are collected once and broadcast (a triggered one as the latest pane of each window). An RDD read by more than one stage is persisted, so user
-code runs once per element.
+inputs are collected once and broadcast (one read by pane as the latest pane of each window).
+An RDD read by more than one stage is persisted, so user code runs once per element.
 """
+
 from __future__ import annotations
 
 import functools
 import itertools
 import uuid
 
-from apache_beam.transforms import window as beam_window
-from apache_beam.utils import windowed_value
 from pyspark import AccumulatorParam
 
 from reference_runner.engine.sideinputs import SideInputBuffer
+from reference_runner.graph.plan import SideInput, StageKind
 from reference_runner.spark import stateful, tasks
 from reference_runner.spark.plan import StagePlan, coders_of
-from reference_runner.worker import codecs, sidewindows
+from reference_runner.worker import sidewindows, stage_specs
 
 _JOB_IDS = itertools.count(1)
 
@@ -40,8 +40,7 @@ class _ListParam(AccumulatorParam):
 
 
 class Translation:
-    def __init__(self, spark, plans: list[StagePlan], parallelism: int, bundle_size: int,
-                 max_side_input_bytes: int):
+    def __init__(self, spark, plans: list[StagePlan], parallelism: int, bundle_size: int, max_side_input_bytes: int):
         self.sc = spark.sparkContext
         self.plans = plans
         self.parallelism = parallelism
@@ -52,7 +51,7 @@ class Translation:
         self._persisted: list = []
         readers: dict[str, int] = {}
         for p in plans:
-            for pcoll in p.inputs + [s.pcoll for s in p.side_inputs]:
+            for pcoll in p.inputs + [s.pcoll for s in p.stage.side_inputs]:
                 readers[pcoll] = readers.get(pcoll, 0) + 1
         self.readers = readers
 
@@ -65,8 +64,8 @@ class Translation:
         terminals = []
         try:
             for p in self.plans:
-                produced = getattr(self, f"_{p.kind}")(p)
-                if p.kind == "sdk" and not any(self.readers.get(o) for o in p.outputs):
+                produced = getattr(self, f"_{p.kind.value}")(p)
+                if p.kind == StageKind.SDK and not any(self.readers.get(o) for o in p.outputs):
                     terminals.append(produced)  # nothing reads it: only an action makes it run
             if terminals:
                 self.sc.union(terminals).foreach(_discard)
@@ -78,9 +77,7 @@ class Translation:
     # -- one method per stage kind ------------------------------------------------------------
     def _impulse(self, p: StagePlan):
         [out] = p.outputs
-        impl = coders_of(p.components).windowed(out).get_impl()
-        wv = windowed_value.WindowedValue(b"", windowed_value.MIN_TIMESTAMP, (beam_window.GlobalWindow(),))
-        rdd = self.sc.parallelize([codecs.encode_nested(impl, wv)], 1)
+        rdd = self.sc.parallelize([stage_specs.impulse_element(coders_of(p.components), out)], 1)
         self._publish(out, rdd)
         return rdd
 
@@ -91,10 +88,10 @@ class Translation:
         for pcoll in p.inputs:
             rdd = self.rdds[pcoll]
             if pcolls[pcoll].coder_id != pcolls[out].coder_id:
-                rdd = rdd.mapPartitions(functools.partial(tasks.transcode, p.components, p.conversion, pcoll, out))
+                rdd = rdd.mapPartitions(functools.partial(tasks.transcode, p, pcoll))
             parts.append(rdd)
         rdd = self.sc.union(parts) if parts else self.sc.emptyRDD()
-        if p.redistribute:
+        if p.stage.redistribute:
             rdd = rdd.repartition(self.parallelism)
         self._publish(out, rdd)
         return rdd
@@ -102,23 +99,25 @@ class Translation:
     def _group(self, p: StagePlan):
         [out] = p.outputs
         keyed = self.rdds[p.inputs[0]].map(functools.partial(tasks.key_of, p))
-        shuffled = keyed.repartitionAndSortWithinPartitions(self.parallelism, tasks.partition_of,
-                                                            keyfunc=lambda key: key)
+        shuffled = keyed.repartitionAndSortWithinPartitions(
+            self.parallelism, tasks.partition_of, keyfunc=lambda key: key
+        )
         rdd = shuffled.mapPartitions(functools.partial(tasks.group_partition, p), preservesPartitioning=True)
         self._publish(out, rdd)
         return rdd
 
     def _sdk(self, p: StagePlan):
-        side_values = self._broadcast_side_inputs(p) if p.side_inputs else None
+        side_values = self._broadcast_side_inputs(p) if p.stage.side_inputs else None
         [main] = p.inputs
         source = self.rdds[main]
-        if p.stateful_transform:  # by key, each key's elements in timestamp order
+        if p.stage.keyed_head:  # by key, each key's elements in timestamp order
             run = functools.partial(stateful.run_stateful_stage, p, side_values, self.bundle_size, self.metrics)
             source = source.map(functools.partial(stateful.sort_key, p)).repartitionAndSortWithinPartitions(
-                self.parallelism, stateful.partition_of)
+                self.parallelism, stateful.partition_of
+            )
         else:
             run = functools.partial(tasks.run_sdk_stage, p, side_values, self.bundle_size, self.metrics)
-        if p.splittable:  # initial splits of restrictions spread over every partition
+        if p.stage.splittable:  # initial splits of restrictions spread over every partition
             source = source.repartition(self.parallelism)
         rdd = source.mapPartitions(run)
         if len(p.outputs) == 1:
@@ -139,7 +138,7 @@ class Translation:
 
     def _broadcast_side_inputs(self, p: StagePlan):
         values = {}
-        for side in p.side_inputs:
+        for side in p.stage.side_inputs:
             if side.pcoll not in values:
                 elements = self.rdds[side.pcoll].collect()
                 size = sum(map(len, elements))
@@ -147,19 +146,18 @@ class Translation:
                     raise SideInputTooLarge(
                         f"side input {side.tag} of {side.transform_id} holds {size} bytes, over the limit of "
                         f"{self.max_side_input_bytes} (--spark_max_side_input_mib); side inputs are "
-                        "broadcast to every executor")
-                values[side.pcoll] = _visible(p, side.pcoll, elements)
+                        "broadcast to every executor"
+                    )
+                values[side.pcoll] = _visible(p, side, elements)
         return self.sc.broadcast(values)
 
 
-def _visible(p: StagePlan, pcoll: str, elements: list):
-    """What readers see of a side input: every element, or, for a triggered one (its producer
-    may fire several panes per window), window -> the latest pane (engine/sideinputs.py)."""
-    coders = coders_of(p.components)
-    ws_id = coders.components.pcollections[pcoll].windowing_strategy_id
-    if not sidewindows.triggered(coders.components.windowing_strategies[ws_id]):
+def _visible(p: StagePlan, side: SideInput, elements: list):
+    """What readers see of a side input: every element, or, for one read by pane (its producer
+    fires several panes per window), window -> the latest pane (engine/sideinputs.py)."""
+    if not side.by_pane:
         return elements
-    buffer = SideInputBuffer(sidewindows.pane_decoder(coders, pcoll))
+    buffer = SideInputBuffer(sidewindows.pane_decoder(coders_of(p.components), side.pcoll))
     buffer.add(elements)
     return buffer.contents()
 

@@ -5,6 +5,7 @@ thread; between two ranges the runner may send a ProcessBundleSplitRequest (the 
 stops early and reports where the residual begins) or fail the attempt on purpose, after
 collecting the metrics the bundle reported so far.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -24,21 +25,28 @@ class AttemptFailed(RuntimeError):
         super().__init__(message)
         self.instruction_id = instruction_id
         self.injected = injected
-        self.metrics = metrics        # what the attempt had reported before it failed
+        self.metrics = metrics  # what the attempt had reported before it failed
 
 
 @dataclass
 class Attempt:
     instruction_id: str
-    data: dict                        # output transform -> bytes
-    timers: dict                      # (transform, timer family) -> bytes
+    data: dict  # output transform -> bytes
+    timers: dict  # (transform, timer family) -> bytes
     response: beam_fn_api_pb2.ProcessBundleResponse
     first_residual: int | None = None  # a channel split handed elements [first_residual:] back
     split_residuals: list = field(default_factory=list)  # DelayedBundleApplications of a split
 
 
-def run(worker: EmbeddedWorker, descriptor_id: str, input_transform: str, elements: list[bytes],
-        split: Split | None = None, fault_at: int | None = None, timers: dict | None = None) -> Attempt:
+def run(
+    worker: EmbeddedWorker,
+    descriptor_id: str,
+    input_transform: str,
+    elements: list[bytes],
+    split: Split | None = None,
+    fault_at: int | None = None,
+    timers: dict | None = None,
+) -> Attempt:
     """``timers``: {(transform, timer family): encoded timers} to fire after the elements."""
     instruction_id = worker.new_instruction_id()
     progress = _Progress(len(elements))
@@ -60,25 +68,28 @@ def run(worker: EmbeddedWorker, descriptor_id: str, input_transform: str, elemen
 
     def feed():
         position = 0
-        cuts = sorted({p for p in (None if not split or split.after_output else split.at, fault_at)
-                       if p is not None} | {len(elements)})
+        cuts = sorted(
+            {p for p in (None if not split or split.after_output else split.at, fault_at) if p is not None}
+            | {len(elements)}
+        )
         for cut in cuts:
             cut = min(cut, progress.end)
             if cut > position:
-                yield beam_fn_api_pb2.Elements.Data(instruction_id=instruction_id, transform_id=input_transform,
-                                                    data=b"".join(elements[position:cut]))
+                yield beam_fn_api_pb2.Elements.Data(
+                    instruction_id=instruction_id, transform_id=input_transform, data=b"".join(elements[position:cut])
+                )
                 position = cut
             if split and not split.after_output and cut == split.at:
                 do_split()
             if fault_at is not None and cut >= min(fault_at, progress.end):
                 progress.metrics = worker.progress(instruction_id)
-                raise InjectedFault(f"fault injected by the reference runner before element {cut} "
-                                    f"of {len(elements)}")
+                raise InjectedFault(f"fault injected by the reference runner before element {cut} of {len(elements)}")
             if position >= progress.end:
                 break
         for (transform_id, family), encoded in (timers or {}).items():
-            yield beam_fn_api_pb2.Elements.Timers(instruction_id=instruction_id, transform_id=transform_id,
-                                                  timer_family_id=family, timers=encoded)
+            yield beam_fn_api_pb2.Elements.Timers(
+                instruction_id=instruction_id, transform_id=transform_id, timer_family_id=family, timers=encoded
+            )
 
     try:
         data, timer_bytes, response = worker.process_bundle(instruction_id, descriptor_id, feed())
@@ -93,7 +104,8 @@ def run(worker: EmbeddedWorker, descriptor_id: str, input_transform: str, elemen
 @dataclass
 class _Progress:
     """What the runner learned while the attempt ran."""
-    end: int                          # the bundle reads elements [0, end)
+
+    end: int  # the bundle reads elements [0, end)
     split_done: bool = False
     first_residual: int | None = None
     residuals: list = field(default_factory=list)

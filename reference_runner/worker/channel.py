@@ -5,6 +5,7 @@ runner can act between two elements while the bundle runs (send a split request,
 fault). Outputs and timers the bundle writes are collected per transform until the runner
 takes them.
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterable

@@ -1,4 +1,5 @@
 """Encoded elements on the wire: splitting data streams, and the parts GroupByKey needs."""
+
 from __future__ import annotations
 
 from apache_beam.coders import coders
@@ -10,8 +11,11 @@ from apache_beam.utils.timestamp import Timestamp
 from reference_runner.engine import windows as engine_windows
 from reference_runner.graph import urns
 
-_TIMING = {"EARLY": windowed_value.PaneInfoTiming.EARLY, "ON_TIME": windowed_value.PaneInfoTiming.ON_TIME,
-           "LATE": windowed_value.PaneInfoTiming.LATE}
+_TIMING = {
+    "EARLY": windowed_value.PaneInfoTiming.EARLY,
+    "ON_TIME": windowed_value.PaneInfoTiming.ON_TIME,
+    "LATE": windowed_value.PaneInfoTiming.LATE,
+}
 
 
 class OpaqueCoder(ValueError):
@@ -56,8 +60,10 @@ class Coders:
             return coders._TimerCoder(self.coder(parts[0]), self.coder(parts[1]))  # noqa: SLF001 - the SDK's only timer coder
         if urn == urns.CUSTOM_WINDOW_CODER:
             return coders.TimestampPrefixingOpaqueWindowCoder()
-        raise OpaqueCoder(f"coder {coder_id} ({urn or 'no URN'}) is not a standard coder; the runner "
-                          "reads only standard coders and the bytes inside length prefixes")
+        raise OpaqueCoder(
+            f"coder {coder_id} ({urn or 'no URN'}) is not a standard coder; the runner "
+            "reads only standard coders and the bytes inside length prefixes"
+        )
 
     def readable(self, coder_id: str) -> bool:
         """Can the runner decode this coder (standard all the way down)?"""
@@ -75,8 +81,10 @@ class Coders:
         context); elsewhere its end cannot be told without the SDK."""
         if self.readable(coder_id):
             return self.coder(coder_id).get_impl().decode
+
         def read(encoded: bytes):
             return self._read_outer(coder_id, create_InputStream(encoded))
+
         self._read_outer(coder_id, None)  # refuse an unreadable shape now, not per element
         return read
 
@@ -87,9 +95,11 @@ class Coders:
         if proto.spec.urn == urns.KV_CODER:
             key, value = proto.component_coder_ids
             if not self.readable(key):
-                raise OpaqueCoder(f"elements encoded with coder {coder_id}: its key coder {key} "
-                                  f"({self.components.coders[key].spec.urn}) is not standard, and without the "
-                                  "SDK the runner cannot tell where such a key ends; use a standard key coder")
+                raise OpaqueCoder(
+                    f"elements encoded with coder {coder_id}: its key coder {key} "
+                    f"({self.components.coders[key].spec.urn}) is not standard, and without the "
+                    "SDK the runner cannot tell where such a key ends; use a standard key coder"
+                )
             if stream is None:
                 return self._read_outer(value, None)
             return self.coder(key).get_impl().decode_from_stream(stream, True), self._read_outer(value, stream)
@@ -105,10 +115,15 @@ class Coders:
         return self.coder(self.components.windowing_strategies[pcoll.windowing_strategy_id].window_coder_id)
 
 
-_LEAVES = {urns.BYTES_CODER: coders.BytesCoder, urns.STRING_UTF8_CODER: coders.StrUtf8Coder,
-           urns.VARINT_CODER: coders.VarIntCoder, urns.BOOL_CODER: coders.BooleanCoder,
-           urns.DOUBLE_CODER: coders.FloatCoder, urns.GLOBAL_WINDOW_CODER: coders.GlobalWindowCoder,
-           urns.INTERVAL_WINDOW_CODER: coders.IntervalWindowCoder}
+_LEAVES = {
+    urns.BYTES_CODER: coders.BytesCoder,
+    urns.STRING_UTF8_CODER: coders.StrUtf8Coder,
+    urns.VARINT_CODER: coders.VarIntCoder,
+    urns.BOOL_CODER: coders.BooleanCoder,
+    urns.DOUBLE_CODER: coders.FloatCoder,
+    urns.GLOBAL_WINDOW_CODER: coders.GlobalWindowCoder,
+    urns.INTERVAL_WINDOW_CODER: coders.IntervalWindowCoder,
+}
 assert set(_LEAVES) == urns.READABLE_LEAF_CODERS
 
 
@@ -157,7 +172,7 @@ class GroupCodec:
         self._key = input_coder.key_coder().get_impl()
         self._out = output_coder.get_impl()
         self._window = input_coder.window_coder.get_impl()
-        self._panes: dict = {}            # engine Pane -> the SDK's PaneInfo
+        self._panes: dict = {}  # engine Pane -> the SDK's PaneInfo
         self._last_timestamp = (None, None)
 
     def split(self, element: bytes):
@@ -174,11 +189,13 @@ class GroupCodec:
         info = self._panes.get(pane)
         if info is None:
             info = self._panes[pane] = windowed_value.PaneInfo(
-                pane.is_first, pane.is_last, _TIMING[pane.timing], pane.index, pane.nonspeculative_index)
+                pane.is_first, pane.is_last, _TIMING[pane.timing], pane.index, pane.nonspeculative_index
+            )
         if timestamp != self._last_timestamp[0]:  # groups of one window share their timestamp
             self._last_timestamp = (timestamp, Timestamp(micros=timestamp))
-        wv = windowed_value.WindowedValue((key, values), self._last_timestamp[1],
-                                          (from_engine_window(window, self._window),), info)
+        wv = windowed_value.WindowedValue(
+            (key, values), self._last_timestamp[1], (from_engine_window(window, self._window),), info
+        )
         return self._out.encode_nested(wv)
 
 

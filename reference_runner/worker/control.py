@@ -1,4 +1,5 @@
 """The control requests the runner sends about a running bundle, whatever carries them."""
+
 from __future__ import annotations
 
 import abc
@@ -17,14 +18,21 @@ class BundleControl(abc.ABC):
     def split(self, instruction_id: str, transform_id: str, fraction: float, estimated_elements: int):
         """Ask the running bundle to stop early; returns the ProcessBundleSplitResponse."""
         desired = beam_fn_api_pb2.ProcessBundleSplitRequest.DesiredSplit(
-            fraction_of_remainder=fraction, estimated_input_elements=estimated_elements)
-        return self._control(process_bundle_split=beam_fn_api_pb2.ProcessBundleSplitRequest(
-            instruction_id=instruction_id, desired_splits={transform_id: desired})).process_bundle_split
+            fraction_of_remainder=fraction, estimated_input_elements=estimated_elements
+        )
+        return self._control(
+            process_bundle_split=beam_fn_api_pb2.ProcessBundleSplitRequest(
+                instruction_id=instruction_id, desired_splits={transform_id: desired}
+            )
+        ).process_bundle_split
 
     def progress(self, instruction_id: str) -> list:
         """The running bundle's monitoring infos so far."""
-        return list(self._control(process_bundle_progress=beam_fn_api_pb2.ProcessBundleProgressRequest(
-            instruction_id=instruction_id)).process_bundle_progress.monitoring_infos)
+        return list(
+            self._control(
+                process_bundle_progress=beam_fn_api_pb2.ProcessBundleProgressRequest(instruction_id=instruction_id)
+            ).process_bundle_progress.monitoring_infos
+        )
 
     def finalize(self, instruction_id: str) -> None:
         """Run the finalization callbacks of a committed bundle that asked for them."""

@@ -1,4 +1,5 @@
 """An SDK worker in this process: Beam's Python SDK harness, driven with Fn API messages."""
+
 from __future__ import annotations
 
 import contextlib
@@ -8,8 +9,8 @@ from apache_beam.portability.api import beam_fn_api_pb2
 from apache_beam.runners.worker import sdk_worker, statecache
 
 from reference_runner.worker import lifecycle
-from reference_runner.worker.control import BundleControl
 from reference_runner.worker.channel import BundleChannel, BundleChannelFactory
+from reference_runner.worker.control import BundleControl
 from reference_runner.worker.state import StateService
 
 
@@ -27,15 +28,19 @@ class _DirectStateHandler(sdk_worker.StateHandler):
         self._instruction_id = ""  # user state writes are staged under the bundle's id
 
     def _call(self, state_key, **request) -> beam_fn_api_pb2.StateResponse:
-        response = self._service.handle(beam_fn_api_pb2.StateRequest(
-            id=str(next(self._ids)), instruction_id=self._instruction_id, state_key=state_key, **request))
+        response = self._service.handle(
+            beam_fn_api_pb2.StateRequest(
+                id=str(next(self._ids)), instruction_id=self._instruction_id, state_key=state_key, **request
+            )
+        )
         if response.error:
             raise RuntimeError(f"state request failed: {response.error}")
         return response
 
     def get_raw(self, state_key, continuation_token=None):
-        response = self._call(state_key, get=beam_fn_api_pb2.StateGetRequest(
-            continuation_token=continuation_token or b""))
+        response = self._call(
+            state_key, get=beam_fn_api_pb2.StateGetRequest(continuation_token=continuation_token or b"")
+        )
         return response.get.data, response.get.continuation_token or None
 
     def append_raw(self, state_key, data):
@@ -76,7 +81,8 @@ class EmbeddedWorker(BundleControl):
         self._state = _DirectStateHandler(state)
         caching = sdk_worker.GlobalCachingStateHandler(statecache.StateCache(0), self._state)
         self._cache = sdk_worker.BundleProcessorCache(
-            frozenset(), _Factory(caching), BundleChannelFactory(self.channel), {})
+            frozenset(), _Factory(caching), BundleChannelFactory(self.channel), {}
+        )
         self._worker = sdk_worker.SdkWorker(self._cache)
         self._ids = itertools.count()
         self._plain: dict[str, bool] = {}  # descriptor id -> lifecycle.without_setup_or_teardown
@@ -115,8 +121,10 @@ class EmbeddedWorker(BundleControl):
         ProcessBundleResponse). On failure nothing the attempt wrote is returned."""
         self.channel.feed(instruction_id, messages)
         try:
-            response = self._instruct(instruction_id, process_bundle=beam_fn_api_pb2.ProcessBundleRequest(
-                process_bundle_descriptor_id=descriptor_id))
+            response = self._instruct(
+                instruction_id,
+                process_bundle=beam_fn_api_pb2.ProcessBundleRequest(process_bundle_descriptor_id=descriptor_id),
+            )
         finally:
             data, timers = self.channel.take(instruction_id)
         return data, timers, response.process_bundle
@@ -127,8 +135,9 @@ class EmbeddedWorker(BundleControl):
     def _instruct(self, instruction_id=None, **request) -> beam_fn_api_pb2.InstructionResponse:
         instruction_id = instruction_id or f"instruction-{next(self._ids)}"
         try:
-            response = self._worker.do_instruction(beam_fn_api_pb2.InstructionRequest(
-                instruction_id=instruction_id, **request))
+            response = self._worker.do_instruction(
+                beam_fn_api_pb2.InstructionRequest(instruction_id=instruction_id, **request)
+            )
         except Exception as e:  # raised past the harness, e.g. by the runner's own feed
             raise BundleFailed(f"{type(e).__name__}: {e}", cause=e) from e
         if response.error:

@@ -4,6 +4,7 @@ One gRPC server carries the control, data, state and logging services. A worker 
 with the ``worker_id`` metadata every Beam SDK harness sends; its control stream is its life:
 when that stream ends, everything the runner was waiting for from it fails at once.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -35,7 +36,7 @@ class Connection:
         self.control_out: queue.Queue = queue.Queue()
         self.data_out: queue.Queue = queue.Queue()
         self._responses: dict[str, futures.Future] = {}
-        self._inboxes: dict[str, "Inbox"] = {}
+        self._inboxes: dict[str, Inbox] = {}
         self._lock = threading.Lock()
         self.gone: str | None = None
 
@@ -57,7 +58,7 @@ class Connection:
             future.set_result(response)
 
     # -- data -------------------------------------------------------------------------------
-    def inbox(self, instruction_id: str, expected: set) -> "Inbox":
+    def inbox(self, instruction_id: str, expected: set) -> Inbox:
         inbox = Inbox(expected)
         with self._lock:
             self._inboxes[instruction_id] = inbox
@@ -93,7 +94,7 @@ class Inbox:
     """What one bundle sends back on the data stream, complete once every output said is_last."""
 
     def __init__(self, expected: set):
-        self._waiting = set(expected)     # transform ids and (transform, timer family) pairs
+        self._waiting = set(expected)  # transform ids and (transform, timer family) pairs
         self.data: dict[str, bytearray] = {}
         self.timers: dict[tuple[str, str], bytearray] = {}
         self._done = threading.Event()
@@ -119,22 +120,31 @@ class Inbox:
 
     def wait(self, timeout: float) -> None:
         if not self._done.wait(timeout):
-            raise TimeoutError(f"the worker did not finish sending outputs within {timeout} s "
-                               f"(still open: {sorted(map(str, self._waiting))})")
+            raise TimeoutError(
+                f"the worker did not finish sending outputs within {timeout} s "
+                f"(still open: {sorted(map(str, self._waiting))})"
+            )
         if self.error:
             raise WorkerGone(self.error)
 
 
-class FnApiServer(beam_fn_api_pb2_grpc.BeamFnControlServicer, beam_fn_api_pb2_grpc.BeamFnDataServicer,
-                  beam_fn_api_pb2_grpc.BeamFnStateServicer, beam_fn_api_pb2_grpc.BeamFnLoggingServicer):
+class FnApiServer(
+    beam_fn_api_pb2_grpc.BeamFnControlServicer,
+    beam_fn_api_pb2_grpc.BeamFnDataServicer,
+    beam_fn_api_pb2_grpc.BeamFnStateServicer,
+    beam_fn_api_pb2_grpc.BeamFnLoggingServicer,
+):
     def __init__(self, host: str = "127.0.0.1", max_workers: int = 32):
-        self._server = grpc.server(futures.ThreadPoolExecutor(max_workers=max_workers),
-                                   options=[("grpc.max_receive_message_length", -1),
-                                            ("grpc.max_send_message_length", -1)])
-        for add in (beam_fn_api_pb2_grpc.add_BeamFnControlServicer_to_server,
-                    beam_fn_api_pb2_grpc.add_BeamFnDataServicer_to_server,
-                    beam_fn_api_pb2_grpc.add_BeamFnStateServicer_to_server,
-                    beam_fn_api_pb2_grpc.add_BeamFnLoggingServicer_to_server):
+        self._server = grpc.server(
+            futures.ThreadPoolExecutor(max_workers=max_workers),
+            options=[("grpc.max_receive_message_length", -1), ("grpc.max_send_message_length", -1)],
+        )
+        for add in (
+            beam_fn_api_pb2_grpc.add_BeamFnControlServicer_to_server,
+            beam_fn_api_pb2_grpc.add_BeamFnDataServicer_to_server,
+            beam_fn_api_pb2_grpc.add_BeamFnStateServicer_to_server,
+            beam_fn_api_pb2_grpc.add_BeamFnLoggingServicer_to_server,
+        ):
             add(self, self._server)
         self.port = self._server.add_insecure_port(f"{host}:0")
         self.address = f"{host}:{self.port}"
@@ -206,7 +216,8 @@ class FnApiServer(beam_fn_api_pb2_grpc.BeamFnControlServicer, beam_fn_api_pb2_gr
             service = self.state_services.get(request.instruction_id)
             if service is None:
                 yield beam_fn_api_pb2.StateResponse(
-                    id=request.id, error=f"no running bundle {request.instruction_id!r}")
+                    id=request.id, error=f"no running bundle {request.instruction_id!r}"
+                )
             else:
                 yield service.handle(request)
 

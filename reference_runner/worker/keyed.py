@@ -4,6 +4,7 @@ The engine sees timers as plain records (engine.timers.TimerUpdate) carrying the
 timer the SDK sent; this module decodes the SDK's timer streams into those records, and
 encodes the runner's own OnWindowExpiration timers.
 """
+
 from __future__ import annotations
 
 from apache_beam.coders.coder_impl import create_InputStream
@@ -15,8 +16,7 @@ from apache_beam.utils.timestamp import Timestamp
 from reference_runner.engine import manager
 from reference_runner.engine.timers import TimerId, TimerUpdate
 from reference_runner.engine.windows import END_OF_GLOBAL_WINDOW
-from reference_runner.graph.fusion import Stage
-from reference_runner.graph.pipeline import Transform, is_stateful
+from reference_runner.graph.pipeline import Transform
 from reference_runner.worker.codecs import Coders, encode_nested
 
 
@@ -26,9 +26,9 @@ class TimerPastExpiration(ValueError):
 
 class KeyedStage:
     @classmethod
-    def heading(cls, stage: Stage, coders: Coders) -> "KeyedStage":
-        [head] = [t for t in stage.transforms if is_stateful(t)]  # fusion starts a stage at each one
-        return cls(head, coders)
+    def of(cls, head_id: str, coders: Coders) -> KeyedStage:
+        """The stage headed by stateful ParDo ``head_id`` (PlannedStage.keyed_head)."""
+        return cls(Transform(head_id, coders.components.transforms[head_id]), coders)
 
     def __init__(self, head: Transform, coders: Coders):
         """``head``: the stateful ParDo at the head of the stage; ``coders``: of the pipeline's
@@ -42,16 +42,26 @@ class KeyedStage:
         self._window = wv_coder.window_coder
         pcoll = coders.components.pcollections[main]
         self._lateness = coders.components.windowing_strategies[pcoll.windowing_strategy_id].allowed_lateness * 1000
-        self._families = {family: coders.coder(spec.timer_family_coder_id).get_impl()
-                          for family, spec in payload.timer_family_specs.items()}
-        self._processing = {family for family, spec in payload.timer_family_specs.items()
-                            if spec.time_domain != beam_runner_api_pb2.TimeDomain.EVENT_TIME}
+        self._families = {
+            family: coders.coder(spec.timer_family_coder_id).get_impl()
+            for family, spec in payload.timer_family_specs.items()
+        }
+        self._processing = {
+            family
+            for family, spec in payload.timer_family_specs.items()
+            if spec.time_domain != beam_runner_api_pb2.TimeDomain.EVENT_TIME
+        }
         self.time_sorted = payload.requires_time_sorted_input
         self.expiry_family = payload.on_window_expiration_timer_family_spec or None
 
     def spec(self) -> manager.KeyedSpec:
-        return manager.KeyedSpec(self.transform, self.key_of, self.time_sorted, self.expiry_family,
-                                 self.expiry_timer if self.expiry_family else None)
+        return manager.KeyedSpec(
+            self.transform,
+            self.key_of,
+            self.time_sorted,
+            self.expiry_family,
+            self.expiry_timer if self.expiry_family else None,
+        )
 
     # -- elements ----------------------------------------------------------------------------
     def key_of(self, element: bytes):
@@ -77,8 +87,13 @@ class KeyedStage:
             while stream.size() > 0:
                 timer = impl.decode_from_stream(stream, True)
                 end = total - stream.size()
-                tid = TimerId(transform, family, encode_nested(self._key, timer.user_key),
-                              timer.dynamic_timer_tag, self._window.encode(timer.windows[0]))
+                tid = TimerId(
+                    transform,
+                    family,
+                    encode_nested(self._key, timer.user_key),
+                    timer.dynamic_timer_tag,
+                    self._window.encode(timer.windows[0]),
+                )
                 expiry = self._expiry(timer.windows[0])
                 if timer.clear_bit:
                     updates.append(TimerUpdate(tid, True, expiry=expiry))
@@ -92,7 +107,8 @@ class KeyedStage:
                         raise TimerPastExpiration(
                             f"timer {family}{'/' + timer.dynamic_timer_tag if timer.dynamic_timer_tag else ''} "
                             f"of {transform} set for {timer.fire_timestamp}, after its window's expiration "
-                            f"{Timestamp(micros=expiry)} (max timestamp + allowed lateness)")
+                            f"{Timestamp(micros=expiry)} (max timestamp + allowed lateness)"
+                        )
                     updates.append(TimerUpdate(tid, False, fire, hold, data[start:end], processing, expiry))
                 start = end
         return updates
@@ -107,7 +123,12 @@ class KeyedStage:
 
     def expiry_timer(self, key: bytes, window: bytes, time: int) -> bytes:
         timer = userstate.Timer(
-            user_key=self._key.decode_from_stream(create_InputStream(key), True), dynamic_timer_tag="",
-            windows=(self._window.decode(window),), clear_bit=False, fire_timestamp=Timestamp(micros=time),
-            hold_timestamp=Timestamp(micros=time), paneinfo=windowed_value.PANE_INFO_UNKNOWN)
+            user_key=self._key.decode_from_stream(create_InputStream(key), True),
+            dynamic_timer_tag="",
+            windows=(self._window.decode(window),),
+            clear_bit=False,
+            fire_timestamp=Timestamp(micros=time),
+            hold_timestamp=Timestamp(micros=time),
+            paneinfo=windowed_value.PANE_INFO_UNKNOWN,
+        )
         return encode_nested(self._families[self.expiry_family], timer)

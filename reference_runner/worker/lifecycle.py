@@ -1,5 +1,6 @@
 """Which user functions in an SDK bundle processor have a lifecycle of their own (setup or
 teardown): a processor holding one must be torn down when its job ends, never reused."""
+
 from __future__ import annotations
 
 from apache_beam.internal import pickler
@@ -35,9 +36,15 @@ def _plain_fn(fn) -> bool:
 
 def _data_movers() -> tuple:
     from apache_beam.runners.worker import bundle_processor
+
     names = ("DataInputOperation", "DataOutputOperation")
-    return (operations.FlattenOperation, operations.PGBKOperation, operations.ReadOperation,
-            operations.ImpulseReadOperation, *(getattr(bundle_processor, n) for n in names))
+    return (
+        operations.FlattenOperation,
+        operations.PGBKOperation,
+        operations.ReadOperation,
+        operations.ImpulseReadOperation,
+        *(getattr(bundle_processor, n) for n in names),
+    )
 
 
 _DATA_MOVERS = _data_movers()

@@ -4,6 +4,7 @@ The runner cannot run a user's merge(): it sends KV(nonce, iterable of windows) 
 bundle and gets back KV(nonce, KV(unmerged windows, iterable of KV(merge result, its originals)))
 (the shape of Beam's Python SDK harness), which it turns into {window: window it merged into}.
 """
+
 from __future__ import annotations
 
 from apache_beam.coders import coders
@@ -13,8 +14,8 @@ from apache_beam.transforms import window as beam_window
 from apache_beam.utils import windowed_value
 
 from reference_runner.graph import urns
+from reference_runner.graph.descriptors import data_port, name_by_content
 from reference_runner.worker import attempt, codecs
-from reference_runner.worker.descriptors import data_port, name_by_content
 
 _GLOBAL = "merge/global"
 
@@ -26,19 +27,34 @@ class MergeFailed(RuntimeError):
 class WindowMerger:
     """Calls the SDK to merge the windows of one GroupByKey's input; engine windows in and out."""
 
-    def __init__(self, worker, descriptor_id: str, ws: beam_runner_api_pb2.WindowingStrategy,
-                 components: beam_runner_api_pb2.Components, window_coder: coders.Coder,
-                 endpoint: str = "embedded"):
+    def __init__(
+        self,
+        worker,
+        descriptor_id: str,
+        ws: beam_runner_api_pb2.WindowingStrategy,
+        components: beam_runner_api_pb2.Components,
+        window_coder: coders.Coder,
+        endpoint: str = "embedded",
+    ):
         self._worker = worker
         self._window_impl = window_coder.get_impl()
         self._in = coders.WindowedValueCoder(
-            coders.TupleCoder([coders.BytesCoder(), coders.IterableCoder(window_coder)]),
-            coders.GlobalWindowCoder()).get_impl()
+            coders.TupleCoder([coders.BytesCoder(), coders.IterableCoder(window_coder)]), coders.GlobalWindowCoder()
+        ).get_impl()
         self._out = coders.WindowedValueCoder(
-            coders.TupleCoder([coders.BytesCoder(), coders.TupleCoder([
-                coders.IterableCoder(window_coder),
-                coders.IterableCoder(coders.TupleCoder([window_coder, coders.IterableCoder(window_coder)]))])]),
-            coders.GlobalWindowCoder()).get_impl()
+            coders.TupleCoder(
+                [
+                    coders.BytesCoder(),
+                    coders.TupleCoder(
+                        [
+                            coders.IterableCoder(window_coder),
+                            coders.IterableCoder(coders.TupleCoder([window_coder, coders.IterableCoder(window_coder)])),
+                        ]
+                    ),
+                ]
+            ),
+            coders.GlobalWindowCoder(),
+        ).get_impl()
         descriptor = _descriptor(descriptor_id, ws, components, endpoint)
         self._ports = descriptor_id  # the data ports are named after the id asked for
         self._id = name_by_content(descriptor)
@@ -50,23 +66,30 @@ class WindowMerger:
         beam_windows = [codecs.from_engine_window(w, self._window_impl) for w in engine_windows]
         self._calls += 1
         nonce = str(self._calls).encode()
-        element = windowed_value.WindowedValue((nonce, beam_windows), windowed_value.MIN_TIMESTAMP,
-                                               (beam_window.GlobalWindow(),))
+        element = windowed_value.WindowedValue(
+            (nonce, beam_windows), windowed_value.MIN_TIMESTAMP, (beam_window.GlobalWindow(),)
+        )
         try:
-            result = attempt.run(self._worker, self._id, f"{self._ports}/input", [codecs.encode_nested(self._in, element)])
+            result = attempt.run(
+                self._worker, self._id, f"{self._ports}/input", [codecs.encode_nested(self._in, element)]
+            )
         except attempt.AttemptFailed as e:
             raise MergeFailed(f"merging windows in the SDK failed: {e}") from None
         data = result.data.get(f"{self._ports}/output", b"")
-        [answer] = [self._out.decode_from_stream(create_InputStream(e), True).value
-                    for e in codecs.split_elements(self._out, data)]
+        [answer] = [
+            self._out.decode_from_stream(create_InputStream(e), True).value
+            for e in codecs.split_elements(self._out, data)
+        ]
         got_nonce, (_, merged) = answer
         assert got_nonce == nonce, "the merge answer is for another request"
         mapping = {original: original for original in beam_windows}  # unmerged windows stay
         for result, originals in merged:
             for original in originals:
                 mapping[original] = result
-        return {codecs.to_engine_window(o, self._window_impl): codecs.to_engine_window(m, self._window_impl)
-                for o, m in mapping.items()}
+        return {
+            codecs.to_engine_window(o, self._window_impl): codecs.to_engine_window(m, self._window_impl)
+            for o, m in mapping.items()
+        }
 
 
 def _descriptor(descriptor_id: str, ws, components, endpoint: str) -> beam_fn_api_pb2.ProcessBundleDescriptor:
@@ -100,14 +123,18 @@ def _descriptor(descriptor_id: str, ws, components, endpoint: str) -> beam_fn_ap
     strategy.on_time_behavior = beam_runner_api_pb2.OnTimeBehavior.FIRE_IF_NONEMPTY
     for env_id, env in components.environments.items():
         pbd.environments[env_id].CopyFrom(env)
-    data_port(pbd, f"{descriptor_id}/input", urns.DATA_INPUT, "merge/wire/request", endpoint, outputs={"out": "merge/request"})
+    data_port(
+        pbd, f"{descriptor_id}/input", urns.DATA_INPUT, "merge/wire/request", endpoint, outputs={"out": "merge/request"}
+    )
     merge = pbd.transforms[f"{descriptor_id}/merge"]
     merge.unique_name = f"{descriptor_id}/merge"
     merge.spec.urn = urns.MERGE_WINDOWS
     merge.spec.payload = ws.window_fn.SerializeToString()
     merge.inputs["in"] = "merge/request"
     merge.outputs["out"] = "merge/answer"
-    data_port(pbd, f"{descriptor_id}/output", urns.DATA_OUTPUT, "merge/wire/answer", endpoint, inputs={"in": "merge/answer"})
+    data_port(
+        pbd, f"{descriptor_id}/output", urns.DATA_OUTPUT, "merge/wire/answer", endpoint, inputs={"in": "merge/answer"}
+    )
     return pbd
 
 

@@ -1,4 +1,5 @@
 """An SDK worker connected over gRPC, driven with the same calls as the embedded one."""
+
 from __future__ import annotations
 
 import itertools
@@ -58,9 +59,12 @@ class RemoteWorker(BundleControl):
         inbox = self._connection.inbox(instruction_id, set(ports.outputs) | set(ports.timers))
         self._server.state_services[instruction_id] = self._state
         try:
-            answer = self._connection.instruct(beam_fn_api_pb2.InstructionRequest(
-                instruction_id=instruction_id,
-                process_bundle=beam_fn_api_pb2.ProcessBundleRequest(process_bundle_descriptor_id=descriptor_id)))
+            answer = self._connection.instruct(
+                beam_fn_api_pb2.InstructionRequest(
+                    instruction_id=instruction_id,
+                    process_bundle=beam_fn_api_pb2.ProcessBundleRequest(process_bundle_descriptor_id=descriptor_id),
+                )
+            )
             feed_error = self._send(instruction_id, messages, ports)
             response = self._result(answer)
             if feed_error is not None:  # the runner failed this attempt on purpose, part-way
@@ -68,8 +72,11 @@ class RemoteWorker(BundleControl):
                 failed.metrics = list(response.process_bundle.monitoring_infos)  # what it did attempt
                 raise failed
             inbox.wait(self._timeout)
-            return ({k: bytes(v) for k, v in inbox.data.items()},
-                    {k: bytes(v) for k, v in inbox.timers.items()}, response.process_bundle)
+            return (
+                {k: bytes(v) for k, v in inbox.data.items()},
+                {k: bytes(v) for k, v in inbox.timers.items()},
+                response.process_bundle,
+            )
         except (WorkerGone, TimeoutError) as e:
             raise BundleFailed(str(e), cause=e) from None
         finally:
@@ -86,10 +93,17 @@ class RemoteWorker(BundleControl):
         except Exception as e:  # noqa: BLE001 - reported once the worker has wound the bundle down
             error = e
         last = beam_fn_api_pb2.Elements(
-            data=[beam_fn_api_pb2.Elements.Data(instruction_id=instruction_id, transform_id=t, is_last=True)
-                  for t in ports.inputs],
-            timers=[beam_fn_api_pb2.Elements.Timers(instruction_id=instruction_id, transform_id=t,
-                                                    timer_family_id=f, is_last=True) for t, f in ports.timers])
+            data=[
+                beam_fn_api_pb2.Elements.Data(instruction_id=instruction_id, transform_id=t, is_last=True)
+                for t in ports.inputs
+            ],
+            timers=[
+                beam_fn_api_pb2.Elements.Timers(
+                    instruction_id=instruction_id, transform_id=t, timer_family_id=f, is_last=True
+                )
+                for t, f in ports.timers
+            ],
+        )
         self._connection.data_out.put(last)
         return error
 
@@ -97,8 +111,9 @@ class RemoteWorker(BundleControl):
         """The worker outlives the job (the pool decides when it goes)."""
 
     def _control(self, **request) -> beam_fn_api_pb2.InstructionResponse:
-        future = self._connection.instruct(beam_fn_api_pb2.InstructionRequest(
-            instruction_id=f"control-{next(_IDS)}", **request))
+        future = self._connection.instruct(
+            beam_fn_api_pb2.InstructionRequest(instruction_id=f"control-{next(_IDS)}", **request)
+        )
         try:
             return self._result(future)
         except (WorkerGone, TimeoutError) as e:

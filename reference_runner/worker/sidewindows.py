@@ -2,8 +2,6 @@
 latest-pane bookkeeping (engine/sideinputs.py) needs to know about encoded elements, read with
 the SDK's coders and WindowFns.
 
-- triggered: whether a side input is kept pane by pane in batch too (its trigger is not the
-  default one).
 - pane_decoder: a side-input element -> (its encoded windows, its pane index, or None for the
   unknown pane of elements that did not come out of a GroupByKey).
 - side_window_needs: a main-input element of a stage reading side inputs -> the side windows
@@ -13,9 +11,10 @@ the SDK's coders and WindowFns.
 Windows are encoded with the side PCollection's window coder, the key the SDK's state
 requests use, so the engine can compare them as bytes.
 """
+
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from apache_beam.coders.coder_impl import create_InputStream
 from apache_beam.runners import pipeline_context
@@ -25,13 +24,6 @@ from apache_beam.utils.windowed_value import PaneInfoTiming
 from reference_runner.worker.codecs import Coders
 
 _MEMO_LIMIT = 10_000  # main windows whose mapping is remembered (a long stream has many)
-
-
-def triggered(windowing_strategy) -> bool:
-    """A PCollection whose windowing strategy has a trigger other than the default: whoever
-    produced it may have fired several panes per window (the continuation trigger of a triggered
-    GroupByKey is what its output carries)."""
-    return windowing_strategy.trigger.WhichOneof("trigger") not in ("default", None)
 
 
 def pane_decoder(coders: Coders, pcoll_id: str) -> Callable[[bytes], tuple[list[bytes], int | None]]:
@@ -64,9 +56,11 @@ def side_window_needs(components, coders: Coders, main_pcoll: str, side_pcolls: 
             if mapped is None:
                 if len(memo) >= _MEMO_LIMIT:
                     memo.clear()
-                mapped = memo[w] = [(pcoll, window_coder.encode(side), side.max_timestamp().micros)
-                                    for pcoll, windowfn, window_coder in sides
-                                    for side in [_side_window(windowfn, w)]]
+                mapped = memo[w] = [
+                    (pcoll, window_coder.encode(side), side.max_timestamp().micros)
+                    for pcoll, windowfn, window_coder in sides
+                    for side in [_side_window(windowfn, w)]
+                ]
             out += mapped
         return out
 

@@ -2,6 +2,7 @@
 PCollections, indexed by encoded window (and key, for multimap access); and user state of
 stateful ParDos (bag_user_state for value, bag, combining and set state; ordered_list_user_state
 for ordered lists), kept in the engine's UserStateStore, staged per bundle (instruction id)."""
+
 from __future__ import annotations
 
 from apache_beam.coders.coder_impl import create_InputStream, create_OutputStream
@@ -18,8 +19,7 @@ class SideInputIndex:
     triggered side inputs, encoded window -> the elements visible in that window
     (engine/sideinputs.py)."""
 
-    def __init__(self, elements: list[bytes] | dict[bytes, list[bytes]], coders: Coders, pcoll_id: str,
-                 multimap: bool):
+    def __init__(self, elements: list[bytes] | dict[bytes, list[bytes]], coders: Coders, pcoll_id: str, multimap: bool):
         wv_impl = coders.windowed(pcoll_id).get_impl()
         window_impl = coders.window_coder(pcoll_id)
         element_coder = coders.windowed(pcoll_id).wrapped_value_coder
@@ -82,8 +82,7 @@ class StateService:
             data = self._get(request.state_key) if kind == "get" else None
             if data is None:
                 raise ValueError(f"unsupported state request: {kind} {request.state_key.WhichOneof('type')}")
-            return beam_fn_api_pb2.StateResponse(id=request.id,
-                                                 get=beam_fn_api_pb2.StateGetResponse(data=bytes(data)))
+            return beam_fn_api_pb2.StateResponse(id=request.id, get=beam_fn_api_pb2.StateGetResponse(data=bytes(data)))
         except Exception as e:  # the worker reports it as the bundle's failure
             return beam_fn_api_pb2.StateResponse(id=request.id, error=f"{type(e).__name__}: {e}")
 
@@ -134,8 +133,9 @@ class StateService:
             k = key.multimap_keys_values_side_input
             groups = self._index(k.transform_id, k.side_input_id).by_key.get(k.window, {})
             # (key, iterable of values) pairs; an iterable of known size is its count, then the values
-            return b"".join(key_bytes + len(values).to_bytes(4, "big") + b"".join(values)
-                            for key_bytes, values in groups.items())
+            return b"".join(
+                key_bytes + len(values).to_bytes(4, "big") + b"".join(values) for key_bytes, values in groups.items()
+            )
         return None
 
     def _index(self, transform_id: str, tag: str) -> SideInputIndex:
@@ -157,5 +157,5 @@ def _ordered_entries(data: bytes) -> list[tuple[int, bytes]]:
         start = total - stream.size()
         sort_key = stream.read_var_int64()
         stream.read(stream.read_var_int64())
-        entries.append((sort_key, data[start:total - stream.size()]))
+        entries.append((sort_key, data[start : total - stream.size()]))
     return entries

@@ -8,6 +8,7 @@ identical stage (descriptor ids are content digests, descriptors.name_by_content
 on the processors already built. Anything else is stopped at the end of its job, which tears
 its DoFns down, as before.
 """
+
 from __future__ import annotations
 
 import threading

@@ -1,4 +1,5 @@
 """A fused SDK stage -> the ProcessBundleDescriptor the SDK worker runs."""
+
 from __future__ import annotations
 
 import hashlib
@@ -9,16 +10,24 @@ from apache_beam.portability.api import beam_fn_api_pb2, beam_runner_api_pb2
 from reference_runner.graph import urns
 from reference_runner.graph.fusion import Stage
 
+#: where a Plan's descriptors point before a backend instantiates them (plan.Descriptor)
+ENDPOINT_PLACEHOLDER = "@runner-endpoint@"
+
 
 @dataclass
 class StageDescriptor:
     proto: beam_fn_api_pb2.ProcessBundleDescriptor
-    input_transform: str                 # where the runner sends the stage's main input
-    output_transforms: dict[str, str]    # transform id -> PCollection it carries to the runner
+    input_transform: str  # where the runner sends the stage's main input
+    output_transforms: dict[str, str]  # transform id -> PCollection it carries to the runner
 
 
-def build(stage: Stage, components: beam_runner_api_pb2.Components, descriptor_id: str | None = None,
-          endpoint: str = "embedded", by_content: bool = False) -> StageDescriptor:
+def build(
+    stage: Stage,
+    components: beam_runner_api_pb2.Components,
+    descriptor_id: str | None = None,
+    endpoint: str = "embedded",
+    by_content: bool = False,
+) -> StageDescriptor:
     """``endpoint``: the runner's Fn API address for a remote worker ("embedded" in process).
     ``by_content``: suffix the id with a digest of the descriptor (see name_by_content)."""
     pbd = beam_fn_api_pb2.ProcessBundleDescriptor(id=descriptor_id or stage.id)
@@ -45,6 +54,32 @@ def build(stage: Stage, components: beam_runner_api_pb2.Components, descriptor_i
     return StageDescriptor(pbd, input_id, outputs)
 
 
+def instantiate(
+    serialized: bytes,
+    input_transform: str,
+    output_transforms: dict[str, str],
+    descriptor_id: str,
+    endpoint: str,
+    by_content: bool,
+) -> StageDescriptor:
+    """A descriptor built with ENDPOINT_PLACEHOLDER, named ``descriptor_id`` and pointed at
+    ``endpoint`` (the runner's Fn API address; "embedded" in process)."""
+    pbd = beam_fn_api_pb2.ProcessBundleDescriptor.FromString(serialized)
+    pbd.id = descriptor_id
+    for transform in pbd.transforms.values():
+        if transform.spec.urn in (urns.DATA_INPUT, urns.DATA_OUTPUT):
+            port = beam_fn_api_pb2.RemoteGrpcPort.FromString(transform.spec.payload)
+            if port.api_service_descriptor.url == ENDPOINT_PLACEHOLDER:
+                port.api_service_descriptor.url = endpoint
+                transform.spec.payload = port.SerializeToString()
+    for service in (pbd.state_api_service_descriptor, pbd.timer_api_service_descriptor):
+        if service.url == ENDPOINT_PLACEHOLDER:
+            service.url = endpoint
+    if by_content:
+        name_by_content(pbd)
+    return StageDescriptor(pbd, input_transform, dict(output_transforms))
+
+
 def name_by_content(pbd: beam_fn_api_pb2.ProcessBundleDescriptor) -> str:
     """Suffix the descriptor's id with a digest of everything else in it.
 
@@ -59,13 +94,11 @@ def name_by_content(pbd: beam_fn_api_pb2.ProcessBundleDescriptor) -> str:
     return pbd.id
 
 
-def _port(pbd, transform_id: str, urn: str, pcoll: str, components, endpoint: str,
-          inputs=None, outputs=None) -> None:
+def _port(pbd, transform_id: str, urn: str, pcoll: str, components, endpoint: str, inputs=None, outputs=None) -> None:
     data_port(pbd, transform_id, urn, _wire_coder(pbd, pcoll, components), endpoint, inputs, outputs)
 
 
-def data_port(pbd, transform_id: str, urn: str, wire_coder: str, endpoint: str,
-              inputs=None, outputs=None) -> None:
+def data_port(pbd, transform_id: str, urn: str, wire_coder: str, endpoint: str, inputs=None, outputs=None) -> None:
     """A DATA_INPUT / DATA_OUTPUT transform: where the runner's data enters or leaves a descriptor."""
     port = beam_fn_api_pb2.RemoteGrpcPort(coder_id=wire_coder)
     port.api_service_descriptor.url = endpoint

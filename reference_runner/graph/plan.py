@@ -1,0 +1,225 @@
+"""The front end's answer: a submitted pipeline -> a Plan, the stages a backend runs and every
+fact it needs to run them.
+
+``prepare`` normalizes and checks the pipeline (graph/prepare.py: one list of passes, one
+capability check, both following the backend's Profile), fuses it (graph/fusion.py) and derives,
+once, what each stage needs at run time: its kind, its descriptor, its side inputs and how they
+are read, how a GroupByKey groups, how a Flatten converts, the stateful ParDo heading a keyed
+stage. The in-process executor, the Spark backend and the job server's Prepare all start here.
+
+A PlannedStage is plain, picklable data (protos travel serialized): Spark ships it to its
+executors as it is.
+"""
+
+from __future__ import annotations
+
+import collections
+import enum
+import hashlib
+import threading
+from dataclasses import dataclass, field
+
+from apache_beam.portability.api import beam_runner_api_pb2
+
+from reference_runner.graph import descriptors, fusion, sdf, trigger_spec, urns, windowing
+from reference_runner.graph import prepare as front_end
+from reference_runner.graph.pipeline import PipelineGraph, is_stateful
+
+
+class StageKind(str, enum.Enum):
+    IMPULSE = "impulse"  # the runner emits one empty element in the global window
+    TEST_STREAM = "test_stream"  # the runner replays the TestStream's events
+    SDK = "sdk"  # a fused stage the SDK worker runs
+    GROUP = "group"  # GroupByKey, run by the runner
+    FLATTEN = "flatten"  # Flatten (and the runner's re-keying and Reshuffle), run by the runner
+
+
+@dataclass(frozen=True)
+class SideInput:
+    pcoll: str
+    transform_id: str  # the ParDo reading it ...
+    tag: str  # ... under this tag
+    multimap: bool  # access pattern: multimap (else iterable)
+    globally_windowed: bool
+    # readers see each window's latest pane (streaming, or in batch a producer that fires
+    # several panes per window); otherwise the whole PCollection once its producer finished
+    by_pane: bool
+
+
+@dataclass(frozen=True)
+class GroupSpec:
+    """How a GroupByKey groups, as plain data (engine/grouping.py builds its Grouping from it)."""
+
+    merging: bool  # merging windows (sessions, or a custom merging WindowFn)
+    merge_in_sdk: bool  # a custom merging WindowFn: the SDK merges the windows
+    timestamp_combiner: str
+    allowed_lateness: int  # micros
+    trigger: bytes  # the Runner API Trigger to run, serialized; b"": one pane per window at its end
+    accumulating: bool
+
+
+@dataclass
+class Descriptor:
+    """A fused stage's ProcessBundleDescriptor, serialized, before a backend names it and points it
+    at its Fn API endpoint (``instantiate``)."""
+
+    proto: bytes
+    input_transform: str
+    output_transforms: dict[str, str]  # transform id -> PCollection it carries to the runner
+
+    # The last few instances, shared read-only: a pipeline run again and again in one process
+    # (tests, the suite) names its descriptors the same way every time. Not pickled.
+    _instances: dict = field(default_factory=dict, repr=False, compare=False)
+
+    def instantiate(
+        self, descriptor_id: str, endpoint: str = "embedded", by_content: bool = False
+    ) -> descriptors.StageDescriptor:
+        key = (descriptor_id, endpoint, by_content)
+        instance = self._instances.get(key)
+        if instance is None:
+            instance = descriptors.instantiate(
+                self.proto, self.input_transform, self.output_transforms, descriptor_id, endpoint, by_content
+            )
+            if len(self._instances) >= 4:
+                self._instances.pop(next(iter(self._instances)))
+            self._instances[key] = instance
+        return instance
+
+    def __getstate__(self) -> dict:
+        return {**self.__dict__, "_instances": {}}
+
+
+@dataclass
+class PlannedStage:
+    id: str
+    kind: StageKind
+    inputs: list[str]
+    outputs: list[str]
+    transforms: list[str]  # transform ids, in order
+    side_inputs: list[SideInput] = field(default_factory=list)
+    # SDK stages
+    descriptor: Descriptor | None = None
+    splittable: bool = False  # it processes splittable restrictions
+    truncation: Descriptor | None = None  # splittable: its residuals' truncation, for drain
+    keyed_head: str = ""  # the stateful ParDo heading it: input keyed, state and timers
+    # GroupByKey
+    group: GroupSpec | None = None
+    # Flatten: how an input with another coder is re-encoded (transcode, keys_to_bytes, keys_from_bytes)
+    conversion: str = "transcode"
+    redistribute: bool = False  # a Reshuffle (backends that run it themselves)
+    test_stream: str = ""  # TestStream: its transform id
+
+    @property
+    def side_pcolls(self) -> list[str]:
+        return sorted({s.pcoll for s in self.side_inputs})
+
+
+@dataclass
+class Plan:
+    graph: PipelineGraph  # the normalized pipeline (the driver's; not shipped)
+    stages: list[PlannedStage]
+    profile: front_end.Profile
+    streaming: bool  # TestStreams drive it
+    unbounded: bool  # may run until drained or cancelled
+
+    @property
+    def components(self) -> beam_runner_api_pb2.Components:
+        return self.graph.components
+
+
+_CONVERSIONS = {urns.KEYS_TO_BYTES: "keys_to_bytes", urns.KEYS_FROM_BYTES: "keys_from_bytes"}
+
+
+def prepare(
+    proto: beam_runner_api_pb2.Pipeline,
+    profile: front_end.Profile,
+    fuse: bool = True,
+    lift: bool = True,
+    environments: bool = False,
+) -> Plan:
+    """The Plan of ``proto`` for a backend of ``profile``; UnsupportedPipeline names every problem.
+    The same pipeline and options give the same (shared, read-only) Plan: the last 32 are kept, so
+    a user running one small pipeline again and again pays for the front end once."""
+    key = (hashlib.sha1(proto.SerializeToString(deterministic=True)).digest(), profile, fuse, lift, environments)
+    with _lock:
+        plan = _plans.get(key)
+        if plan is not None:
+            _plans.move_to_end(key)
+            return plan
+    plan = _plan(front_end.prepare(proto, profile, lift=lift, environments=environments), profile, fuse)
+    with _lock:
+        _plans[key] = plan
+        while len(_plans) > 32:
+            _plans.popitem(last=False)
+    return plan
+
+
+_plans: collections.OrderedDict = collections.OrderedDict()
+_lock = threading.Lock()
+
+
+def _plan(graph: PipelineGraph, profile: front_end.Profile, fuse: bool) -> Plan:
+    streaming = any(t.urn == urns.TEST_STREAM for t in graph.transforms)
+    unbounded = streaming or any(
+        p.is_bounded == beam_runner_api_pb2.IsBounded.UNBOUNDED for p in graph.components.pcollections.values()
+    )
+    stages = [_stage(graph, s, streaming) for s in fusion.fuse(graph, enabled=fuse)]
+    return Plan(graph, stages, profile, streaming, unbounded)
+
+
+def _stage(graph: PipelineGraph, stage: fusion.Stage, streaming: bool) -> PlannedStage:
+    planned = PlannedStage(
+        stage.id, StageKind(stage.kind), list(stage.inputs), list(stage.outputs), [t.id for t in stage.transforms]
+    )
+    head = stage.transforms[0]
+    if planned.kind == StageKind.SDK:
+        planned.descriptor = _descriptor(stage, graph.components)
+        planned.splittable = head.urn in urns.STAGE_ROOTS
+        if head.urn == urns.SDF_PROCESS_SIZED:
+            planned.truncation = _descriptor(*sdf.truncation_stage(stage, graph.components))
+        planned.keyed_head = next((t.id for t in stage.transforms if is_stateful(t)), "")
+        planned.side_inputs = [
+            _side_input(graph, pcoll, transform_id, tag, streaming) for pcoll, transform_id, tag in stage.side_inputs
+        ]
+    elif planned.kind == StageKind.GROUP:
+        planned.group = _group(graph.windowing_of(stage.inputs[0]), streaming)
+    elif planned.kind == StageKind.FLATTEN:
+        planned.conversion = _CONVERSIONS.get(head.urn, "transcode")
+        planned.redistribute = head.urn == urns.RESHUFFLE
+    elif planned.kind == StageKind.TEST_STREAM:
+        planned.test_stream = head.id
+    return planned
+
+
+def _descriptor(stage: fusion.Stage, components) -> Descriptor:
+    built = descriptors.build(stage, components, stage.id, descriptors.ENDPOINT_PLACEHOLDER)
+    return Descriptor(built.proto.SerializeToString(), built.input_transform, dict(built.output_transforms))
+
+
+def _side_input(graph: PipelineGraph, pcoll: str, transform_id: str, tag: str, streaming: bool) -> SideInput:
+    payload = graph.by_id[transform_id].pardo_payload()
+    assert payload is not None, f"{transform_id} reads side inputs, so it is a ParDo"
+    access = payload.side_inputs[tag].access_pattern.urn
+    ws = graph.windowing_of(pcoll)
+    return SideInput(
+        pcoll,
+        transform_id,
+        tag,
+        multimap=access == urns.MULTIMAP_SIDE_INPUT,
+        globally_windowed=ws.window_fn.urn == urns.GLOBAL_WINDOWS,
+        by_pane=streaming or trigger_spec.fires_panes_in_batch(ws.trigger),
+    )
+
+
+def _group(ws: beam_runner_api_pb2.WindowingStrategy, streaming: bool) -> GroupSpec:
+    # batch: the default trigger and Always fire one pane per window at its end (the engine's
+    # untriggered buffer); anything else runs as the trigger says, as in streaming
+    runs_trigger = streaming or trigger_spec.fires_panes_in_batch(ws.trigger)
+    return GroupSpec(
+        merging=windowing.merging(ws),
+        merge_in_sdk=windowing.merged_in_sdk(ws),
+        timestamp_combiner=windowing.timestamp_combiner(ws),
+        allowed_lateness=ws.allowed_lateness * 1000,
+        trigger=ws.trigger.SerializeToString() if runs_trigger else b"",
+        accumulating=ws.accumulation_mode == beam_runner_api_pb2.AccumulationMode.ACCUMULATING,
+    )

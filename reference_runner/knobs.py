@@ -1,0 +1,191 @@
+"""The reference runner's knobs, read in one place: from ``ReferenceRunner(...)`` arguments,
+``--reference_*`` pipeline options, a conformance target name (``reference:seed=7,splits=random``)
+and the options a Job API client sends the job server.
+
+Each knob has one reader that accepts its value as typed or as text and names the knob when it
+refuses one (ScheduleError).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from reference_runner.bundling import NONE, RANDOM, WHOLE, Schedule, ScheduleError
+
+
+def _integer(value) -> int:
+    if isinstance(value, bool):
+        raise ValueError
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return int(value)
+
+
+def _bundle_size(value) -> str | int:
+    if value in (WHOLE, RANDOM):
+        return value
+    size = _integer(value)
+    if size < 1:
+        raise ValueError
+    return size
+
+
+def _choice(*allowed: str) -> Callable[[Any], str]:
+    def read(value) -> str:
+        if value not in allowed:
+            raise ValueError
+        return value
+
+    return read
+
+
+def _flag(value) -> bool:
+    if isinstance(value, bool):
+        return value
+    if value not in ("true", "false"):
+        raise ValueError
+    return value == "true"
+
+
+def _probability(value) -> float:
+    number = float(value)
+    if not 0 <= number < 1:
+        raise ValueError
+    return number
+
+
+def _path(value) -> str | None:
+    return None if value in (None, "") else str(value)
+
+
+@dataclass(frozen=True)
+class Knob:
+    read: Callable[[Any], Any]
+    expected: str  # what the error says a good value is
+    help: str
+    remote: bool = True  # may a Job API client set it (not: paths on the server's disk)
+
+
+KNOBS: dict[str, Knob] = {
+    "seed": Knob(
+        _integer,
+        "an integer",
+        "seed of every scheduling decision (bundle sizes, split points, injected faults); the "
+        "same seed and pipeline give the same run",
+    ),
+    "bundle_size": Knob(
+        _bundle_size,
+        "'whole', 'random' or a positive integer",
+        "elements per bundle: 'whole' (all pending input of a stage), a positive integer N, "
+        "or 'random' (seeded sizes, small ones likely)",
+    ),
+    "splits": Knob(
+        _choice(NONE, RANDOM),
+        "'none' or 'random'",
+        "'random': at a seeded position of some bundles the runner sends a "
+        "ProcessBundleSplitRequest with a seeded fraction while the bundle runs, and "
+        "reschedules the residual",
+    ),
+    "faults": Knob(
+        _probability,
+        "a number in [0, 1)",
+        "probability in [0, 1) that a bundle attempt fails part-way in the worker; the runner "
+        "discards that attempt and retries the bundle",
+    ),
+    "fuse": Knob(
+        _flag,
+        "'true' or 'false'",
+        "fuse ParDo and Window transforms into stages (false: every transform is its own stage, "
+        "exercising cross-stage paths)",
+    ),
+    "lift": Knob(
+        _flag,
+        "'true' or 'false'",
+        "lift CombinePerKey into precombine, GroupByKey, merge and extract (false: run the "
+        "composite's own subtransforms)",
+    ),
+    "clock": Knob(
+        _choice("virtual", "wall"),
+        "'virtual' or 'wall'",
+        "processing time: 'virtual' (deterministic; when nothing else can progress it jumps to "
+        "the next processing-time timer, trigger deadline or TestStream step) or 'wall' (real "
+        "time: the runner waits for timers, and a TestStream's processing-time advance waits "
+        "that long)",
+    ),
+    "trace": Knob(
+        _path,
+        "a file path",
+        "write one JSON line per bundle attempt (stage, elements, split, fault, attempt, watermarks, outcome) to PATH",
+        remote=False,
+    ),
+    "replay": Knob(
+        _path,
+        "a file path",
+        "take every scheduling decision from a trace written by --reference_trace, reproducing that run",
+        remote=False,
+    ),
+}
+
+
+@dataclass(frozen=True)
+class Knobs:
+    seed: int = 0
+    bundle_size: str | int = WHOLE
+    splits: str = NONE
+    faults: float = 0.0
+    fuse: bool = True
+    lift: bool = True
+    clock: str = "virtual"
+    trace: str | None = None
+    replay: str | None = None
+
+    @classmethod
+    def parse(cls, values: dict[str, Any], base: Knobs | None = None) -> Knobs:
+        """``base`` (default: the defaults) with ``values`` read over it; None values are skipped."""
+        return dataclasses.replace(base or cls(), **read(values))
+
+    @classmethod
+    def from_spec(cls, spec: str) -> dict[str, Any]:
+        """'seed=7,splits=random' (a target name's options) -> the knobs it sets, read."""
+        values = {}
+        for part in filter(None, spec.split(",")):
+            name, _, value = part.partition("=")
+            values[name] = value
+        return read(values)
+
+    @classmethod
+    def from_job_options(cls, options) -> Knobs:
+        """The knobs among a Job API client's options (a protobuf Struct of beam:option:NAME:v1),
+        as Beam's PortableRunner sends the --reference_* pipeline options; the ones that name
+        paths on the server's disk are not taken from clients."""
+        values = {}
+        for name, knob in KNOBS.items():
+            value = options.fields.get(f"beam:option:reference_{name}:v1")
+            kind = value.WhichOneof("kind") if value is not None else None
+            if knob.remote and kind not in (None, "null_value"):
+                values[name] = getattr(value, kind)
+        return cls.parse(values)
+
+    def schedule(self) -> Schedule:
+        return Schedule(
+            seed=self.seed, bundle_size=self.bundle_size, splits=self.splits, faults=self.faults, clock=self.clock
+        )
+
+
+def read(values: dict[str, Any]) -> dict[str, Any]:
+    """Every knob given (None: not given), read; ScheduleError names an unknown knob or a bad value."""
+    out = {}
+    for name, value in values.items():
+        knob = KNOBS.get(name)
+        if knob is None:
+            raise ScheduleError(f"unknown reference runner option {name!r}; known: {', '.join(sorted(KNOBS))}")
+        if value is None:
+            continue
+        try:
+            out[name] = knob.read(value)
+        except (TypeError, ValueError):
+            raise ScheduleError(f"{name} must be {knob.expected}, not {value!r}") from None
+    return out

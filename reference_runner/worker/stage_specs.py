@@ -1,0 +1,141 @@
+"""A Plan's stages -> what the engine runs them with: the coder-backed functions behind the
+engine's plain data (grouping codecs, Flatten conversions, TestStream events, keyed-stage
+decoding, side-window needs, the impulse element). Both backends build their runner-side
+primitives here, so a GroupByKey or a Flatten behaves the same on each.
+"""
+
+from __future__ import annotations
+
+from apache_beam.portability.api import beam_runner_api_pb2
+from apache_beam.transforms import window as beam_window
+from apache_beam.utils import windowed_value
+from apache_beam.utils.timestamp import Timestamp
+
+from reference_runner.engine import grouping, manager
+from reference_runner.graph import trigger_spec
+from reference_runner.graph.plan import GroupSpec, Plan, PlannedStage, StageKind
+from reference_runner.worker import codecs, sidewindows
+from reference_runner.worker.keyed import KeyedStage
+
+#: Flatten conversions by name (PlannedStage.conversion)
+CONVERSIONS = {
+    "transcode": codecs.Transcoder,
+    "keys_to_bytes": codecs.KeysToBytes,
+    "keys_from_bytes": codecs.KeysFromBytes,
+}
+
+_ENGINE_KIND = {
+    StageKind.SDK: manager.SDK,
+    StageKind.FLATTEN: manager.FLATTEN,
+    StageKind.GROUP: manager.GROUP,
+    StageKind.IMPULSE: manager.IMPULSE,
+    StageKind.TEST_STREAM: manager.TEST_STREAM,
+}
+
+
+def grouping_of(spec: GroupSpec, codec: codecs.GroupCodec, merge_fn=None) -> grouping.Grouping:
+    """The engine's Grouping for a GroupByKey; ``merge_fn``: the SDK's window merging, for a
+    custom merging WindowFn (spec.merge_in_sdk)."""
+    trigger = trigger_spec.from_proto(beam_runner_api_pb2.Trigger.FromString(spec.trigger)) if spec.trigger else None
+    return grouping.Grouping(
+        codec,
+        merging=spec.merging,
+        merge_fn=merge_fn,
+        timestamp_combiner=spec.timestamp_combiner,
+        allowed_lateness=spec.allowed_lateness,
+        trigger=trigger,
+        accumulating=spec.accumulating,
+    )
+
+
+def group_codec(coders: codecs.Coders, stage: PlannedStage) -> codecs.GroupCodec:
+    [main], [out] = stage.inputs, stage.outputs
+    return codecs.GroupCodec(coders.windowed(main), coders.windowed(out))
+
+
+def conversions(coders: codecs.Coders, stage: PlannedStage) -> dict:
+    """Flatten inputs whose element coder differs from the output's -> their re-encoding (the
+    runner's own KEYS_TO_BYTES / KEYS_FROM_BYTES re-key, as one-input Flattens)."""
+    [out] = stage.outputs
+    pcolls = coders.components.pcollections
+    convert = CONVERSIONS[stage.conversion]
+    return {
+        pcoll: convert(coders.windowed(pcoll), coders.windowed(out))
+        for pcoll in stage.inputs
+        if pcolls[pcoll].coder_id != pcolls[out].coder_id
+    }
+
+
+def keyed_stage(coders: codecs.Coders, stage: PlannedStage) -> KeyedStage | None:
+    if not stage.keyed_head:
+        return None
+    return KeyedStage.of(stage.keyed_head, coders)
+
+
+def impulse_element(coders: codecs.Coders, pcoll: str) -> bytes:
+    wv = windowed_value.WindowedValue(b"", windowed_value.MIN_TIMESTAMP, (beam_window.GlobalWindow(),))
+    return codecs.encode_nested(coders.windowed(pcoll).get_impl(), wv)
+
+
+def stream_events(plan: Plan, coders: codecs.Coders, stage: PlannedStage) -> list:
+    """A TestStream's events as engine data: elements encoded as the output's windowed values
+    (global window, no pane), times in micros."""
+    transform = plan.graph.by_id[stage.test_stream].proto
+    payload = beam_runner_api_pb2.TestStreamPayload.FromString(transform.spec.payload)
+    events = []
+    for event in payload.events:
+        kind = event.WhichOneof("event")
+        if kind == "element_event":
+            pcoll = transform.outputs[event.element_event.tag]
+            impl = coders.windowed(pcoll).get_impl()
+            read = coders.outer_reader(payload.coder_id)  # (graph/transcode.py: the output has its coder)
+            elements = [
+                codecs.encode_nested(
+                    impl,
+                    windowed_value.WindowedValue(
+                        read(e.encoded_element), Timestamp(micros=e.timestamp * 1000), (beam_window.GlobalWindow(),)
+                    ),
+                )
+                for e in event.element_event.elements
+            ]
+            events.append((manager.ELEMENTS, pcoll, elements))
+        elif kind == "watermark_event":
+            events.append(
+                (
+                    manager.WATERMARK,
+                    transform.outputs[event.watermark_event.tag],
+                    event.watermark_event.new_watermark * 1000,
+                )
+            )
+        else:
+            events.append((manager.PROCESSING_TIME, None, event.processing_time_event.advance_duration * 1000))
+    return events
+
+
+def engine_spec(
+    plan: Plan, coders: codecs.Coders, stage: PlannedStage, keyed: KeyedStage | None, merge_fn=None
+) -> manager.StageSpec:
+    """The engine's StageSpec of ``stage``; ``keyed``: its KeyedStage (keyed_stage)."""
+    side_windows = None
+    if plan.streaming and stage.kind == StageKind.SDK and stage.side_inputs:
+        # streaming: how the engine finds the side windows a main-input element waits for
+        side_windows = sidewindows.side_window_needs(plan.components, coders, stage.inputs[0], stage.side_pcolls)
+    return manager.StageSpec(
+        stage.id,
+        _ENGINE_KIND[stage.kind],
+        list(stage.inputs),
+        list(stage.outputs),
+        stage.side_pcolls,
+        grouping_of(stage.group, group_codec(coders, stage), merge_fn) if stage.group else None,
+        conversions(coders, stage) if stage.kind == StageKind.FLATTEN else {},
+        keyed.spec() if keyed else None,
+        stream_events(plan, coders, stage) if stage.kind == StageKind.TEST_STREAM else [],
+        side_windows,
+    )
+
+
+def side_decoders(plan: Plan, coders: codecs.Coders) -> dict:
+    """The side inputs the engine keeps per window, pane by pane (engine/sideinputs.py), with
+    the decoder of each: those read by pane (SideInput.by_pane); the rest are read whole."""
+    sides = {s.pcoll for stage in plan.stages for s in stage.side_inputs if s.by_pane}
+    return {p: sidewindows.pane_decoder(coders, p) for p in sorted(sides)}
