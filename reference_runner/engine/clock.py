@@ -5,6 +5,7 @@ can progress it jumps straight to the next processing-time timer, trigger deadli
 TestStream step, so a run does not depend on how fast the machine is.
 WallClock: processing time is real time; the runner waits for it instead of jumping.
 """
+
 from __future__ import annotations
 
 import threading
@@ -33,6 +34,7 @@ class WallClock:
     """Real time (micros since the epoch, as Beam's processing time). ``advance_to`` waits for
     it; ``interrupt`` (cancel, drain) ends every wait for good: from then on the clock jumps,
     so that a draining job finishes its remaining processing-time work without waiting."""
+
     ticks = True  # time passes while bundles run: the manager looks again before each bundle
 
     def __init__(self):

@@ -4,6 +4,7 @@ GroupBuffer groups as in batch (one pane per key and window, when the watermark 
 end); TriggeredBuffer (engine/panes.py) fires panes by a trigger. Both are a ``Buffer``, so
 the engine drives a GroupByKey the same way whichever it has.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -33,6 +34,7 @@ class Grouping:
     codec.split(element) -> (key_bytes, key, value, timestamp, windows)
     codec.build(key, values, timestamp, window, pane) -> element
     """
+
     codec: Any
     merging: bool = False
     # Custom merging (a user WindowFn): windows -> {window: window it merges into}; sessions
@@ -163,4 +165,3 @@ class GroupBuffer:
 
 def _window_order(w) -> tuple:
     return (w.max_timestamp, getattr(w, "start", 0), getattr(w, "encoded", b""))
-

@@ -12,6 +12,7 @@ holds the stage's output watermark at its output timestamp; a due one keeps the 
 In streaming, once the watermark passes a window's expiry, the window's state is to be dropped
 (reported through the manager's take_expired) and its processing-time timers never fire.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -26,6 +27,7 @@ from reference_runner.engine.windows import MIN_TIMESTAMP, PLUS_INFINITY
 
 class KeyedElement(NamedTuple):
     """An encoded element with the facts a keyed stage needs of it."""
+
     element: bytes
     key: bytes
     timestamp: int
@@ -120,8 +122,7 @@ class KeyedSdkStage(SdkStage):
         self._running = items
         return super().start(items)
 
-    def commit(self, bundle: Bundle, residuals: list, timers: list, deferred: list,
-               draining: bool, now: int) -> None:
+    def commit(self, bundle: Bundle, residuals: list, timers: list, deferred: list, draining: bool, now: int) -> None:
         # A bundle that only fired timers cannot set processing-time timers in expired windows.
         self.timers.apply(timers, None if bundle.inputs else self.input_watermark)
         if self.keyed.expiry_family is not None:

@@ -31,6 +31,7 @@ the latest fired pane of each. Bundles run one at a time and stages are scanned 
 topological order, so a side-input reader only runs once nothing upstream of its side inputs
 can: what it sees depends on the TestStream events applied so far, not on bundling.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
@@ -101,8 +102,9 @@ class ElementManager:
                 self._producer[p] = stage
         #: side-input PCollections per window, latest pane (every one in streaming, triggered ones
         #: in batch: the executor supplies their decoders)
-        self._side_buffers = {p: SideInputBuffer(side_decoders[p]) for p in self._side_consumers
-                              if side_decoders and p in side_decoders}
+        self._side_buffers = {
+            p: SideInputBuffer(side_decoders[p]) for p in self._side_consumers if side_decoders and p in side_decoders
+        }
         #: batch: full contents of PCollections read as side inputs (read once their producer finished)
         self._materialized: dict[str, list] = {p: [] for p in self._side_consumers if p not in self._side_buffers}
         #: the stages' watermarks and pending input, readable per stage id (the executor's trace)
@@ -181,8 +183,14 @@ class ElementManager:
         self._bundles += 1
         return Bundle(f"b{self._bundles}", stage.spec.id, stage.start(items), timers=timers, truncate=truncate)
 
-    def commit(self, bundle: Bundle, outputs: dict[str, list], residuals: list | tuple = (),
-               timers: list | tuple = (), deferred: list | tuple = ()) -> None:
+    def commit(
+        self,
+        bundle: Bundle,
+        outputs: dict[str, list],
+        residuals: list | tuple = (),
+        timers: list | tuple = (),
+        deferred: list | tuple = (),
+    ) -> None:
         """A bundle succeeded: publish its outputs atomically and reschedule its residuals.
 
         ``timers``: the TimerUpdates the bundle made, in order. ``deferred``: (element,
@@ -191,8 +199,9 @@ class ElementManager:
         if self.clock.ticks:  # a wall clock: outputs arrive, and resume delays start, now
             self._observe(self.clock.now())
         # The stage's own bookkeeping first: its outputs only reach stages downstream of it.
-        self._sdk_stage(bundle.stage).commit(bundle, list(residuals), list(timers), list(deferred),
-                                             self.draining, self.now)
+        self._sdk_stage(bundle.stage).commit(
+            bundle, list(residuals), list(timers), list(deferred), self.draining, self.now
+        )
         for pcollection, elements in outputs.items():
             self.emit(pcollection, elements)
         self._advance()
@@ -297,8 +306,10 @@ class ElementManager:
 
     def _upstream_watermark(self, stage: Stage) -> int:
         """The least output watermark of the stage's main-input producers."""
-        return min((self._producer[p].output_watermark for p in stage.spec.inputs if p in self._producer),
-                   default=PLUS_INFINITY)
+        return min(
+            (self._producer[p].output_watermark for p in stage.spec.inputs if p in self._producer),
+            default=PLUS_INFINITY,
+        )
 
     def describe_stuck(self) -> str:
         lines = ["no stage can make progress, but work remains:"]
@@ -309,11 +320,13 @@ class ElementManager:
             if held is not None:  # streaming: per window
                 waiting = f"{len(held)} elements held for windows of {waiting}" if held else ""
             pending, deferred, in_flight, to_truncate, buffered = stage.counts()
-            lines.append(f"  {spec.id} ({spec.kind}): output watermark {format_watermark(stage.output_watermark)}, "
-                         f"pending {pending}, deferred {deferred}, in flight {in_flight}, "
-                         + (f"to truncate {to_truncate}, " if to_truncate else "")
-                         + f"buffered groups/timers/events {buffered}"
-                         + (f", waiting for side inputs {waiting}" if waiting else ""))
+            lines.append(
+                f"  {spec.id} ({spec.kind}): output watermark {format_watermark(stage.output_watermark)}, "
+                f"pending {pending}, deferred {deferred}, in flight {in_flight}, "
+                + (f"to truncate {to_truncate}, " if to_truncate else "")
+                + f"buffered groups/timers/events {buffered}"
+                + (f", waiting for side inputs {waiting}" if waiting else "")
+            )
         return "\n".join(lines)
 
 
@@ -325,6 +338,21 @@ def format_watermark(t: int) -> str:
     return f"{t / 1e6:.3f}s"
 
 
-__all__ = ["format_watermark", "Bundle", "Deferred", "ElementManager", "KeyedSpec", "StageSpec", "SDK", "FLATTEN",
-           "GROUP", "IMPULSE", "TEST_STREAM", "ELEMENTS", "WATERMARK", "PROCESSING_TIME", "PLUS_INFINITY",
-           "MIN_TIMESTAMP"]
+__all__ = [
+    "format_watermark",
+    "Bundle",
+    "Deferred",
+    "ElementManager",
+    "KeyedSpec",
+    "StageSpec",
+    "SDK",
+    "FLATTEN",
+    "GROUP",
+    "IMPULSE",
+    "TEST_STREAM",
+    "ELEMENTS",
+    "WATERMARK",
+    "PROCESSING_TIME",
+    "PLUS_INFINITY",
+    "MIN_TIMESTAMP",
+]

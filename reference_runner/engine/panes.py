@@ -10,6 +10,7 @@ the watermark passes its garbage-collection time, a window still open emits its 
 (the Python SDK declares ClosingBehavior EMIT_ALWAYS and OnTimeBehavior FIRE_ALWAYS, so the
 final and the on-time pane are emitted even when nothing arrived since the previous pane).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -25,15 +26,15 @@ class _Window:
     key: Any
     window: Any
     state: triggers.Node
-    born_late: bool                 # created after the watermark passed its end: no ON_TIME pane
-    values: list = field(default_factory=list)   # the next pane's values (all so far if accumulating)
-    holds: list = field(default_factory=list)    # output-time holds of elements since the last pane
-    new: int = 0                    # elements since the last pane
-    panes: int = 0                  # panes emitted
-    nonspeculative: int = 0         # non-early panes emitted
-    on_time_done: bool = False      # a non-early pane was emitted
-    end_seen: bool = False          # the watermark passed the window's end (evaluated once then)
-    closed: bool = False            # the trigger finished: kept until GC only to drop late data
+    born_late: bool  # created after the watermark passed its end: no ON_TIME pane
+    values: list = field(default_factory=list)  # the next pane's values (all so far if accumulating)
+    holds: list = field(default_factory=list)  # output-time holds of elements since the last pane
+    new: int = 0  # elements since the last pane
+    panes: int = 0  # panes emitted
+    nonspeculative: int = 0  # non-early panes emitted
+    on_time_done: bool = False  # a non-early pane was emitted
+    end_seen: bool = False  # the watermark passed the window's end (evaluated once then)
+    closed: bool = False  # the trigger finished: kept until GC only to drop late data
 
 
 class TriggeredBuffer:
@@ -44,8 +45,8 @@ class TriggeredBuffer:
         self.trigger: triggers.Trigger = grouping.trigger
         self._by_key: dict[bytes, dict[Any, _Window]] = {}
         self._watermark_seen: int | None = None  # on_watermark has nothing new to do at it ...
-        self._created = False                      # ... unless windows were created since
-        self.dropped = 0            # elements dropped as late or for a closed window
+        self._created = False  # ... unless windows were created since
+        self.dropped = 0  # elements dropped as late or for a closed window
 
     def __len__(self) -> int:
         return sum(1 for ws in self._by_key.values() for w in ws.values() if not w.closed)
@@ -108,8 +109,9 @@ class TriggeredBuffer:
 
     def next_deadline(self) -> int | None:
         """The earliest processing time some open window waits for."""
-        deadlines = [self.trigger.deadline(win.state) for ws in self._by_key.values()
-                     for win in ws.values() if not win.closed]
+        deadlines = [
+            self.trigger.deadline(win.state) for ws in self._by_key.values() for win in ws.values() if not win.closed
+        ]
         return min((d for d in deadlines if d is not None), default=None)
 
     def hold(self, watermark: int, default: int) -> int:
@@ -154,8 +156,12 @@ class TriggeredBuffer:
             # A window merged into one of its parts keeps that part's panes; a new window starts
             # its own (pane state is not carried across a merge, as in Beam's trigger drivers).
             keep = next((win for win in wins if win.window == target), None)
-            merged = _Window(wins[0].key, target, self.trigger.merge([win.state for win in wins]),
-                             born_late=all(win.born_late for win in wins))
+            merged = _Window(
+                wins[0].key,
+                target,
+                self.trigger.merge([win.state for win in wins]),
+                born_late=all(win.born_late for win in wins),
+            )
             if keep is not None:
                 for name in ("panes", "nonspeculative", "on_time_done", "end_seen", "born_late"):
                     setattr(merged, name, getattr(keep, name))

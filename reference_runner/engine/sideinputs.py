@@ -21,6 +21,7 @@ its end (then a window that never got data resolves to the view's default). The 
 The engine stays free of coders: ``decode(element) -> ([encoded window], pane index or None)``
 is supplied by the executor.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -30,7 +31,7 @@ class SideInputBuffer:
     def __init__(self, decode: Callable[[bytes], tuple[list[bytes], int | None]]):
         self.decode = decode
         self.windows: dict[bytes, list[bytes]] = {}  # encoded window -> visible elements
-        self.panes: dict[bytes, int] = {}            # encoded window -> index of its latest fired pane
+        self.panes: dict[bytes, int] = {}  # encoded window -> index of its latest fired pane
         #: bumped whenever the visible contents change, so readers rebuild their index only then
         self.version = 0
 
@@ -45,7 +46,7 @@ class SideInputBuffer:
                 if latest is None or index > latest:  # a newer pane supersedes the window's contents
                     self.panes[w] = index
                     self.windows[w] = [element]
-                elif index == latest:                # more of the latest pane
+                elif index == latest:  # more of the latest pane
                     self.windows[w].append(element)
                 # an older pane than the latest: already superseded
         self.version += 1

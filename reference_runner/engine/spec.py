@@ -1,5 +1,6 @@
 """The plain data the executor and the engine exchange: how a stage is described (StageSpec,
 KeyedSpec), the work handed out (Bundle) and self-checkpointed work handed back (Deferred)."""
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -20,6 +21,7 @@ class KeyedSpec:
     input, streaming expiry and OnWindowExpiration. expiry_timer(key, window, time) -> encoded
     timer of the ``expiry_family`` that the runner fires once per key and window of the input.
     """
+
     transform: str
     key_of: Callable[[bytes], Any] | None = None
     time_sorted: bool = False
@@ -30,14 +32,14 @@ class KeyedSpec:
 @dataclass
 class StageSpec:
     id: str
-    kind: str                       # SDK, FLATTEN, GROUP, IMPULSE or TEST_STREAM
-    inputs: list[str]               # main input PCollections
-    outputs: list[str]              # PCollections leaving the stage
+    kind: str  # SDK, FLATTEN, GROUP, IMPULSE or TEST_STREAM
+    inputs: list[str]  # main input PCollections
+    outputs: list[str]  # PCollections leaving the stage
     side_inputs: list[str] = field(default_factory=list)
     grouping: Grouping | None = None
     # Flatten: re-encoding of an input whose coder differs from the output's (input -> function)
     convert: dict = field(default_factory=dict)
-    keyed: KeyedSpec | None = None   # stages headed by a stateful ParDo
+    keyed: KeyedSpec | None = None  # stages headed by a stateful ParDo
     # TestStream: (ELEMENTS, pcollection, [encoded elements]) | (WATERMARK, pcollection, time)
     # | (PROCESSING_TIME, None, advance), in order (engine/teststream.py)
     events: list = field(default_factory=list)
@@ -50,9 +52,9 @@ class StageSpec:
 class Bundle:
     id: str
     stage: str
-    inputs: list                    # encoded elements of the main input
+    inputs: list  # encoded elements of the main input
     timers: list = field(default_factory=list)  # engine.timers.Timer due in this bundle
-    truncate: bool = False          # drain: run the inputs (SDF residuals) through truncation
+    truncate: bool = False  # drain: run the inputs (SDF residuals) through truncation
 
 
 @dataclass
@@ -60,6 +62,7 @@ class Deferred:
     """A residual a splittable DoFn handed back (self-checkpoint): its element, the output
     watermark its watermark estimator reported (None: no promise, the stage is held back
     entirely) and the processing time from which it may resume."""
-    element: Any                    # as the stage queues its input (engine/stages.py)
+
+    element: Any  # as the stage queues its input (engine/stages.py)
     hold: int | None
     ready_at: int

@@ -7,6 +7,7 @@ a stage fires there leaves it at once on every output. SDK stages also hand out 
 take their outcome back. Kinds: SdkStage (here), KeyedSdkStage (engine/keyed.py), GroupStage,
 FlattenStage, ImpulseStage (here) and TestStreamStage (engine/teststream.py).
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
@@ -64,6 +65,7 @@ class Stage:
 
 class ImpulseStage(Stage):
     """A root: its one element is fed at start, and then it is finished."""
+
     started = False
 
     def advance(self, upstream: int, now: int) -> list:
@@ -198,8 +200,7 @@ class SdkStage(Stage):
         self.in_flight += 1
         return self._elements(items)
 
-    def commit(self, bundle: Bundle, residuals: list, timers: list, deferred: list,
-               draining: bool, now: int) -> None:
+    def commit(self, bundle: Bundle, residuals: list, timers: list, deferred: list, draining: bool, now: int) -> None:
         """The bundle succeeded (its outputs are the manager's to route): residuals go back to
         the front, self-checkpoints wait (or, draining, go to truncation)."""
         if residuals:
@@ -209,8 +210,9 @@ class SdkStage(Stage):
             if draining:
                 self.to_truncate += items
             else:
-                self.deferred += [Deferred(item, hold, now + delay)
-                                  for item, (_, hold, delay) in zip(items, deferred, strict=True)]
+                self.deferred += [
+                    Deferred(item, hold, now + delay) for item, (_, hold, delay) in zip(items, deferred, strict=True)
+                ]
         self.in_flight -= 1
 
     def _readmit(self, residuals: list) -> list:

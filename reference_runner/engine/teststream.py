@@ -6,6 +6,7 @@ else can run (so results do not depend on bundling): the stream moves its own wa
 hands elements and clock advances back to the manager. Once its events are exhausted (or it
 is drained) every output's watermark is +infinity.
 """
+
 from __future__ import annotations
 
 from collections import deque

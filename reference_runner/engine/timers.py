@@ -7,12 +7,13 @@ A timer is identified by (transform, family, encoded key, dynamic tag, encoded w
 setting it again replaces the pending one, clearing removes it. The engine never decodes
 a timer; it keeps the encoded form the SDK sent and hands it back when the timer fires.
 """
+
 from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass
 
-_NEVER = -(2 ** 63)  # a processing time no timer is due at
+_NEVER = -(2**63)  # a processing time no timer is due at
 
 
 @dataclass(frozen=True)
@@ -29,11 +30,12 @@ class TimerId:
 @dataclass(frozen=True)
 class TimerUpdate:
     """A timer set (or, with clear, cancelled) by a bundle."""
+
     id: TimerId
     clear: bool
-    fire: int = 0          # event time it fires at (micros)
-    hold: int = 0          # output timestamp: holds the stage's output watermark until it fires
-    encoded: bytes = b""   # the timer as the SDK encodes it, sent back when it fires
+    fire: int = 0  # event time it fires at (micros)
+    hold: int = 0  # output timestamp: holds the stage's output watermark until it fires
+    encoded: bytes = b""  # the timer as the SDK encodes it, sent back when it fires
     processing: bool = False  # a processing-time timer (fire is a processing time)
     expiry: int | None = None  # when its window expires (max timestamp + allowed lateness)
 
@@ -44,7 +46,7 @@ class Timer:
     fire: int
     hold: int
     encoded: bytes
-    seq: int               # equal fire times fire in the order they were set
+    seq: int  # equal fire times fire in the order they were set
     processing: bool = False
 
     def due(self, watermark: int, now: int) -> bool:
@@ -67,8 +69,7 @@ class TimerStore:
         the expiry of: the window is gone, and a timer re-arming itself there forever would keep
         a bounded pipeline from ever finishing (its processing time is virtual)."""
         for u in updates:
-            if watermark is not None and u.processing and not u.clear and u.expiry is not None \
-                    and u.expiry < watermark:
+            if watermark is not None and u.processing and not u.clear and u.expiry is not None and u.expiry < watermark:
                 continue
             if u.clear:
                 self._pending.pop(u.id, None)

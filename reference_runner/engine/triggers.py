@@ -8,6 +8,7 @@ passes the window's end, when a processing-time deadline comes due), ``on_fire``
 A finished trigger closes its window. Each trigger type follows the Beam model's state
 machine for it (Java's TriggerStateMachines, Python's trigger driver), written here afresh.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -16,9 +17,10 @@ from dataclasses import dataclass, field
 @dataclass
 class Context:
     """What a trigger may look at: the input watermark, the processing-time clock, the window."""
+
     watermark: int
     now: int
-    window_end: int          # the window's max timestamp
+    window_end: int  # the window's max timestamp
 
     @property
     def past_end(self) -> bool:
@@ -28,12 +30,13 @@ class Context:
 @dataclass
 class Node:
     """One trigger's state for one window."""
+
     finished: bool = False
     children: list = field(default_factory=list)
-    count: int = 0               # AfterCount: elements since the trigger was (re)started
+    count: int = 0  # AfterCount: elements since the trigger was (re)started
     deadline: int | None = None  # AfterProcessingTime: when it may fire
-    late: bool = False           # AfterWatermark: the end of the window has fired
-    current: int = 0             # AfterEach: the child now running
+    late: bool = False  # AfterWatermark: the end of the window has fired
+    current: int = 0  # AfterEach: the child now running
 
 
 class Trigger:
@@ -58,8 +61,10 @@ class Trigger:
 
     def merge(self, states: list[Node]) -> Node:
         """The state of a window that several windows merged into (sessions)."""
-        merged = Node(finished=all(s.finished for s in states),
-                      children=[c.merge([s.children[i] for s in states]) for i, c in enumerate(self.children)])
+        merged = Node(
+            finished=all(s.finished for s in states),
+            children=[c.merge([s.children[i] for s in states]) for i, c in enumerate(self.children)],
+        )
         self._merge_own(merged, states)
         return merged
 
@@ -138,6 +143,7 @@ class AfterProcessingTime(Trigger):
     """Fires once the clock reaches the first element's processing time, transformed.
 
     transforms: ("delay", micros) or ("align", period, offset), applied in order."""
+
     transforms: tuple = ()
 
     def on_element(self, st, ctx):
@@ -175,6 +181,7 @@ class AfterWatermark(Trigger):
     """The on-time firing when the watermark passes the end of the window; ``early`` fires
     repeatedly before it, ``late`` repeatedly after it (without ``late`` the trigger finishes
     with the on-time pane)."""
+
     early: Trigger | None = None
     late: Trigger | None = None
 
@@ -242,6 +249,7 @@ class Repeatedly(Trigger):
 @dataclass(frozen=True)
 class AfterEach(Trigger):
     """Runs its children one after the other; finishes with the last."""
+
     subs: tuple
 
     @property
@@ -273,6 +281,7 @@ class AfterEach(Trigger):
 @dataclass(frozen=True)
 class AfterAny(Trigger):
     """Fires (and finishes) as soon as any child fires."""
+
     subs: tuple
 
     @property
@@ -292,6 +301,7 @@ class AfterAny(Trigger):
 @dataclass(frozen=True)
 class AfterAll(Trigger):
     """Fires (and finishes) once every child has fired."""
+
     subs: tuple
 
     @property
@@ -311,6 +321,7 @@ class AfterAll(Trigger):
 @dataclass(frozen=True)
 class OrFinally(Trigger):
     """``main`` until ``until`` fires, which finishes the trigger."""
+
     main: Trigger
     until: Trigger
 
@@ -330,6 +341,20 @@ class OrFinally(Trigger):
             st.finished = True
 
 
-__all__ = ["AfterAll", "AfterAny", "AfterCount", "AfterEach", "AfterProcessingTime",
-           "AfterSynchronizedProcessingTime", "AfterWatermark", "Always", "Context", "Default", "Never",
-           "Node", "OrFinally", "Repeatedly", "Trigger"]
+__all__ = [
+    "AfterAll",
+    "AfterAny",
+    "AfterCount",
+    "AfterEach",
+    "AfterProcessingTime",
+    "AfterSynchronizedProcessingTime",
+    "AfterWatermark",
+    "Always",
+    "Context",
+    "Default",
+    "Never",
+    "Node",
+    "OrFinally",
+    "Repeatedly",
+    "Trigger",
+]

@@ -6,6 +6,7 @@ cells hold (sort key, encoded entry) pairs. A bundle's first write to a cell cop
 committed contents into the bundle's staging area; its reads see the staged copy. Commit
 publishes the staged cells, discard (a failed bundle, to be retried) drops them.
 """
+
 from __future__ import annotations
 
 

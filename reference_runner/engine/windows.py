@@ -1,10 +1,11 @@
 """Windows as the engine sees them, and the time constants (all times in microseconds)."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-MIN_TIMESTAMP = -(2 ** 63) // 1000 * 1000  # Beam's minimum, rounded to whole milliseconds
-MAX_TIMESTAMP = (2 ** 63 - 1) // 1000 * 1000
+MIN_TIMESTAMP = -(2**63) // 1000 * 1000  # Beam's minimum, rounded to whole milliseconds
+MAX_TIMESTAMP = (2**63 - 1) // 1000 * 1000
 PLUS_INFINITY = MAX_TIMESTAMP + 1  # past every timestamp, as the watermark of finished input
 #: The global window ends one day before the maximum timestamp (Beam's convention).
 END_OF_GLOBAL_WINDOW = MAX_TIMESTAMP - 24 * 60 * 60 * 1_000_000
@@ -13,6 +14,7 @@ END_OF_GLOBAL_WINDOW = MAX_TIMESTAMP - 24 * 60 * 60 * 1_000_000
 @dataclass(frozen=True, order=True)
 class Interval:
     """[start, end); its latest instant is end - 1 ms."""
+
     start: int
     end: int
 
@@ -40,6 +42,7 @@ GLOBAL = GlobalWindow()
 @dataclass(frozen=True)
 class OpaqueWindow:
     """A window of a user WindowFn: compared by its encoding, timed by its max timestamp."""
+
     encoded: bytes
     max_timestamp: int
 
