@@ -271,7 +271,8 @@ def _runs_seen_per_instance(dofn, folder, runs=3) -> list:
 def test_a_stateless_stage_runs_on_warm_executor_workers_across_jobs(tmp_path):
     # Executors keep an SDK worker whose DoFns have no setup or teardown: a later job's identical
     # stage runs on the same DoFn instances instead of unpickling and building them again.
-    runs_per_instance = _runs_seen_per_instance(_MarksItsInstance, tmp_path)
+    # (which Python worker a task lands on is Spark's choice: over six jobs some instance is reused)
+    runs_per_instance = _runs_seen_per_instance(_MarksItsInstance, tmp_path, runs=6)
     assert max(runs_per_instance) > 1
 
 
