@@ -15,6 +15,7 @@ from reference_runner.graph.plan import Plan, PlannedStage, StageKind
 from reference_runner.knobs import Knobs
 from reference_runner.worker import codecs, merging, stage_specs, warm
 from reference_runner.worker.bundles import BundleError, BundleRunner
+from reference_runner.worker.keyed import KeyedStage
 from reference_runner.worker.side_snapshots import SideSnapshots
 from reference_runner.worker.state import StateService
 
@@ -84,7 +85,7 @@ class Job:
 
     def _run(self, worker, trace: bundling.Trace) -> None:
         plan, coders = self.plan, self.coders
-        keyed = {s.id: stage_specs.keyed_stage(coders, s) for s in plan.stages if s.keyed_head}
+        keyed = {s.id: KeyedStage.of(s.keyed_head, coders) for s in plan.stages if s.keyed_head}
         described: dict[str, StageDescriptor] = {}
         specs = []
         for stage in plan.stages:

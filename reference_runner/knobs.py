@@ -148,15 +148,6 @@ class Knobs:
         return dataclasses.replace(base or cls(), **read(values))
 
     @classmethod
-    def from_spec(cls, spec: str) -> dict[str, Any]:
-        """'seed=7,splits=random' (a target name's options) -> the knobs it sets, read."""
-        values = {}
-        for part in filter(None, spec.split(",")):
-            name, _, value = part.partition("=")
-            values[name] = value
-        return read(values)
-
-    @classmethod
     def from_job_options(cls, options) -> Knobs:
         """The knobs among a Job API client's options (a protobuf Struct of beam:option:NAME:v1),
         as Beam's PortableRunner sends the --reference_* pipeline options; the ones that name
@@ -173,6 +164,11 @@ class Knobs:
         return Schedule(
             seed=self.seed, bundle_size=self.bundle_size, splits=self.splits, faults=self.faults, clock=self.clock
         )
+
+
+def read_spec(spec: str) -> dict[str, Any]:
+    """'seed=7,splits=random' (a target name's options) -> the knobs it sets, read."""
+    return read(dict(part.partition("=")[::2] for part in spec.split(",") if part))
 
 
 def read(values: dict[str, Any]) -> dict[str, Any]:

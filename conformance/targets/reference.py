@@ -14,10 +14,10 @@ class ReferenceTarget(Target):
     def __init__(self, spec, settings):
         super().__init__(spec, settings)
         from reference_runner.bundling import ScheduleError
-        from reference_runner.knobs import Knobs
+        from reference_runner.knobs import read_spec
 
         try:
-            self.knobs = Knobs.from_spec(spec.partition(":")[2])
+            self.knobs = read_spec(spec.partition(":")[2])
         except ScheduleError as e:
             raise TargetUnavailable(f"{e} (in {spec!r})") from None
 

@@ -129,7 +129,6 @@ class BundleRunner:
             if result.response.requires_finalization:
                 committed._finalize = functools.partial(self._finalize, result.instruction_id, noted)
             return committed
-        raise AssertionError("unreachable")
 
     def _committed(
         self,

@@ -66,12 +66,6 @@ def conversions(coders: codecs.Coders, stage: PlannedStage) -> dict:
     }
 
 
-def keyed_stage(coders: codecs.Coders, stage: PlannedStage) -> KeyedStage | None:
-    if not stage.keyed_head:
-        return None
-    return KeyedStage.of(stage.keyed_head, coders)
-
-
 def impulse_element(coders: codecs.Coders, pcoll: str) -> bytes:
     wv = windowed_value.WindowedValue(b"", windowed_value.MIN_TIMESTAMP, (beam_window.GlobalWindow(),))
     return codecs.encode_nested(coders.windowed(pcoll).get_impl(), wv)
@@ -115,7 +109,7 @@ def stream_events(plan: Plan, coders: codecs.Coders, stage: PlannedStage) -> lis
 def engine_spec(
     plan: Plan, coders: codecs.Coders, stage: PlannedStage, keyed: KeyedStage | None, merge_fn=None
 ) -> manager.StageSpec:
-    """The engine's StageSpec of ``stage``; ``keyed``: its KeyedStage (keyed_stage)."""
+    """The engine's StageSpec of ``stage``; ``keyed``: its KeyedStage, if it has a keyed head."""
     side_windows = None
     if plan.streaming and stage.kind == StageKind.SDK and stage.side_inputs:
         # streaming: how the engine finds the side windows a main-input element waits for
