@@ -18,7 +18,7 @@ import uuid
 from pyspark import AccumulatorParam
 
 from reference_runner.engine.sideinputs import SideInputBuffer
-from reference_runner.graph.plan import SideInput, StageKind
+from reference_runner.graph.plan import SideInput
 from reference_runner.spark import stateful, tasks
 from reference_runner.spark.plan import StagePlan, coders_of
 from reference_runner.worker import sidewindows, stage_specs
@@ -65,8 +65,10 @@ class Translation:
         try:
             for p in self.plans:
                 produced = getattr(self, f"_{p.kind.value}")(p)
-                if p.kind == StageKind.SDK and not any(self.readers.get(o) for o in p.outputs):
-                    terminals.append(produced)  # nothing reads it: only an action makes it run
+                if not any(self.readers.get(o) for o in p.outputs):
+                    # nothing reads it (a trailing GroupByKey, Flatten or Reshuffle too, and a
+                    # stage without outputs): only an action makes it, and what feeds it, run
+                    terminals.append(produced)
             if terminals:
                 self.sc.union(terminals).foreach(_discard)
             return list(self.metrics.value)
