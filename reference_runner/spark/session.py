@@ -1,4 +1,8 @@
-"""One SparkSession per process, reused by every job (starting a JVM costs seconds)."""
+"""One SparkSession per process, reused by every job (starting a JVM costs seconds).
+
+A process that already runs a SparkSession of its own (the user's) keeps it as it is: the
+backend runs on it when its master and every setting asked for match, and refuses otherwise,
+rather than let getOrCreate() silently rewrite that session's configuration."""
 
 from __future__ import annotations
 
@@ -9,13 +13,16 @@ import threading
 _lock = threading.Lock()
 _session = None
 _settings = None
+_owned = False  # started here (stop() stops it), not the user's
 
 
 def get(master: str = "local[2]", conf: dict | None = None):
     """The process's SparkSession, started on first use with ``master`` and ``conf``."""
-    global _session, _settings
+    global _session, _settings, _owned
     with _lock:
         wanted = (master, tuple(sorted((conf or {}).items())))
+        if _session is not None and _session.sparkContext._jsc is None:
+            _session = _settings = None  # stopped by someone else: start again
         if _session is not None:
             if _settings != wanted:
                 raise RuntimeError(
@@ -25,6 +32,11 @@ def get(master: str = "local[2]", conf: dict | None = None):
             return _session
         from pyspark.sql import SparkSession
 
+        existing = _running_elsewhere()
+        if existing is not None:
+            _check_compatible(existing, master, conf or {})
+            _session, _settings, _owned = existing, wanted, False
+            return _session
         # Spark's Python workers run this interpreter and find what the driver finds.
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
         os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
@@ -43,8 +55,37 @@ def get(master: str = "local[2]", conf: dict | None = None):
             builder = builder.config(key, value)
         _session = builder.getOrCreate()
         _session.sparkContext.setLogLevel("ERROR")
-        _settings = wanted
+        _settings, _owned = wanted, True
         return _session
+
+
+def _running_elsewhere():
+    """A SparkSession this module did not start, if the process runs one."""
+    from pyspark import SparkContext
+    from pyspark.sql import SparkSession
+
+    context = SparkContext._active_spark_context
+    if context is None:
+        return None
+    return SparkSession.getActiveSession() or SparkSession._instantiatedSession or SparkSession(context)
+
+
+def _check_compatible(existing, master: str, conf: dict) -> None:
+    differences = []
+    if existing.sparkContext.master != master:
+        differences.append(f"master {existing.sparkContext.master} (wanted {master})")
+    settings = existing.sparkContext.getConf()
+    for key, value in sorted(conf.items()):
+        have = existing.conf.get(key, None) if key.startswith("spark.sql.") else settings.get(key, None)
+        if have != str(value):
+            differences.append(f"{key}={have} (wanted {value})")
+    if differences:
+        raise RuntimeError(
+            "this process already runs a SparkSession the Spark backend did not start, with "
+            + ", ".join(differences)
+            + "; run the pipeline with that session's master and settings, or stop the session first "
+            "(one session per process; the backend does not change a running session's settings)"
+        )
 
 
 def current():
@@ -53,8 +94,10 @@ def current():
 
 
 def stop() -> None:
-    global _session, _settings
+    """Stop the session this module started; one it found running is only let go of."""
+    global _session, _settings, _owned
     with _lock:
-        if _session is not None:
+        if _session is not None and _owned:
             _session.stop()
         _session = _settings = None
+        _owned = False
