@@ -22,7 +22,7 @@ from reference_runner.engine.manager import PLUS_INFINITY
 from reference_runner.engine.timers import TimerStore
 from reference_runner.engine.userstate import UserStateStore
 from reference_runner.spark.plan import StagePlan, coders_of
-from reference_runner.spark.tasks import Outputs, bundle_runner, run_bundle, sdk_worker
+from reference_runner.spark.tasks import Outputs, PartitionRun, bundle_runner, run_bundle, sdk_worker
 from reference_runner.worker.bundles import BundleRunner
 from reference_runner.worker.keyed import KeyedStage
 from reference_runner.worker.state import StateService
@@ -40,11 +40,13 @@ def partition_of(key_and_time: tuple[bytes, int]) -> int:
     return zlib.crc32(key_and_time[0])
 
 
-def run_stateful_stage(plan: StagePlan, side_values, bundle_size: int, metrics, pairs):
-    """A sorted partition of ((key, timestamp), element) pairs -> the stage's outputs, streamed."""
+def run_stateful_stage(plan: StagePlan, side_values, bundle_size: int, reports, partition: int, pairs):
+    """Sorted partition number ``partition`` of ((key, timestamp), element) pairs -> the stage's
+    outputs, streamed; metrics and finalization as tasks.run_sdk_stage's."""
     state = StateService()
     worker, descriptor = sdk_worker(plan, side_values.value if side_values is not None else {}, state)
-    run = _KeyedRun(plan, bundle_runner(plan, worker, state, metrics), descriptor)
+    task = PartitionRun(plan, reports, partition)
+    run = _KeyedRun(plan, bundle_runner(plan, worker, state, task), descriptor, task)
     try:
         pending, in_chunk = [], 0
         for _, group in itertools.groupby(pairs, key=lambda kv: kv[0][0]):
@@ -59,6 +61,7 @@ def run_stateful_stage(plan: StagePlan, side_values, bundle_size: int, metrics, 
                 in_chunk, pending = 0, []
         yield from run.elements(pending)
         yield from run.end_of_chunk()
+        task.close()
     finally:
         worker.stop()
 
@@ -66,8 +69,8 @@ def run_stateful_stage(plan: StagePlan, side_values, bundle_size: int, metrics, 
 class _KeyedRun:
     """Bundles of one partition of a stateful stage; state and timers of the current chunk."""
 
-    def __init__(self, plan: StagePlan, runner: BundleRunner, descriptor):
-        self._plan, self._runner, self._descriptor = plan, runner, descriptor
+    def __init__(self, plan: StagePlan, runner: BundleRunner, descriptor, task: PartitionRun):
+        self._plan, self._runner, self._descriptor, self._task = plan, runner, descriptor, task
         self._keyed = _keyed(plan)
         self._spec = self._keyed.spec()
         self._timers = TimerStore()
@@ -98,7 +101,7 @@ class _KeyedRun:
         # (a bundle of timers only runs once the watermark is +inf)
         self._timers.apply(committed.timers, None if elements else PLUS_INFINITY)
         yield from self._outputs.of(committed)
-        committed.finalize()
+        self._task.committed(committed)
 
 
 _keyed_stages: dict = {}

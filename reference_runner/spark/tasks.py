@@ -8,6 +8,7 @@ import itertools
 import zlib
 
 from apache_beam.portability.api import beam_fn_api_pb2
+from pyspark import AccumulatorParam
 
 from reference_runner.engine import grouping, panes
 from reference_runner.engine.manager import PLUS_INFINITY
@@ -42,7 +43,8 @@ def sdk_worker(plan: StagePlan, side_values: dict, state: StateService, warm_wor
 
 
 def bundle_runner(plan: StagePlan, worker, state: StateService, metrics) -> BundleRunner:
-    """Bundles of the stage; committed user metrics go to the ``metrics`` accumulator, serialized."""
+    """Bundles of the stage; committed user metrics go to ``metrics.add``, serialized (a
+    PartitionRun, or an accumulator of lists), or nowhere if it is None."""
 
     def report(infos: list, committed: bool) -> None:
         if committed and metrics is not None:
@@ -51,16 +53,63 @@ def bundle_runner(plan: StagePlan, worker, state: StateService, metrics) -> Bund
     return BundleRunner(worker, state, coders_of(plan.components), report)
 
 
-def run_sdk_stage(plan: StagePlan, side_values, bundle_size: int, metrics, elements):
-    """A partition through the stage, ``bundle_size`` elements per bundle; outputs stream out
-    bundle by bundle, tagged with their PCollection's index when the stage has several."""
+class PartitionRun:
+    """What one task keeps of one stage's partition until the partition's whole output has been
+    handed to Spark: the committed bundles' user metrics and their pending finalizations.
+
+    Spark may compute a partition more than once (a retried task, a persisted partition evicted
+    and recomputed, a lost shuffle output): the report is keyed by (stage, partition), and the
+    driver's accumulator keeps the latest report of each key (ReportsParam), so a recomputation
+    replaces the counts of the earlier run instead of adding to them."""
+
+    def __init__(self, plan: StagePlan, reports, partition: int):
+        self._reports, self._key = reports, (plan.id, partition)
+        self._infos: list[bytes] = []
+        self._unfinalized: list = []
+
+    def add(self, infos: list[bytes]) -> None:
+        """A committed bundle's user metrics (the sink bundle_runner reports to)."""
+        self._infos.extend(infos)
+
+    def committed(self, committed) -> None:
+        """A committed bundle whose outputs have been yielded: finalized at the end of the task."""
+        self._unfinalized.append(committed)
+
+    def close(self) -> None:
+        """The task's generator is exhausted: Spark's serializer has taken every output element
+        of the partition, so no bundle of it can be lost to a later failure of this same task's
+        user code. Only now are its bundles finalized and its metrics reported."""
+        if self._reports is not None:
+            self._reports.add({self._key: self._infos})
+        unfinalized, self._unfinalized = self._unfinalized, []
+        for committed in unfinalized:
+            committed.finalize()
+
+
+class ReportsParam(AccumulatorParam):
+    """(stage id, partition) -> its serialized user MonitoringInfos; a later report of a
+    partition replaces the earlier one (see PartitionRun)."""
+
+    def zero(self, value):
+        return {}
+
+    def addInPlace(self, a, b):
+        a.update(b)
+        return a
+
+
+def run_sdk_stage(plan: StagePlan, side_values, bundle_size: int, reports, partition: int, elements):
+    """Partition number ``partition`` through the stage, ``bundle_size`` elements per bundle
+    (mapPartitionsWithIndex); outputs stream out bundle by bundle, tagged with their
+    PCollection's index when the stage has several; ``reports``: a ReportsParam accumulator."""
     # Not with side inputs: the SDK keeps a global window's side input values in the bundle
     # processor, and the same stage of another job may read other values
     state = StateService()
     worker, descriptor = sdk_worker(
         plan, side_values.value if side_values is not None else {}, state, warm_worker=not plan.stage.side_inputs
     )
-    runner = bundle_runner(plan, worker, state, metrics)
+    task = PartitionRun(plan, reports, partition)
+    runner = bundle_runner(plan, worker, state, task)
     outputs = Outputs(plan)
     succeeded = False
     try:
@@ -69,7 +118,8 @@ def run_sdk_stage(plan: StagePlan, side_values, bundle_size: int, metrics, eleme
                 committed = run_bundle(runner, plan, descriptor, chunk)
                 chunk = committed.residuals + [element for element, _, _ in committed.deferred]
                 yield from outputs.of(committed)
-                committed.finalize()
+                task.committed(committed)
+        task.close()
         succeeded = True
     finally:
         # Kept for the next task only if no DoFn in it has a setup or teardown: those are torn

@@ -15,8 +15,6 @@ import functools
 import itertools
 import uuid
 
-from pyspark import AccumulatorParam
-
 from reference_runner.engine.sideinputs import SideInputBuffer
 from reference_runner.graph.plan import SideInput
 from reference_runner.spark import stateful, tasks
@@ -30,15 +28,6 @@ class SideInputTooLarge(RuntimeError):
     pass
 
 
-class _ListParam(AccumulatorParam):
-    def zero(self, value):
-        return []
-
-    def addInPlace(self, a, b):
-        a.extend(b)
-        return a
-
-
 class Translation:
     def __init__(self, spark, plans: list[StagePlan], parallelism: int, bundle_size: int, max_side_input_bytes: int):
         self.sc = spark.sparkContext
@@ -46,7 +35,7 @@ class Translation:
         self.parallelism = parallelism
         self.bundle_size = bundle_size
         self.max_side_input_bytes = max_side_input_bytes
-        self.metrics = self.sc.accumulator([], _ListParam())
+        self.metrics = self.sc.accumulator({}, tasks.ReportsParam())
         self.rdds: dict = {}
         self._persisted: list = []
         readers: dict[str, int] = {}
@@ -71,7 +60,7 @@ class Translation:
                     terminals.append(produced)
             if terminals:
                 self.sc.union(terminals).foreach(_discard)
-            return list(self.metrics.value)
+            return [info for infos in self.metrics.value.values() for info in infos]
         finally:
             for rdd in self._persisted:
                 rdd.unpersist()
@@ -121,7 +110,7 @@ class Translation:
             run = functools.partial(tasks.run_sdk_stage, p, side_values, self.bundle_size, self.metrics)
         if p.stage.splittable:  # initial splits of restrictions spread over every partition
             source = source.repartition(self.parallelism)
-        rdd = source.mapPartitions(run)
+        rdd = source.mapPartitionsWithIndex(run)  # the partition's index keys its metrics report
         if len(p.outputs) == 1:
             self._publish(p.outputs[0], rdd)
         elif p.outputs:
