@@ -34,3 +34,22 @@ def test_user_code_upstream_of_a_trailing_grouping_runs(tail):
     p = beam.Pipeline(runner=SparkRunner())
     _ = tail(p | beam.Create(range(12)) | beam.Map(count))
     assert _committed(p.run(), "seen") == 12
+
+
+def test_a_long_lived_driver_holds_nothing_of_finished_jobs():
+    # A job server's driver runs job after job: neither PySpark's accumulator registry (it keeps
+    # every accumulator ever created) nor the broadcast files of side inputs may grow with them.
+    import os
+
+    from pyspark.accumulators import _accumulatorRegistry
+
+    from reference_runner.spark import session
+
+    def one_job(value):
+        with beam.Pipeline(runner=SparkRunner()) as p:
+            side = p | "Side" >> beam.Create([value])
+            _ = p | beam.Create([1, 2]) | beam.Map(lambda x, s: x + s, beam.pvalue.AsSingleton(side))
+        return len(_accumulatorRegistry), len(os.listdir(session.current().sparkContext._temp_dir))
+
+    held = [one_job(value) for value in range(3)]
+    assert held[0] == held[1] == held[2], held

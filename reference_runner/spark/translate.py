@@ -15,6 +15,8 @@ import functools
 import itertools
 import uuid
 
+from pyspark.accumulators import _accumulatorRegistry
+
 from reference_runner.engine.sideinputs import SideInputBuffer
 from reference_runner.graph.plan import SideInput
 from reference_runner.spark import stateful, tasks
@@ -38,6 +40,7 @@ class Translation:
         self.metrics = self.sc.accumulator({}, tasks.ReportsParam())
         self.rdds: dict = {}
         self._persisted: list = []
+        self._broadcasts: list = []
         readers: dict[str, int] = {}
         for p in plans:
             for pcoll in p.inputs + [s.pcoll for s in p.stage.side_inputs]:
@@ -62,8 +65,17 @@ class Translation:
                 self.sc.union(terminals).foreach(_discard)
             return [info for infos in self.metrics.value.values() for info in infos]
         finally:
-            for rdd in self._persisted:
-                rdd.unpersist()
+            self._release()
+
+    def _release(self) -> None:
+        """Let go of what the job held on the driver and executors: persisted RDDs, broadcasts,
+        and the metrics accumulator (PySpark's registry keeps every accumulator ever created;
+        updates that arrive for one no longer registered are dropped)."""
+        for rdd in self._persisted:
+            rdd.unpersist()
+        for broadcast in self._broadcasts:
+            broadcast.destroy()
+        _accumulatorRegistry.pop(self.metrics.aid, None)
 
     # -- one method per stage kind ------------------------------------------------------------
     def _impulse(self, p: StagePlan):
@@ -140,7 +152,9 @@ class Translation:
                         "broadcast to every executor"
                     )
                 values[side.pcoll] = _visible(p, side, elements)
-        return self.sc.broadcast(values)
+        broadcast = self.sc.broadcast(values)
+        self._broadcasts.append(broadcast)
+        return broadcast
 
 
 def _visible(p: StagePlan, side: SideInput, elements: list):
