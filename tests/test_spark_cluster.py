@@ -118,3 +118,11 @@ def test_cases_run_on_a_standalone_cluster(standalone_cluster, tmp_path):
     assert done.returncode == 0 and not bad, "\n".join(bad) or done.stdout[-3000:]
     assert doc["summary"]["passed"] >= 8, doc["summary"]
     assert doc["target_info"]["master"] == standalone_cluster
+
+
+def test_a_python_worker_killed_mid_job_is_retried_on_a_standalone_cluster(standalone_cluster, tmp_path):
+    # An executor's Python worker kills itself (SIGKILL) in the middle of a task, once: Spark runs
+    # the task again; output, committed metrics and bundle finalizations still count once.
+    from test_spark_recovery import run_recovery_cases
+
+    run_recovery_cases(standalone_cluster, tmp_path, "-k", "task_failing and kill")
