@@ -53,3 +53,31 @@ def test_a_long_lived_driver_holds_nothing_of_finished_jobs():
 
     held = [one_job(value) for value in range(3)]
     assert held[0] == held[1] == held[2], held
+
+
+def test_a_reused_python_worker_keeps_a_bounded_number_of_stages():
+    # PySpark reuses its Python workers across jobs, and stage ids carry their job's id: what a
+    # worker rebuilds per stage (group codecs, keyed stages) must not pile up job after job.
+    from apache_beam.transforms import userstate
+
+    from reference_runner.graph import plan as planning
+    from reference_runner.graph.prepare import SPARK
+    from reference_runner.spark import plan as spark_plan
+    from reference_runner.spark import stateful, tasks
+
+    class _Stateful(beam.DoFn):
+        SEEN = userstate.ReadModifyWriteStateSpec("seen", beam.coders.VarIntCoder())
+
+        def process(self, kv, seen=beam.DoFn.StateParam(SEEN)):
+            yield kv
+
+    p = beam.Pipeline()
+    _ = p | beam.Create([("k", 1)]) | beam.GroupByKey() | beam.Map(lambda kv: (kv[0], 1)) | beam.ParDo(_Stateful())
+    prepared = planning.prepare(p.to_runner_api(), SPARK)
+    for job in range(300):
+        for stage in spark_plan.plan(prepared, f"job{job}"):
+            if stage.kind == planning.StageKind.GROUP:
+                tasks._codec(stage)
+            elif stage.stage.keyed_head:
+                stateful._keyed(stage)
+    assert 0 < len(tasks._codecs) <= 64 and 0 < len(stateful._keyed_stages) <= 64

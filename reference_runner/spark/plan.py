@@ -9,6 +9,9 @@ reuses its workers), never the driver's objects.
 from __future__ import annotations
 
 import functools
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from apache_beam.portability.api import beam_runner_api_pb2
@@ -56,3 +59,30 @@ def plan(prepared: Plan, job_id: str) -> list[StagePlan]:
 def coders_of(components: bytes) -> codecs.Coders:
     """Coders rebuilt from serialized components, once per process and pipeline."""
     return codecs.Coders(beam_runner_api_pb2.Components.FromString(components))
+
+
+class PerStage:
+    """What a Python worker rebuilds from a stage's plan, kept for the ``size`` stages it used
+    last: PySpark reuses its workers across jobs, and stage ids carry their job's, so an
+    unbounded cache would grow with every job a long-lived cluster runs."""
+
+    def __init__(self, build: Callable[[StagePlan], object], size: int = 64):
+        self._build, self._size = build, size
+        self._kept: OrderedDict[str, object] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def __call__(self, plan: StagePlan):
+        with self._lock:
+            value = self._kept.get(plan.id)
+            if value is not None:
+                self._kept.move_to_end(plan.id)
+                return value
+        value = self._build(plan)
+        with self._lock:
+            self._kept[plan.id] = value
+            while len(self._kept) > self._size:
+                self._kept.popitem(last=False)
+        return value
+
+    def __len__(self) -> int:
+        return len(self._kept)

@@ -21,7 +21,7 @@ from reference_runner.engine.keyed import arm_expiry, decode
 from reference_runner.engine.manager import PLUS_INFINITY
 from reference_runner.engine.timers import TimerStore
 from reference_runner.engine.userstate import UserStateStore
-from reference_runner.spark.plan import StagePlan, coders_of
+from reference_runner.spark.plan import PerStage, StagePlan, coders_of
 from reference_runner.spark.tasks import Outputs, PartitionRun, bundle_runner, run_bundle, sdk_worker
 from reference_runner.worker.bundles import BundleRunner
 from reference_runner.worker.keyed import KeyedStage
@@ -104,12 +104,9 @@ class _KeyedRun:
         self._task.committed(committed)
 
 
-_keyed_stages: dict = {}
+_keyed_stages = PerStage(lambda plan: KeyedStage.of(plan.stage.keyed_head, coders_of(plan.components)))
 
 
 def _keyed(plan: StagePlan) -> KeyedStage:
-    """The stage's KeyedStage, rebuilt from the plan once per Python worker process."""
-    keyed = _keyed_stages.get(plan.id)
-    if keyed is None:
-        keyed = _keyed_stages[plan.id] = KeyedStage.of(plan.stage.keyed_head, coders_of(plan.components))
-    return keyed
+    """The stage's KeyedStage, rebuilt from the plan once per Python worker process (and job)."""
+    return _keyed_stages(plan)

@@ -14,7 +14,7 @@ from reference_runner.engine import grouping, panes
 from reference_runner.engine.manager import PLUS_INFINITY
 from reference_runner.engine.windows import MIN_TIMESTAMP
 from reference_runner.graph.descriptors import StageDescriptor
-from reference_runner.spark.plan import StagePlan, coders_of
+from reference_runner.spark.plan import PerStage, StagePlan, coders_of
 from reference_runner.worker import codecs, merging, stage_specs, warm
 from reference_runner.worker.bundles import BundleError, BundleRunner
 from reference_runner.worker.embedded import EmbeddedWorker
@@ -209,14 +209,11 @@ def _window_merger(plan: StagePlan, worker: EmbeddedWorker) -> merging.WindowMer
     return merging.WindowMerger(worker, f"{plan.id}/merge_windows", ws, components, coders.window_coder(main))
 
 
-_codecs: dict = {}
+_codecs = PerStage(lambda plan: stage_specs.group_codec(coders_of(plan.components), plan.stage))
 
 
 def _codec(plan: StagePlan) -> codecs.GroupCodec:
-    codec = _codecs.get(plan.id)
-    if codec is None:
-        codec = _codecs[plan.id] = stage_specs.group_codec(coders_of(plan.components), plan.stage)
-    return codec
+    return _codecs(plan)
 
 
 # -- Flatten --------------------------------------------------------------------------------
