@@ -183,7 +183,9 @@ def group_partition(plan: StagePlan, pairs):
         spec = stage_specs.grouping_of(group, _codec(plan), _window_merger(plan, worker) if worker else None)
         for _, key_group in itertools.groupby(pairs, key=lambda kv: kv[0]):
             try:
-                yield from _group_one_key(spec, [element for _, element in key_group])
+                # (the key's encoded elements are decoded as the shuffle reads them, not listed
+                # first: only the decoded values, which its one output element holds, stay)
+                yield from _group_one_key(spec, (element for _, element in key_group))
             except merging.MergeFailed as e:
                 raise StageFailed(f"GroupByKey {plan.id}: {e}") from None
     finally:
@@ -191,7 +193,7 @@ def group_partition(plan: StagePlan, pairs):
             worker.stop()
 
 
-def _group_one_key(spec: grouping.Grouping, elements: list) -> list:
+def _group_one_key(spec: grouping.Grouping, elements) -> list:
     if spec.trigger is None:
         buffer = grouping.GroupBuffer(spec)
         buffer.add(elements)
