@@ -81,3 +81,24 @@ def test_a_reused_python_worker_keeps_a_bounded_number_of_stages():
             elif stage.stage.keyed_head:
                 stateful._keyed(stage)
     assert 0 < len(tasks._codecs) <= 64 and 0 < len(stateful._keyed_stages) <= 64
+
+
+class _CountsBundles(beam.DoFn):
+    def start_bundle(self):
+        Metrics.counter("spark_batch", "bundles").inc()
+
+    def process(self, x):
+        yield x
+
+
+def test_the_spark_target_takes_a_bundle_size_as_the_reference_target_does():
+    from conformance.targets.base import TargetSettings, TargetUnavailable
+    from conformance.targets.spark import SparkTarget
+
+    target = SparkTarget("spark:bundle_size=1", TargetSettings())
+    assert target.describe()["bundle_size"] == 1
+    p = beam.Pipeline(runner=target.runner())
+    _ = p | beam.Create(range(6)) | beam.ParDo(_CountsBundles())
+    assert _committed(p.run(), "bundles") == 6  # one element per bundle
+    with pytest.raises(TargetUnavailable, match="bundle_size must be a positive integer"):
+        SparkTarget("spark:bundle_size=whole", TargetSettings())

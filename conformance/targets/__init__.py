@@ -49,7 +49,9 @@ def _register_builtin() -> None:
         "clock=virtual|wall",
     )
     register(
-        "spark", SparkTarget, "our Spark backend through PySpark: spark (local[2]) or spark:master=spark://HOST:PORT"
+        "spark",
+        SparkTarget,
+        "our Spark backend through PySpark: spark (local[2]), spark:master=spark://HOST:PORT, spark:bundle_size=N",
     )
     register("grpc", GrpcTarget, "any Beam Job API endpoint: grpc://HOST:PORT, or grpc with --job-server-cmd")
 

@@ -1,4 +1,6 @@
-"""Our Spark backend (reference_runner.spark): ``spark`` (local[2]) or ``spark:master=URL``."""
+"""Our Spark backend (reference_runner.spark): ``spark`` (local[2]), with options after a colon:
+``spark:master=URL``, ``spark:bundle_size=N`` (elements per bundle inside a partition, as
+--spark_bundle_size; the reference target's knob of that name), or both, comma-separated."""
 
 from __future__ import annotations
 
@@ -13,11 +15,17 @@ class SparkTarget(Target):
         super().__init__(spec, settings)
         _, _, rest = spec.partition(":")
         self.master = "local[2]"
+        self.bundle_size: int | None = None  # None: the backend's default
         for part in filter(None, rest.split(",")):
             key, _, value = part.partition("=")
-            if key != "master" or not value:
-                raise TargetUnavailable(f"unknown Spark target option {part!r} in {spec!r}; known: master=URL")
-            self.master = value
+            if key == "master" and value:
+                self.master = value
+            elif key == "bundle_size":
+                self.bundle_size = _positive(value, part, spec)
+            else:
+                raise TargetUnavailable(
+                    f"unknown Spark target option {part!r} in {spec!r}; known: master=URL, bundle_size=N"
+                )
 
     def start(self) -> None:
         try:
@@ -34,7 +42,16 @@ class SparkTarget(Target):
     def runner(self):
         from reference_runner.spark import SparkRunner
 
-        return SparkRunner(master=self.master)
+        return SparkRunner(master=self.master, bundle_size=self.bundle_size)
 
     def describe(self) -> dict:
-        return {**super().describe(), "master": self.master}
+        described = {**super().describe(), "master": self.master}
+        if self.bundle_size is not None:
+            described["bundle_size"] = self.bundle_size
+        return described
+
+
+def _positive(value: str, part: str, spec: str) -> int:
+    if value.isdigit() and int(value) > 0:
+        return int(value)
+    raise TargetUnavailable(f"Spark target option {part!r} in {spec!r}: bundle_size must be a positive integer")

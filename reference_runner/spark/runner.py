@@ -56,8 +56,14 @@ class SparkOptions(PipelineOptions):
 class SparkRunner(PipelineRunner):
     """``beam.Pipeline(runner=SparkRunner(master="local[4]"))``; None falls back to SparkOptions."""
 
-    def __init__(self, master: str | None = None, parallelism: int | None = None, conf: dict | None = None):
-        self.master, self.parallelism, self.conf = master, parallelism, conf
+    def __init__(
+        self,
+        master: str | None = None,
+        parallelism: int | None = None,
+        conf: dict | None = None,
+        bundle_size: int | None = None,
+    ):
+        self.master, self.parallelism, self.conf, self.bundle_size = master, parallelism, conf, bundle_size
 
     def run_pipeline(self, pipeline, options):
         return self.run_portable_pipeline(pipeline.to_runner_api(), options)
@@ -71,7 +77,7 @@ class SparkRunner(PipelineRunner):
             self.master or opts.spark_master,
             self.parallelism or opts.spark_parallelism,
             conf,
-            opts.spark_bundle_size,
+            self.bundle_size or opts.spark_bundle_size,
             opts.spark_max_side_input_mib * MiB,
         )
         from reference_runner.backends import SparkBackend
