@@ -96,8 +96,9 @@ class SparkSettings:
 
 
 def run_plan(prepared: Plan, settings: SparkSettings, control: Control) -> None:
-    """Run a prepared pipeline on Spark; its user metrics go to ``control`` (Spark may re-run a
-    task, so they are "attempted": reported as committed too). The run is Spark job group
+    """Run a prepared pipeline on Spark; its user metrics go to ``control`` as committed: each
+    stage partition's latest complete run counts once, however often Spark ran it (retries,
+    recomputation; tasks.PartitionRun), and attempted too. The run is Spark job group
     ``control.job_id`` when given, which ``control.cancel()`` cancels."""
     spark = session.get(settings.master, settings.conf)
     plans = planning.plan(prepared, Translation.job_id())

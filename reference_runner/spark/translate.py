@@ -6,7 +6,9 @@ worker; GroupByKey is a shuffle on encoded key bytes, sorted within partitions, 
 key; a stage headed by a stateful ParDo is such a shuffle too, sorted by key and timestamp
 (spark/stateful.py); Flatten is a union; Reshuffle a repartition (graph/reshuffle.py). Side
 inputs are collected once and broadcast (one read by pane as the latest pane of each window).
-An RDD read by more than one stage is persisted, so user code runs once per element.
+An RDD read by more than one stage is persisted, so user code runs once per element (if Spark
+drops a cached partition it runs again: its metrics then replace the earlier run's, see
+tasks.PartitionRun). Every stage whose outputs nobody reads ends in the job's one action.
 """
 
 from __future__ import annotations
