@@ -72,7 +72,9 @@ class PartitionRun:
         self._infos.extend(infos)
 
     def committed(self, committed) -> None:
-        """A committed bundle whose outputs have been yielded: finalized at the end of the task."""
+        """A committed bundle whose outputs have been yielded: finalized at the end of the task.
+        (Until then the SDK keeps the bundle's processor: the next bundle builds another, so a
+        partition whose every bundle asks for finalization holds a processor per bundle.)"""
         self._unfinalized.append(committed)
 
     def close(self) -> None:
