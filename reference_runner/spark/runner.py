@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from apache_beam.options.pipeline_options import PipelineOptions
+from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
 from apache_beam.portability.api import metrics_pb2
 from apache_beam.runners.runner import PipelineRunner
 
@@ -77,7 +77,7 @@ class SparkRunner(PipelineRunner):
         from reference_runner.backends import SparkBackend
         from reference_runner.runner import run_on
 
-        return run_on(SparkBackend(settings), proto)
+        return run_on(SparkBackend(settings), proto, streaming=options.view_as(StandardOptions).streaming)
 
 
 @dataclass

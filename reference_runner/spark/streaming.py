@@ -127,6 +127,7 @@ class StreamingRun:
         self._checkpoint_dir = _checkpoint_dir(self.sc)
         self._persisted: list = []  # results not yet unpersisted
         self._refs: dict[int, int] = {}  # id(result) -> readers still to read it
+        self._broadcasts: list = []  # destroyed when the run ends
         self._unread: list = []  # (result, finish) of this pass's sinks, run in its last job
 
     # -- the control's listener ------------------------------------------------------------------
@@ -163,6 +164,8 @@ class StreamingRun:
         finally:
             for rdd in self._persisted:
                 rdd.unpersist()
+            for broadcast in self._broadcasts:
+                broadcast.destroy()
             for stage in self.stages:
                 for path in stage.checkpoints:
                     _remove(path)
@@ -329,7 +332,9 @@ class StreamingRun:
         """A stage's pass has run: its reports, its new state, its outputs to their readers."""
         p = stage.plan
         if isinstance(holder, Broadcast):
-            holder.destroy()
+            # executors drop their copies; the value stays for a recomputation from lineage
+            holder.unpersist()
+            self._broadcasts.append(holder)
         self._release(stage.result)  # its state has been read
         for source in read:
             self._release(source)
