@@ -143,7 +143,8 @@ class _WorkerCancel:
 
 
 class SparkBackend:
-    """Spark through PySpark (reference_runner/spark/): batch pipelines, on its own workers."""
+    """Spark through PySpark (reference_runner/spark/): batch pipelines as one Spark job,
+    streaming ones as micro-batches; user code on Spark's own Python workers."""
 
     profile = SPARK
 
@@ -160,5 +161,4 @@ class SparkBackend:
         from reference_runner.spark.runner import run_plan
 
         control.message(f"running on Spark ({self.settings.master})")
-        run_plan(plan, self.settings, control)
-        return Outcome()
+        return Outcome(drained=run_plan(plan, self.settings, control))

@@ -435,14 +435,6 @@ def _prepare(server, pipeline, **options) -> beam_job_api_pb2.PrepareJobResponse
     )
 
 
-def _test_stream_pipeline():
-    from apache_beam.testing.test_stream import TestStream
-
-    p = beam.Pipeline()
-    _ = p | TestStream().add_elements([1]).advance_watermark_to_infinity() | beam.Map(str)
-    return p.to_runner_api()
-
-
 def test_prepare_reads_the_jobs_knobs_and_names_a_bad_one(server):
     p = beam.Pipeline()
     _ = p | beam.Create([1]) | beam.Map(str)
@@ -451,14 +443,3 @@ def test_prepare_reads_the_jobs_knobs_and_names_a_bad_one(server):
         _prepare(server, p.to_runner_api(), bundle_size=0)
     assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT
     assert "bundle_size must be" in info.value.details()
-
-
-def test_the_spark_backend_refuses_streaming_at_prepare():
-    running = JobServer(port=0, backend="spark").start()
-    try:
-        with pytest.raises(grpc.RpcError) as info:
-            _prepare(running, _test_stream_pipeline())
-        assert info.value.code() == grpc.StatusCode.UNIMPLEMENTED
-        assert "TestStream" in info.value.details() and "the Spark backend" in info.value.details()
-    finally:
-        running.stop()

@@ -169,17 +169,6 @@ def test_a_timer_set_after_its_window_expires_fails_the_job_by_name():
         p.run()
 
 
-def test_a_streaming_pipeline_is_refused_up_front_naming_the_backend_and_teststream():
-    from apache_beam.testing import test_stream
-
-    from reference_runner.graph.check import UnsupportedPipeline
-
-    stream = test_stream.TestStream().add_elements([1, 2]).advance_watermark_to_infinity()
-    with pytest.raises(UnsupportedPipeline, match=r"(?s)the Spark backend cannot run.*TestStream"):
-        with beam.Pipeline(runner=SparkRunner(), options=PipelineOptions(["--streaming"])) as p:
-            p | stream | beam.Map(lambda x: x)
-
-
 class _Panes(beam.DoFn):
     def process(self, kv, pane=beam.DoFn.PaneInfoParam):
         yield f"{pane.timing} {pane.index} {'last' if pane.is_last else 'not-last'}"

@@ -68,6 +68,10 @@ class Buffer(Protocol):
         """The earliest processing time it waits for (None: it does not wait for one)."""
         ...
 
+    def idle(self) -> bool:
+        """Nothing buffered, no window's trigger state kept (a closed window waits for GC)."""
+        ...
+
 
 @dataclass
 class _Group:
@@ -118,6 +122,9 @@ class GroupBuffer:
 
     def next_deadline(self) -> int | None:
         return None
+
+    def idle(self) -> bool:
+        return not self._by_key
 
     def fire(self, watermark: int) -> list:
         """Emit every group whose window's end the watermark has passed, in a fixed order."""

@@ -51,6 +51,9 @@ class TriggeredBuffer:
     def __len__(self) -> int:
         return sum(1 for ws in self._by_key.values() for w in ws.values() if not w.closed)
 
+    def idle(self) -> bool:
+        return not any(self._by_key.values())
+
     # -- events ------------------------------------------------------------------------------
     def add(self, elements, watermark: int, now: int) -> list:
         out = []

@@ -35,6 +35,9 @@ class GlobalWindow:
     def max_timestamp(self) -> int:
         return END_OF_GLOBAL_WINDOW
 
+    def __reduce__(self) -> str:
+        return "GLOBAL"  # unpickled as the one instance (codecs compare it by identity)
+
 
 GLOBAL = GlobalWindow()
 

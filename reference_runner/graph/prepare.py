@@ -36,7 +36,7 @@ class Profile:
 
 
 REFERENCE = Profile("the reference runner", streaming=True, reshuffle_leaf=False)
-SPARK = Profile("the Spark backend", streaming=False, reshuffle_leaf=True)
+SPARK = Profile("the Spark backend", streaming=True, reshuffle_leaf=True)
 
 
 # Pipeline proto -> Pipeline proto: a copy, or the input unchanged (a pass never edits its input)

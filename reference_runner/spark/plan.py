@@ -28,6 +28,7 @@ class StagePlan:
     descriptor: bytes = b""  # SDK stage: its ProcessBundleDescriptor, serialized ...
     descriptor_id: str = ""  # ... and its id: a digest of its content for a stateless stage, so that
     # the same stage of a later job finds the bundle processors a warm executor worker already built
+    streaming: bool = False  # the pipeline has TestStreams (the engine's streaming behaviour)
 
     @property
     def kind(self) -> StageKind:
@@ -46,7 +47,7 @@ def plan(prepared: Plan, job_id: str) -> list[StagePlan]:
     components = prepared.components.SerializeToString()
     plans = []
     for stage in prepared.stages:
-        p = StagePlan(f"{job_id}/{stage.id}", stage, components)
+        p = StagePlan(f"{job_id}/{stage.id}", stage, components, streaming=prepared.streaming)
         if stage.descriptor is not None:
             stateless = not stage.keyed_head
             described = stage.descriptor.instantiate(stage.id if stateless else p.id, by_content=stateless)

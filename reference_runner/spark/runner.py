@@ -5,14 +5,14 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from apache_beam.options.pipeline_options import PipelineOptions
+from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
 from apache_beam.portability.api import metrics_pb2
 from apache_beam.runners.runner import PipelineRunner
 
 from reference_runner.backends import Control
 from reference_runner.graph.plan import Plan
 from reference_runner.spark import plan as planning
-from reference_runner.spark import session
+from reference_runner.spark import session, streaming
 from reference_runner.spark.translate import Translation
 
 MiB = 1 << 20
@@ -83,7 +83,7 @@ class SparkRunner(PipelineRunner):
         from reference_runner.backends import SparkBackend
         from reference_runner.runner import run_on
 
-        return run_on(SparkBackend(settings), proto)
+        return run_on(SparkBackend(settings), proto, streaming=options.view_as(StandardOptions).streaming)
 
 
 @dataclass
@@ -95,24 +95,40 @@ class SparkSettings:
     max_side_input_bytes: int = 256 * MiB
 
 
-def run_plan(prepared: Plan, settings: SparkSettings, control: Control) -> None:
-    """Run a prepared pipeline on Spark; its user metrics go to ``control`` as committed: each
-    stage partition's latest complete run counts once, however often Spark ran it (retries,
-    recomputation; tasks.PartitionRun), and attempted too. The run is Spark job group
-    ``control.job_id`` when given, which ``control.cancel()`` cancels."""
+def run_plan(prepared: Plan, settings: SparkSettings, control: Control) -> bool:
+    """Run a prepared pipeline on Spark; its user metrics go to ``control`` as committed (in
+    batch each stage partition's latest complete run counts once, however often Spark ran it:
+    retries, recomputation; tasks.PartitionRun) and attempted. The run is Spark job group
+    ``control.job_id`` when given, which ``control.cancel()`` cancels. Pipelines that stream
+    (TestStreams, unbounded input, splittable DoFns) run as micro-batches (spark/streaming.py).
+    True when the run ended because it was drained."""
     spark = session.get(settings.master, settings.conf)
     plans = planning.plan(prepared, Translation.job_id())
     parallelism = settings.parallelism or spark.sparkContext.defaultParallelism
-    translation = Translation(spark, plans, parallelism, settings.bundle_size, settings.max_side_input_bytes)
     if control.job_id:
         spark.sparkContext.setJobGroup(control.job_id, f"Beam job {control.job_id}", interruptOnCancel=True)
         control.attach(_JobGroup(control.job_id))
+    if streaming.needs_streaming(prepared):
+        run = streaming.StreamingRun(spark, prepared, plans, parallelism, settings.bundle_size, control)
+        control.attach(run)
+        try:
+            return run.run()
+        except streaming.StreamCancelled:
+            raise
+        except streaming.StreamStuck as e:
+            raise SparkJobFailed(str(e)) from None
+        except Exception as e:
+            if control.cancelled.is_set():
+                raise streaming.StreamCancelled("the job was cancelled") from None
+            raise SparkJobFailed(_python_error(e)) from None
+    translation = Translation(spark, plans, parallelism, settings.bundle_size, settings.max_side_input_bytes)
     try:
         infos = translation.run()
     except Exception as e:
         raise SparkJobFailed(_python_error(e)) from None
     infos = [metrics_pb2.MonitoringInfo.FromString(b) for b in infos]
     control.keep_metrics(prepared.graph.with_step_names(infos), committed=True)
+    return False
 
 
 class _JobGroup:

@@ -1,0 +1,94 @@
+"""Streaming on the Spark backend (reference_runner/spark/streaming.py) as users reach it: a
+TestStream pipeline through SparkRunner, and unbounded jobs over the Job API of
+``reference-runner serve --backend spark``, drained and cancelled while they run. (The
+conformance suite runs every streaming case on the ``spark`` target; these cover the job's
+life around it.)"""
+
+import apache_beam as beam
+import pytest
+from apache_beam.options.pipeline_options import PipelineOptions
+from apache_beam.testing import test_stream
+from apache_beam.testing.util import assert_that, equal_to
+from apache_beam.transforms import trigger, window
+
+from tests.test_drain import _job_api, _job_counters, _job_state, _portable, unbounded_counts, wait_for
+
+pytest.importorskip("pyspark")
+
+from reference_runner.spark.runner import SparkRunner  # noqa: E402
+
+
+def test_a_test_stream_with_early_and_late_panes_runs_on_spark():
+    # Early panes by count, the on-time pane at the watermark, then a late pane for the element
+    # that arrives behind the watermark but within the allowed lateness; discarding.
+    stream = (
+        test_stream.TestStream()
+        .add_elements([window.TimestampedValue(("k", v), v) for v in (1, 2)])
+        .add_elements([window.TimestampedValue(("k", 3), 3)])
+        .advance_watermark_to(10)
+        .add_elements([window.TimestampedValue(("k", 4), 4)])
+        .advance_watermark_to_infinity()
+    )
+    with beam.Pipeline(runner=SparkRunner(), options=PipelineOptions(["--streaming"])) as p:
+        sums = (
+            p
+            | stream
+            | beam.WindowInto(
+                window.FixedWindows(10),
+                trigger=trigger.AfterWatermark(early=trigger.AfterCount(2), late=trigger.AfterCount(1)),
+                accumulation_mode=trigger.AccumulationMode.DISCARDING,
+                allowed_lateness=60,
+            )
+            | beam.CombinePerKey(sum)
+            | beam.Map(lambda kv, pane=beam.DoFn.PaneInfoParam: (kv[1], pane.timing))
+        )
+        # EARLY 1+2; ON_TIME 3; LATE 4; at expiry the final pane, empty (the Python SDK declares
+        # ClosingBehavior EMIT_ALWAYS)
+        assert_that(sums, equal_to([(3, 0), (3, 1), (4, 2), (0, 2)]))
+
+
+@pytest.fixture(scope="module")
+def spark_server():
+    from reference_runner.jobserver.server import JobServer
+
+    running = JobServer(port=0, backend="spark").start()
+    yield running
+    running.stop()
+
+
+def test_an_unbounded_job_on_spark_drains_over_the_job_api(spark_server):
+    from apache_beam.portability.api import beam_job_api_pb2
+
+    State = beam_job_api_pb2.JobState
+    p = beam.Pipeline(options=_portable(spark_server, "--streaming"))
+    unbounded_counts(p)
+    job_id = p.run()._job_id
+    stub = _job_api(spark_server)
+    wait_for(lambda: _job_counters(stub, job_id).get("windows", 0) >= 2, "windows to fire while running", 300)
+    assert _job_state(stub, job_id) == State.RUNNING
+    stub.Drain(beam_job_api_pb2.DrainJobRequest(job_id=job_id), timeout=10)
+    wait_for(lambda: _job_state(stub, job_id) == State.DRAINED, "the job to drain", 300)
+    states = [
+        e.state_response.state
+        for e in stub.GetMessageStream(beam_job_api_pb2.JobMessagesRequest(job_id=job_id), timeout=10)
+        if e.HasField("state_response")
+    ]
+    assert states[-3:] == [State.RUNNING, State.DRAINING, State.DRAINED]
+    found = _job_counters(stub, job_id)
+    # (the windows' contents are counted by Spark's workers: the committed counters tell them)
+    assert found.get("truncated", 0) >= 1, found  # the source's truncate ran
+    assert found["counted"] == found["read"], found  # every element read was counted, once
+    assert found["windows"] == -(-found["read"] // 1000), found  # a window per 1000 elements, the last partial
+
+
+def test_an_unbounded_job_on_spark_is_cancelled_over_the_job_api(spark_server):
+    from apache_beam.portability.api import beam_job_api_pb2
+
+    State = beam_job_api_pb2.JobState
+    p = beam.Pipeline(options=_portable(spark_server, "--streaming"))
+    unbounded_counts(p)
+    job_id = p.run()._job_id
+    stub = _job_api(spark_server)
+    wait_for(lambda: _job_counters(stub, job_id).get("read", 0) > 0, "the source to read", 300)
+    stub.Cancel(beam_job_api_pb2.CancelJobRequest(job_id=job_id), timeout=10)
+    wait_for(lambda: _job_state(stub, job_id) == State.CANCELLED, "the job to be cancelled", 300)
