@@ -4,6 +4,10 @@ TestStream pipeline through SparkRunner, and unbounded jobs over the Job API of
 conformance suite runs every streaming case on the ``spark`` target; these cover the job's
 life around it.)"""
 
+import os
+import subprocess
+import sys
+
 import apache_beam as beam
 import pytest
 from apache_beam.options.pipeline_options import PipelineOptions
@@ -16,6 +20,8 @@ from tests.test_drain import _job_api, _job_counters, _job_state, _portable, unb
 pytest.importorskip("pyspark")
 
 from reference_runner.spark.runner import SparkRunner  # noqa: E402
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def test_a_test_stream_with_early_and_late_panes_runs_on_spark():
@@ -92,3 +98,19 @@ def test_an_unbounded_job_on_spark_is_cancelled_over_the_job_api(spark_server):
     wait_for(lambda: _job_counters(stub, job_id).get("read", 0) > 0, "the source to read", 300)
     stub.Cancel(beam_job_api_pb2.CancelJobRequest(job_id=job_id), timeout=10)
     wait_for(lambda: _job_state(stub, job_id) == State.CANCELLED, "the job to be cancelled", 300)
+
+
+def test_a_task_failing_once_in_a_stream_changes_nothing_committed(tmp_path):
+    # local[2,4]: four attempts per task. A DoFn raises on its first attempt at one element;
+    # Spark runs the task again: the output is the model's (checked in the pipeline) and the
+    # committed counter counts each element once (the failed attempt's reports never reach the
+    # driver). Its own process: one SparkSession per process.
+    done = subprocess.run(
+        [sys.executable, "-m", "tests.spark_fault_stream", "local[2,4]", "task", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        cwd=ROOT,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "seen=60 struck=True" in done.stdout

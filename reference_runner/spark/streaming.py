@@ -33,7 +33,7 @@ import tempfile
 import threading
 from dataclasses import dataclass, field
 
-from apache_beam.portability.api import metrics_pb2
+from apache_beam.portability.api import beam_runner_api_pb2, metrics_pb2
 from pyspark import StorageLevel
 from pyspark.broadcast import Broadcast
 
@@ -42,6 +42,7 @@ from reference_runner.engine.sideinputs import SideInputBuffer
 from reference_runner.engine.teststream import ELEMENTS, PROCESSING_TIME, TestStreamStage
 from reference_runner.engine.windows import MIN_TIMESTAMP, PLUS_INFINITY
 from reference_runner.execute import JobCancelled
+from reference_runner.graph import trigger_spec
 from reference_runner.graph.plan import Plan, StageKind
 from reference_runner.spark import partitions
 from reference_runner.spark.partitions import PassInfo
@@ -60,9 +61,17 @@ class StreamStuck(RuntimeError):
 
 
 def needs_streaming(prepared: Plan) -> bool:
-    """Run as micro-batches: TestStreams or unbounded input, or splittable DoFns (whose watermark
-    estimators must move downstream watermarks while they run)."""
-    return prepared.unbounded or any(s.splittable for s in prepared.stages)
+    """Run as micro-batches: TestStreams or unbounded input, splittable DoFns (whose watermark
+    estimators must move downstream watermarks while they run) or triggers waiting for
+    processing time (the batch translation has no clock to drive them)."""
+    if prepared.unbounded or any(s.splittable for s in prepared.stages):
+        return True
+    return any(
+        s.group is not None
+        and s.group.trigger
+        and trigger_spec.waits_for_processing_time(beam_runner_api_pb2.Trigger.FromString(s.group.trigger))
+        for s in prepared.stages
+    )
 
 
 @dataclass

@@ -1,0 +1,96 @@
+"""A streaming pipeline on the Spark backend disturbed once, run as its own process (one
+SparkSession per process): ``python -m tests.spark_fault_stream MASTER FAULT MARKER_DIR``.
+
+FAULT: ``task`` (a DoFn raises on its first attempt at one element: Spark runs the task again),
+``executor`` (the same DoFn kills the executor JVM it runs under, once: a standalone cluster
+starts another and Spark recomputes what was lost), or ``none``. Either way the output must be
+what the model says (checked inside the pipeline) and the committed counter must count every
+element once. Exit status 0 when both hold.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+
+import apache_beam as beam
+from apache_beam.metrics import Metrics
+from apache_beam.metrics.metric import MetricsFilter
+from apache_beam.options.pipeline_options import PipelineOptions
+from apache_beam.testing import test_stream
+from apache_beam.testing.util import assert_that, equal_to
+from apache_beam.transforms import window
+
+ELEMENTS = 60  # value i at i seconds, in three TestStream events of 20
+VICTIM = 25  # the element at which the fault strikes, once
+
+
+def _executor_jvm(pid: int) -> int | None:
+    """The executor JVM among this process's ancestors (Python workers fork from a daemon the
+    executor started)."""
+    while pid > 1:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            if b"CoarseGrainedExecutorBackend" in f.read():
+                return pid
+        with open(f"/proc/{pid}/stat") as f:
+            pid = int(f.read().rsplit(")", 1)[1].split()[1])
+    return None
+
+
+class _FaultOnce(beam.DoFn):
+    def __init__(self, fault: str, marker_dir: str):
+        self.fault, self.marker = fault, os.path.join(marker_dir, "struck")
+
+    def process(self, kv):
+        Metrics.counter("fault", "seen").inc()
+        if kv[1] == VICTIM and self.fault != "none" and not os.path.exists(self.marker):
+            open(self.marker, "w").close()
+            if self.fault == "executor":
+                jvm = _executor_jvm(os.getpid())
+                if jvm is None:
+                    raise RuntimeError("no executor JVM above this worker: not on a standalone cluster")
+                os.kill(jvm, signal.SIGKILL)
+            raise RuntimeError("injected: the first attempt fails")
+        yield kv
+
+
+def main(master: str, fault: str, marker_dir: str) -> int:
+    from reference_runner.spark.runner import SparkRunner
+
+    stream = test_stream.TestStream()
+    for start in range(0, ELEMENTS, 20):
+        stream = stream.add_elements(
+            [window.TimestampedValue((f"k{i % 3}", i), i) for i in range(start, start + 20)]
+        ).advance_watermark_to(start + 20)
+    stream = stream.advance_watermark_to_infinity()
+    p = beam.Pipeline(runner=SparkRunner(master=master), options=PipelineOptions(["--streaming"]))
+    sums = (
+        p
+        | stream
+        | beam.ParDo(_FaultOnce(fault, marker_dir))
+        | beam.WindowInto(window.FixedWindows(10))
+        | beam.CombinePerKey(sum)
+        | beam.Map(lambda kv, w=beam.DoFn.WindowParam: (kv[0], int(w.start), kv[1]))
+    )
+    expected = {}
+    for i in range(ELEMENTS):
+        key = (f"k{i % 3}", i // 10 * 10)
+        expected[key] = expected.get(key, 0) + i
+    assert_that(sums, equal_to([(k, start, total) for (k, start), total in expected.items()]))
+    result = p.run()
+    result.wait_until_finish()
+    seen = {c.key.metric.name: c.committed for c in result.metrics().query(MetricsFilter())["counters"]}
+    struck = os.path.exists(os.path.join(marker_dir, "struck"))
+    print(f"seen={seen.get('seen')} struck={struck}")
+    if seen.get("seen") != ELEMENTS:
+        print(f"committed counter {seen.get('seen')}, expected {ELEMENTS}", file=sys.stderr)
+        return 1
+    if fault != "none" and not struck:
+        print("the fault never struck", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(*sys.argv[1:4]))
