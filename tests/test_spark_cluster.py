@@ -129,6 +129,6 @@ def test_a_stream_survives_its_executor_being_killed(standalone_cluster, tmp_pat
     # A DoFn kills the executor JVM it runs under, once, in the middle of the stream: the
     # cluster starts another executor, Spark recomputes what was lost from lineage (and the
     # state checkpoints), and the output is the model's, each element counted once.
-    from tests.spark_fault_stream import run_in_own_process
+    from spark_fault_stream import run_in_own_process
 
     run_in_own_process(standalone_cluster, "executor", tmp_path)

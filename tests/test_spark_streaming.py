@@ -11,8 +11,8 @@ from apache_beam.testing import test_stream
 from apache_beam.testing.util import assert_that, equal_to
 from apache_beam.transforms import trigger, window
 
-from tests.spark_fault_stream import run_in_own_process
-from tests.test_drain import _job_api, _job_counters, _job_state, _portable, unbounded_counts, wait_for
+from spark_fault_stream import run_in_own_process
+from test_drain import _job_api, _job_counters, _job_state, _portable, unbounded_counts, wait_for
 
 pytest.importorskip("pyspark")
 
