@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
 import sys
 
 import apache_beam as beam
@@ -90,6 +91,20 @@ def main(master: str, fault: str, marker_dir: str) -> int:
         print("the fault never struck", file=sys.stderr)
         return 1
     return 0
+
+
+def run_in_own_process(master: str, fault: str, marker_dir) -> None:
+    """For tests: run this module in a process of its own and check that it held."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    done = subprocess.run(
+        [sys.executable, "-m", "tests.spark_fault_stream", master, fault, str(marker_dir)],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        cwd=root,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "seen=60 struck=True" in done.stdout
 
 
 if __name__ == "__main__":

@@ -129,16 +129,9 @@ def test_a_stream_survives_its_executor_being_killed(standalone_cluster, tmp_pat
     # A DoFn kills the executor JVM it runs under, once, in the middle of the stream: the
     # cluster starts another executor, Spark recomputes what was lost from lineage (and the
     # state checkpoints), and the output is the model's, each element counted once.
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    done = subprocess.run(
-        [sys.executable, "-m", "tests.spark_fault_stream", standalone_cluster, "executor", str(tmp_path)],
-        capture_output=True,
-        text=True,
-        timeout=900,
-        cwd=root,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    assert "seen=60 struck=True" in done.stdout
+    from spark_fault_stream import run_in_own_process
+
+    run_in_own_process(standalone_cluster, "executor", tmp_path)
 
 
 def test_a_python_worker_killed_mid_job_is_retried_on_a_standalone_cluster(standalone_cluster, tmp_path):

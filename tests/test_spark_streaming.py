@@ -4,10 +4,6 @@ TestStream pipeline through SparkRunner, and unbounded jobs over the Job API of
 conformance suite runs every streaming case on the ``spark`` target; these cover the job's
 life around it.)"""
 
-import os
-import subprocess
-import sys
-
 import apache_beam as beam
 import pytest
 from apache_beam.options.pipeline_options import PipelineOptions
@@ -15,13 +11,12 @@ from apache_beam.testing import test_stream
 from apache_beam.testing.util import assert_that, equal_to
 from apache_beam.transforms import trigger, window
 
-from tests.test_drain import _job_api, _job_counters, _job_state, _portable, unbounded_counts, wait_for
+from spark_fault_stream import run_in_own_process
+from test_drain import _job_api, _job_counters, _job_state, _portable, unbounded_counts, wait_for
 
 pytest.importorskip("pyspark")
 
 from reference_runner.spark.runner import SparkRunner  # noqa: E402
-
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def test_a_test_stream_with_early_and_late_panes_runs_on_spark():
@@ -62,14 +57,18 @@ def spark_server():
     running.stop()
 
 
+def _start_unbounded_job(server):
+    """The drain tests' unbounded counting pipeline, submitted: (Job API stub, job id)."""
+    p = beam.Pipeline(options=_portable(server, "--streaming"))
+    unbounded_counts(p)
+    return _job_api(server), p.run()._job_id
+
+
 def test_an_unbounded_job_on_spark_drains_over_the_job_api(spark_server):
     from apache_beam.portability.api import beam_job_api_pb2
 
     State = beam_job_api_pb2.JobState
-    p = beam.Pipeline(options=_portable(spark_server, "--streaming"))
-    unbounded_counts(p)
-    job_id = p.run()._job_id
-    stub = _job_api(spark_server)
+    stub, job_id = _start_unbounded_job(spark_server)
     wait_for(lambda: _job_counters(stub, job_id).get("windows", 0) >= 2, "windows to fire while running", 300)
     assert _job_state(stub, job_id) == State.RUNNING
     stub.Drain(beam_job_api_pb2.DrainJobRequest(job_id=job_id), timeout=10)
@@ -91,10 +90,7 @@ def test_an_unbounded_job_on_spark_is_cancelled_over_the_job_api(spark_server):
     from apache_beam.portability.api import beam_job_api_pb2
 
     State = beam_job_api_pb2.JobState
-    p = beam.Pipeline(options=_portable(spark_server, "--streaming"))
-    unbounded_counts(p)
-    job_id = p.run()._job_id
-    stub = _job_api(spark_server)
+    stub, job_id = _start_unbounded_job(spark_server)
     wait_for(lambda: _job_counters(stub, job_id).get("read", 0) > 0, "the source to read", 300)
     stub.Cancel(beam_job_api_pb2.CancelJobRequest(job_id=job_id), timeout=10)
     wait_for(lambda: _job_state(stub, job_id) == State.CANCELLED, "the job to be cancelled", 300)
@@ -105,12 +101,4 @@ def test_a_task_failing_once_in_a_stream_changes_nothing_committed(tmp_path):
     # Spark runs the task again: the output is the model's (checked in the pipeline) and the
     # committed counter counts each element once (the failed attempt's reports never reach the
     # driver). Its own process: one SparkSession per process.
-    done = subprocess.run(
-        [sys.executable, "-m", "tests.spark_fault_stream", "local[2,4]", "task", str(tmp_path)],
-        capture_output=True,
-        text=True,
-        timeout=900,
-        cwd=ROOT,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    assert "seen=60 struck=True" in done.stdout
+    run_in_own_process("local[2,4]", "task", tmp_path)

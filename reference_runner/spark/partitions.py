@@ -23,6 +23,7 @@ import pickle
 import zlib
 from dataclasses import dataclass, field
 
+from reference_runner import bundling
 from reference_runner.engine import manager
 from reference_runner.engine.keyed import KeyedSdkStage
 from reference_runner.engine.spec import Bundle, StageSpec
@@ -31,10 +32,10 @@ from reference_runner.engine.userstate import UserStateStore
 from reference_runner.graph.plan import StageKind
 from reference_runner.spark import tasks
 from reference_runner.spark.plan import StagePlan, coders_of
-from reference_runner.worker import merging, stage_specs
+from reference_runner.spark.stateful import keyed_stage
+from reference_runner.worker import merging, stage_specs, warm
 from reference_runner.worker.bundles import BundleError
 from reference_runner.worker.embedded import EmbeddedWorker
-from reference_runner.worker.keyed import KeyedStage
 from reference_runner.worker.state import StateService
 
 STATE, ELEMENT, OUTPUT, REPORT = "S", "E", "O", "R"
@@ -156,9 +157,8 @@ class _Partition:
             stage, user = fresh(), UserStateStore()
         else:
             stage, user = loaded[0]
-            for other, other_user in loaded[1:]:  # unkeyed stages: records coalesced together
+            for other, _ in loaded[1:]:  # unkeyed stages (no user state): records coalesced together
                 _absorb(stage, other)
-                _absorb_user(user, other_user)
         # new input arrives at the input watermark the stage had; a fresh object has not seen it
         stage.input_watermark = max(stage.input_watermark, self.info.previous)
         return stage, user
@@ -240,6 +240,7 @@ class _SdkPartition(_Partition):
                 stage.drain()
             stage.on_processing_time(info.now)
             resume = info.resume
+            policy = bundling.Schedule(bundle_size=info.bundle_size).policy()
             bundles = 0
             while True:
                 stage.advance(info.upstream, info.now)
@@ -254,7 +255,7 @@ class _SdkPartition(_Partition):
                     items = stage.take_truncation()
                     truncate = items is not None
                 if items is None:
-                    work = stage.take(_Sizes(info.bundle_size), info.now)
+                    work = stage.take(policy, info.now)
                     if work is not None:
                         items, timers = work
                 if items is None and resume:
@@ -293,8 +294,6 @@ class _SdkPartition(_Partition):
             if plan.stage.side_inputs:
                 worker.stop()
             else:
-                from reference_runner.worker import warm
-
                 warm.release(worker, succeeded)
 
 
@@ -312,16 +311,6 @@ def _side_ready(marks: dict, pcoll: str, window: bytes, max_timestamp: int) -> b
     return watermark > max_timestamp or window in fired
 
 
-class _Sizes:
-    """Bundles of at most ``size`` pending elements."""
-
-    def __init__(self, size: int):
-        self.size = size
-
-    def bundle_size(self, stage: str, pending: int) -> int:
-        return min(pending, self.size)
-
-
 class _Collected:
     """The bundle runner's metrics sink for one task: committed infos, serialized."""
 
@@ -333,16 +322,10 @@ class _Collected:
 
 
 def _truncation(plan: StagePlan, worker):
-    from apache_beam.portability.api import beam_fn_api_pb2
-
-    from reference_runner.graph.descriptors import StageDescriptor
-
-    planned = plan.stage.truncation
-    described = planned.instantiate(f"{plan.id}/truncate")
-    proto = beam_fn_api_pb2.ProcessBundleDescriptor()
-    proto.CopyFrom(described.proto)
-    worker.register(proto)
-    return StageDescriptor(proto, described.input_transform, dict(described.output_transforms))
+    """The stage's SDF truncation (drain), registered on ``worker``."""
+    described = plan.stage.truncation.instantiate(f"{plan.id}/truncate")
+    worker.register(described.proto)
+    return described
 
 
 # -- engine objects between passes ------------------------------------------------------------
@@ -356,10 +339,6 @@ def _absorb(into: Stage, other: Stage) -> None:
         into.held += other.held
     into.input_watermark = min(into.input_watermark, other.input_watermark)
     into.output_watermark = min(into.output_watermark, other.output_watermark)
-
-
-def _absorb_user(into: UserStateStore, other: UserStateStore) -> None:
-    into._committed.update(other._committed)
 
 
 def _static(spec: StageSpec) -> dict[int, str]:
@@ -420,12 +399,3 @@ def _spec(plan: StagePlan, merge_fn=None) -> StageSpec:
             _specs.clear()
         _specs[plan.id] = spec
     return spec
-
-
-@functools.lru_cache(maxsize=64)
-def _keyed(plan_id: str, head: str, components: bytes) -> KeyedStage:
-    return KeyedStage.of(head, coders_of(components))
-
-
-def keyed_stage(plan: StagePlan) -> KeyedStage:
-    return _keyed(plan.id, plan.stage.keyed_head, plan.components)

@@ -30,7 +30,7 @@ from reference_runner.worker.state import StateService
 
 def sort_key(plan: StagePlan, element: bytes) -> tuple[tuple[bytes, int], bytes]:
     """((encoded key, timestamp), element): what the shuffle partitions on and sorts by."""
-    key, timestamp, _ = _keyed(plan).key_of(element)
+    key, timestamp, _ = keyed_stage(plan).key_of(element)
     return (key, timestamp), element
 
 
@@ -71,7 +71,7 @@ class _KeyedRun:
 
     def __init__(self, plan: StagePlan, runner: BundleRunner, descriptor, task: PartitionRun):
         self._plan, self._runner, self._descriptor, self._task = plan, runner, descriptor, task
-        self._keyed = _keyed(plan)
+        self._keyed = keyed_stage(plan)
         self._spec = self._keyed.spec()
         self._timers = TimerStore()
         self._outputs = Outputs(plan)
@@ -107,6 +107,6 @@ class _KeyedRun:
 _keyed_stages = PerStage(lambda plan: KeyedStage.of(plan.stage.keyed_head, coders_of(plan.components)))
 
 
-def _keyed(plan: StagePlan) -> KeyedStage:
+def keyed_stage(plan: StagePlan) -> KeyedStage:
     """The stage's KeyedStage, rebuilt from the plan once per Python worker process (and job)."""
     return _keyed_stages(plan)

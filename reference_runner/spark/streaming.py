@@ -26,7 +26,6 @@ as one Spark job over its new input and its state RDD, until the pipeline is qui
 from __future__ import annotations
 
 import functools
-import itertools
 import os
 import shutil
 import tempfile
@@ -110,7 +109,6 @@ class StreamingRun:
         self.coders = codecs.Coders(prepared.components)
         self.now = 0
         self.draining = False
-        self.partitioner_func = partitions.partition_of
         producer: dict[str, _Stage] = {}
         self.stages: list[_Stage] = []
         for p in plans:
@@ -130,10 +128,9 @@ class StreamingRun:
         side_pcolls = {s.pcoll for st in self.stages for s in st.plan.stage.side_inputs}
         #: side PCollection -> SideInputBuffer (read per window and pane) or list (read whole)
         self.sides: dict = {p: SideInputBuffer(decoders[p]) if p in decoders else [] for p in side_pcolls}
-        self.side_versions = dict.fromkeys(side_pcolls, 0)
         self._cancelled = threading.Event()
         self._drain = threading.Event()
-        self._checkpoint_dir = _checkpoint_dir(self.sc)
+        _ensure_checkpoint_dir(self.sc)
         self._persisted: list = []  # results not yet unpersisted
         self._refs: dict[int, int] = {}  # id(result) -> readers still to read it
         self._broadcasts: list = []  # destroyed when the run ends
@@ -388,10 +385,10 @@ class StreamingRun:
         if keyed:
             state = stage.state
             if state is None:
-                state = self.sc.parallelize([], self.parallelism).partitionBy(self.parallelism, self.partitioner_func)
+                state = self.sc.parallelize([], self.parallelism).partitionBy(self.parallelism, partitions.partition_of)
             if parts:
                 new = self.sc.union(parts) if len(parts) > 1 else parts[0]
-                new = new.partitionBy(self.parallelism, self.partitioner_func)
+                new = new.partitionBy(self.parallelism, partitions.partition_of)
                 return state.union(new)
             return state
         if stage.state is not None:
@@ -408,7 +405,6 @@ class StreamingRun:
                     side.extend(elements)
                 else:
                     side.add(elements)
-                self.side_versions[pcoll] += 1
         consumers = self.consumers.get(pcoll, ())
         if source is not None:
             self._hold(source, len(consumers))
@@ -467,18 +463,13 @@ class StreamingRun:
 
 
 _checkpoint_lock = threading.Lock()
-_ids = itertools.count()
 
 
-def _checkpoint_dir(sc) -> str:
-    """The SparkContext's checkpoint directory, a temporary one if the user set none."""
+def _ensure_checkpoint_dir(sc) -> None:
+    """State RDDs are checkpointed: into the user's checkpoint directory, or a temporary one."""
     with _checkpoint_lock:
-        current = sc._jsc.sc().getCheckpointDir()
-        if current.isDefined():
-            return current.get()
-        path = tempfile.mkdtemp(prefix="beam-spark-checkpoints-")
-        sc.setCheckpointDir(path)
-        return sc._jsc.sc().getCheckpointDir().get()
+        if not sc._jsc.sc().getCheckpointDir().isDefined():
+            sc.setCheckpointDir(tempfile.mkdtemp(prefix="beam-spark-checkpoints-"))
 
 
 def _remove(rdd) -> None:
