@@ -12,8 +12,10 @@ runner that decodes user data itself - in process or not - fails these cases wit
 naming the type.
 """
 
+import atexit
 import importlib.util
 import os
+import shutil
 import sys
 import tempfile
 import textwrap
@@ -144,6 +146,7 @@ def _user_module():
     """The user types, written where only this process looks for them."""
     name = f"conformance_user_types_{uuid.uuid4().hex[:8]}"
     directory = tempfile.mkdtemp(prefix="conformance-user-types-")
+    atexit.register(shutil.rmtree, directory, ignore_errors=True)
     path = os.path.join(directory, f"{name}.py")
     with open(path, "w") as f:
         f.write(textwrap.dedent(_SOURCE))

@@ -25,6 +25,7 @@ as one Spark job over its new input and its state RDD, until the pipeline is qui
 
 from __future__ import annotations
 
+import atexit
 import functools
 import os
 import shutil
@@ -469,7 +470,10 @@ def _ensure_checkpoint_dir(sc) -> None:
     """State RDDs are checkpointed: into the user's checkpoint directory, or a temporary one."""
     with _checkpoint_lock:
         if not sc._jsc.sc().getCheckpointDir().isDefined():
-            sc.setCheckpointDir(tempfile.mkdtemp(prefix="beam-spark-checkpoints-"))
+            directory = tempfile.mkdtemp(prefix="beam-spark-checkpoints-")
+            # ours, not the user's: gone when the driver process ends
+            atexit.register(shutil.rmtree, directory, ignore_errors=True)
+            sc.setCheckpointDir(directory)
 
 
 def _remove(rdd) -> None:
