@@ -5,7 +5,10 @@ FAULT: ``task`` (a DoFn raises on its first attempt at one element: Spark runs t
 ``executor`` (the same DoFn kills the executor JVM it runs under, once: a standalone cluster
 starts another and Spark recomputes what was lost), or ``none``. Either way the output must be
 what the model says (checked inside the pipeline) and the committed counter must count every
-element once. Exit status 0 when both hold.
+element once. Every element's bundle is finalized: once (``task``, ``none``: a bundle is
+finalized only after its task's whole output went to Spark, so the failed attempt finalizes
+nothing), at least once (``executor``: recomputing a lost partition runs its bundles again).
+Exit status 0 when all of it holds.
 """
 
 from __future__ import annotations
@@ -42,9 +45,11 @@ def _executor_jvm(pid: int) -> int | None:
 class _FaultOnce(beam.DoFn):
     def __init__(self, fault: str, marker_dir: str):
         self.fault, self.marker = fault, os.path.join(marker_dir, "struck")
+        self.finalized = os.path.join(marker_dir, "finalized")
 
-    def process(self, kv):
+    def process(self, kv, finalizer=beam.DoFn.BundleFinalizerParam):
         Metrics.counter("fault", "seen").inc()
+        finalizer.register(lambda: _append(self.finalized, kv[1]))
         if kv[1] == VICTIM and self.fault != "none" and not os.path.exists(self.marker):
             open(self.marker, "w").close()
             if self.fault == "executor":
@@ -56,6 +61,11 @@ class _FaultOnce(beam.DoFn):
         yield kv
 
 
+def _append(path: str, value) -> None:
+    with open(path, "a") as out:
+        out.write(f"{value}\n")
+
+
 def main(master: str, fault: str, marker_dir: str) -> int:
     from reference_runner.spark.runner import SparkRunner
 
@@ -65,7 +75,9 @@ def main(master: str, fault: str, marker_dir: str) -> int:
             [window.TimestampedValue((f"k{i % 3}", i), i) for i in range(start, start + 20)]
         ).advance_watermark_to(start + 20)
     stream = stream.advance_watermark_to_infinity()
-    p = beam.Pipeline(runner=SparkRunner(master=master), options=PipelineOptions(["--streaming"]))
+    # bundles of one element: a task commits bundles before the one that fails
+    options = PipelineOptions(["--streaming", "--spark_bundle_size=1"])
+    p = beam.Pipeline(runner=SparkRunner(master=master), options=options)
     sums = (
         p
         | stream
@@ -89,6 +101,12 @@ def main(master: str, fault: str, marker_dir: str) -> int:
         return 1
     if fault != "none" and not struck:
         print("the fault never struck", file=sys.stderr)
+        return 1
+    with open(os.path.join(marker_dir, "finalized")) as f:
+        finalized = sorted(int(line) for line in f.read().split())
+    once = fault != "executor"
+    if (finalized if once else sorted(set(finalized))) != list(range(ELEMENTS)):
+        print(f"finalized {finalized}, expected each of 0..{ELEMENTS - 1} {'once' if once else ''}", file=sys.stderr)
         return 1
     return 0
 

@@ -79,7 +79,7 @@ def test_a_reused_python_worker_keeps_a_bounded_number_of_stages():
             if stage.kind == planning.StageKind.GROUP:
                 tasks._codec(stage)
             elif stage.stage.keyed_head:
-                stateful._keyed(stage)
+                stateful.keyed_stage(stage)
     assert 0 < len(tasks._codecs) <= 64 and 0 < len(stateful._keyed_stages) <= 64
 
 

@@ -233,6 +233,7 @@ class _SdkPartition(_Partition):
         positions = {p: i for i, p in enumerate(plan.outputs)}
         truncator = None
         succeeded = False
+        unfinalized: list = []
         try:
             for pcoll, elements in inputs.items():
                 stage.accept(pcoll, elements, info.now)
@@ -284,12 +285,16 @@ class _SdkPartition(_Partition):
                         self.emitted[position] += len(elements)
                         for element in elements:
                             yield OUTPUT, position, element
-                committed.finalize()
+                unfinalized.append(committed)
             if keyed is not None and stage.output_watermark >= manager.PLUS_INFINITY:
                 state.release(keyed.transform)  # every window is done: its state is dropped
             active = _sdk_active(stage, state.user)
             succeeded = True
             yield from self._finish(spec, stage, state.user, active, metrics)
+            # only once Spark took the task's whole output (and its new state) can no failure
+            # of this task lose a bundle's outputs: finalize then
+            for committed in unfinalized:
+                committed.finalize()
         finally:
             if plan.stage.side_inputs:
                 worker.stop()
