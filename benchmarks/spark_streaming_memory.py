@@ -67,11 +67,20 @@ def _rss_mib(pid: int) -> float:
 
 
 def _children(pid: int) -> list[int]:
+    """Children of every thread of ``pid`` (the JVM is started by whichever thread first asked
+    for the SparkSession, and the kernel lists a child under the thread that forked it)."""
+    found: list[int] = []
     try:
-        with open(f"/proc/{pid}/task/{pid}/children") as f:
-            return [int(p) for p in f.read().split()]
+        threads = os.listdir(f"/proc/{pid}/task")
     except OSError:
-        return []
+        return found
+    for thread in threads:
+        try:
+            with open(f"/proc/{pid}/task/{thread}/children") as f:
+                found += [int(p) for p in f.read().split()]
+        except OSError:
+            continue
+    return found
 
 
 def _descendants(pid: int) -> list[int]:
@@ -173,6 +182,9 @@ def main(argv=None) -> int:
             return 1
         figures[f"{name}_seconds"] = round(elapsed, 1)
         figures[f"{name}_elements_per_second"] = round(args.elements / elapsed)
+        if sample and args.master.startswith("local") and not any(m["jvm"] for _, _, m in samples):
+            print(f"{name}: no Spark JVM found among this process's descendants to sample", file=sys.stderr)
+            return 1
         if sample:
             tenths: dict = {}
             for _, counted, memory in samples:
