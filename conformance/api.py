@@ -48,6 +48,21 @@ def grouped(values, window=GLOBAL) -> list:
     return [el(v, end, window, ON_TIME_ONLY) for v in values]
 
 
+DEFAULT_PROPERTY_EXAMPLES = 8
+_property_examples = DEFAULT_PROPERTY_EXAMPLES
+
+
+def property_examples() -> int:
+    """Random examples per property-based case (each one a pipeline run): --property-examples."""
+    return _property_examples
+
+
+def set_property_examples(count: int) -> None:
+    """Set by the plugin from --property-examples, before the cases are collected."""
+    global _property_examples
+    _property_examples = count
+
+
 def capability(capability_id: str):
     """Tag a case with the capability it exercises (see conformance/capabilities.py)."""
     return pytest.mark.capability(capability_id)

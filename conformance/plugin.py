@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from conformance import capabilities, results, shapes, targets
+from conformance import api, capabilities, results, shapes, targets
 from conformance.expectations import Expectations, ExpectationsError, KnownFailure
 
 DEFAULT_TARGET = "beam-direct"
@@ -102,6 +102,15 @@ def pytest_addoption(parser):
         help=f"time limit of one case, so a hanging runner cannot hang the suite (default {DEFAULT_CASE_TIMEOUT:g})",
     )
     group.addoption(
+        "--property-examples",
+        type=int,
+        default=api.DEFAULT_PROPERTY_EXAMPLES,
+        metavar="N",
+        help="random inputs tried by each property-based case (each one a pipeline run; default "
+        f"{api.DEFAULT_PROPERTY_EXAMPLES}): fewer for a slow runner, more to search harder. The "
+        "examples are derandomized: the first N are the same on every run",
+    )
+    group.addoption(
         "--results-dir",
         default="reports",
         metavar="DIR",
@@ -142,6 +151,10 @@ def pytest_configure(config):
         config.addinivalue_line("markers", f"{group}: conformance cases of the {group} capabilities")
     for name, text in capabilities.EXTRA_MARKERS.items():
         config.addinivalue_line("markers", f"{name}: {text}")
+    examples = config.getoption("property_examples")
+    if examples < 1:
+        raise pytest.UsageError(f"--property-examples must be at least 1, not {examples}")
+    api.set_property_examples(examples)
     config.stash[_RECORDER] = _Recorder(config)
     config.pluginmanager.register(config.stash[_RECORDER], "beam-conformance-recorder")
     config.stash[_STARTED] = time.time()

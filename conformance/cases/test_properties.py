@@ -17,10 +17,10 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from conformance import model
-from conformance.api import GLOBAL, ON_TIME_ONLY, W, capability, check_all, el, sorted_groups
+from conformance.api import GLOBAL, ON_TIME_ONLY, W, capability, check_all, el, property_examples, sorted_groups
 
 PROPERTY = settings(
-    max_examples=8,
+    max_examples=property_examples(),  # --property-examples
     deadline=None,
     derandomize=True,
     database=None,
