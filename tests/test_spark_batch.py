@@ -102,3 +102,14 @@ def test_the_spark_target_takes_a_bundle_size_as_the_reference_target_does():
     assert _committed(p.run(), "bundles") == 6  # one element per bundle
     with pytest.raises(TargetUnavailable, match="bundle_size must be a positive integer"):
         SparkTarget("spark:bundle_size=whole", TargetSettings())
+
+
+def test_the_spark_target_takes_a_seed_for_its_micro_batches():
+    from conformance.targets.base import TargetSettings, TargetUnavailable
+    from conformance.targets.spark import SparkTarget
+
+    target = SparkTarget("spark:seed=7,bundle_size=5", TargetSettings())
+    assert (target.describe()["seed"], target.describe()["bundle_size"]) == (7, 5)
+    assert (target.runner().seed, target.runner().bundle_size) == (7, 5)
+    with pytest.raises(TargetUnavailable, match="seed must be an integer"):
+        SparkTarget("spark:seed=random", TargetSettings())

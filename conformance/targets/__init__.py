@@ -51,7 +51,8 @@ def _register_builtin() -> None:
     register(
         "spark",
         SparkTarget,
-        "our Spark backend through PySpark: spark (local[2]), spark:master=spark://HOST:PORT, spark:bundle_size=N",
+        "our Spark backend through PySpark: spark (local[2]), spark:master=spark://HOST:PORT, "
+        "spark:bundle_size=N, spark:seed=N (seeded micro-batch boundaries); options combine with commas",
     )
     register("grpc", GrpcTarget, "any Beam Job API endpoint: grpc://HOST:PORT, or grpc with --job-server-cmd")
 

@@ -1,6 +1,7 @@
-"""Our Spark backend (reference_runner.spark): ``spark`` (local[2]), with options after a colon:
-``spark:master=URL``, ``spark:bundle_size=N`` (elements per bundle inside a partition, as
---spark_bundle_size; the reference target's knob of that name), or both, comma-separated."""
+"""Our Spark backend (reference_runner.spark): ``spark`` (local[2]), with options after a colon,
+comma-separated: ``master=URL``, ``bundle_size=N`` (elements per bundle inside a partition, as
+--spark_bundle_size; the reference target's knob of that name), ``seed=N`` (streaming: seeded
+micro-batch boundaries and bundle sizes, as --spark_seed)."""
 
 from __future__ import annotations
 
@@ -16,15 +17,20 @@ class SparkTarget(Target):
         _, _, rest = spec.partition(":")
         self.master = "local[2]"
         self.bundle_size: int | None = None  # None: the backend's default
+        self.seed: int | None = None
         for part in filter(None, rest.split(",")):
             key, _, value = part.partition("=")
             if key == "master" and value:
                 self.master = value
             elif key == "bundle_size":
                 self.bundle_size = _positive(value, part, spec)
+            elif key == "seed":
+                if not value.isdigit():
+                    raise TargetUnavailable(f"Spark target option {part!r} in {spec!r}: seed must be an integer")
+                self.seed = int(value)
             else:
                 raise TargetUnavailable(
-                    f"unknown Spark target option {part!r} in {spec!r}; known: master=URL, bundle_size=N"
+                    f"unknown Spark target option {part!r} in {spec!r}; known: master=URL, bundle_size=N, seed=N"
                 )
 
     def start(self) -> None:
@@ -42,12 +48,14 @@ class SparkTarget(Target):
     def runner(self):
         from reference_runner.spark import SparkRunner
 
-        return SparkRunner(master=self.master, bundle_size=self.bundle_size)
+        return SparkRunner(master=self.master, bundle_size=self.bundle_size, seed=self.seed)
 
     def describe(self) -> dict:
         described = {**super().describe(), "master": self.master}
         if self.bundle_size is not None:
             described["bundle_size"] = self.bundle_size
+        if self.seed is not None:
+            described["seed"] = self.seed
         return described
 
 

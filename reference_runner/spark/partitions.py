@@ -58,6 +58,7 @@ class PassInfo:
     draining: bool = False
     resume: bool = False  # self-checkpointed residuals ready at ``now`` may run
     bundle_size: int = 1000
+    seed: str | None = None  # seeded bundle sizes (at most bundle_size), drawn per stage run and partition
     sides: dict = field(default_factory=dict)  # side PCollection -> contents (list, or window -> list)
     side_marks: dict = field(default_factory=dict)  # side PCollection -> (producer watermark, fired windows)
 
@@ -241,7 +242,7 @@ class _SdkPartition(_Partition):
                 stage.drain()
             stage.on_processing_time(info.now)
             resume = info.resume
-            policy = bundling.Schedule(bundle_size=info.bundle_size).policy()
+            policy = _bundling(info)
             bundles = 0
             while True:
                 stage.advance(info.upstream, info.now)
@@ -300,6 +301,28 @@ class _SdkPartition(_Partition):
                 worker.stop()
             else:
                 warm.release(worker, succeeded)
+
+
+def _bundling(info: PassInfo):
+    """Bundles of ``bundle_size`` elements, or of seeded sizes (drawn per partition of the pass)."""
+    if info.seed is None:
+        return bundling.Schedule(bundle_size=info.bundle_size).policy()
+    from pyspark import TaskContext
+
+    partition = TaskContext.get().partitionId()
+    return _Capped(
+        bundling.Schedule(seed=f"{info.seed}/{partition}", bundle_size=bundling.RANDOM).policy(), info.bundle_size
+    )
+
+
+class _Capped:
+    """A seeded policy's bundle sizes, at most ``cap``."""
+
+    def __init__(self, policy: bundling.SeededPolicy, cap: int):
+        self._policy, self._cap = policy, cap
+
+    def bundle_size(self, stage: str, pending: int) -> int:
+        return self._policy.bundle_size(stage, min(pending, self._cap))
 
 
 def _sdk_active(stage: SdkStage, user: UserStateStore) -> bool:

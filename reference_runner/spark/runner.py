@@ -46,6 +46,15 @@ class SparkOptions(PipelineOptions):
             help="elements per bundle inside a partition (default 1000); outputs leave the partition bundle by bundle",
         )
         parser.add_argument(
+            "--spark_seed",
+            type=int,
+            default=None,
+            help="streaming: seeded micro-batch boundaries. Each TestStream event's elements arrive "
+            "over a seeded number of micro-batches (cut at seeded points) and each pass's bundles "
+            "take seeded sizes of at most --spark_bundle_size; the same seed, the same boundaries. "
+            "Default: one micro-batch per event, bundles of --spark_bundle_size",
+        )
+        parser.add_argument(
             "--spark_max_side_input_mib",
             type=int,
             default=256,
@@ -62,8 +71,10 @@ class SparkRunner(PipelineRunner):
         parallelism: int | None = None,
         conf: dict | None = None,
         bundle_size: int | None = None,
+        seed: int | None = None,
     ):
         self.master, self.parallelism, self.conf, self.bundle_size = master, parallelism, conf, bundle_size
+        self.seed = seed
 
     def run_pipeline(self, pipeline, options):
         return self.run_portable_pipeline(pipeline.to_runner_api(), options)
@@ -79,6 +90,7 @@ class SparkRunner(PipelineRunner):
             conf,
             self.bundle_size or opts.spark_bundle_size,
             opts.spark_max_side_input_mib * MiB,
+            self.seed if self.seed is not None else opts.spark_seed,
         )
         from reference_runner.backends import SparkBackend
         from reference_runner.runner import run_on
@@ -93,6 +105,7 @@ class SparkSettings:
     conf: dict = field(default_factory=dict)
     bundle_size: int = 1000
     max_side_input_bytes: int = 256 * MiB
+    seed: int | None = None  # streaming: seeded micro-batch boundaries (--spark_seed)
 
 
 def run_plan(prepared: Plan, settings: SparkSettings, control: Control) -> bool:
@@ -109,7 +122,9 @@ def run_plan(prepared: Plan, settings: SparkSettings, control: Control) -> bool:
         spark.sparkContext.setJobGroup(control.job_id, f"Beam job {control.job_id}", interruptOnCancel=True)
         control.attach(_JobGroup(control.job_id))
     if streaming.needs_streaming(prepared):
-        run = streaming.StreamingRun(spark, prepared, plans, parallelism, settings.bundle_size, control)
+        run = streaming.StreamingRun(
+            spark, prepared, plans, parallelism, settings.bundle_size, control, seed=settings.seed
+        )
         control.attach(run)
         try:
             return run.run()

@@ -28,6 +28,7 @@ from __future__ import annotations
 import atexit
 import functools
 import os
+import random
 import shutil
 import tempfile
 import threading
@@ -101,11 +102,24 @@ class _Stage:
 
 
 class StreamingRun:
-    def __init__(self, spark, prepared: Plan, plans: list[StagePlan], parallelism: int, bundle_size: int, control):
+    def __init__(
+        self,
+        spark,
+        prepared: Plan,
+        plans: list[StagePlan],
+        parallelism: int,
+        bundle_size: int,
+        control,
+        seed: int | None = None,
+    ):
         self.sc = spark.sparkContext
         self.prepared = prepared
         self.parallelism = parallelism
         self.bundle_size = bundle_size
+        # seeded micro-batch boundaries: an event's elements over several passes
+        self.seed = seed
+        self._cuts = random.Random(f"{seed}/micro-batches") if seed is not None else None
+        self._held_back: list = []  # (pcoll, elements) of an applied event, for the next passes
         self.control = control
         self.coders = codecs.Coders(prepared.components)
         self.now = 0
@@ -163,7 +177,7 @@ class StreamingRun:
                 if resume is not None:
                     self._pass(resume)
                     continue
-                if all(s.output_watermark >= PLUS_INFINITY for s in self.stages):
+                if not self._held_back and all(s.output_watermark >= PLUS_INFINITY for s in self.stages):
                     return self.draining
                 if not self._advance_time():
                     raise StreamStuck(self._describe_stuck())
@@ -186,7 +200,12 @@ class StreamingRun:
         self._pass()
 
     def _advance_time(self) -> bool:
-        """Nothing can run: the next TestStream event, else the clock to the next deadline."""
+        """Nothing can run: the rest of an event held back for a later micro-batch, else the next
+        TestStream event, else the clock to the next deadline."""
+        if self._held_back:
+            pcoll, elements = self._held_back.pop(0)
+            self._deliver(pcoll, self.sc.parallelize(elements, min(len(elements), self.parallelism)))
+            return True
         for stage in self.stages:
             if stage.stream is None:
                 continue
@@ -196,7 +215,9 @@ class StreamingRun:
             kind, pcoll, value = event
             if kind == ELEMENTS:
                 if value:
-                    self._deliver(pcoll, self.sc.parallelize(value, min(len(value), self.parallelism)))
+                    first, *rest = self._micro_batches(value)
+                    self._held_back += [(pcoll, elements) for elements in rest]
+                    self._deliver(pcoll, self.sc.parallelize(first, min(len(first), self.parallelism)))
             elif kind == PROCESSING_TIME:
                 self.now += value
             return True
@@ -206,6 +227,15 @@ class StreamingRun:
             return False
         self.now = min(later)
         return True
+
+    def _micro_batches(self, elements: list) -> list[list]:
+        """An event's elements: whole, or (seeded) cut into up to four micro-batches. Between
+        them no watermark and no clock moves: only the boundaries of the runner's work change."""
+        if self._cuts is None or len(elements) < 2:
+            return [elements]
+        count = self._cuts.randint(1, min(4, len(elements)))
+        cuts = sorted(self._cuts.sample(range(1, len(elements)), count - 1))
+        return [elements[a:b] for a, b in zip([0, *cuts], [*cuts, len(elements)], strict=True)]
 
     def _begin_drain(self) -> None:
         self.draining = True
@@ -289,6 +319,7 @@ class StreamingRun:
             draining=self.draining,
             resume=resume,
             bundle_size=self.bundle_size,
+            seed=None if self.seed is None else f"{self.seed}/{stage.id}/{stage.runs}",
         )
         if p.stage.side_inputs:
             info.sides = {s.pcoll: self._side_contents(s.pcoll) for s in p.stage.side_inputs}
