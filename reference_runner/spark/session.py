@@ -21,6 +21,7 @@ _owned = False  # started here (stop() stops it), not the user's
 # run and 5.7 s on the next with the JVM's defaults, 11.6 s and 2.5 s with these. A user's own
 # spark.driver.extraJavaOptions replaces them.
 DRIVER_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+STATUS_RETENTION = {"spark.ui.retainedJobs": "50", "spark.ui.retainedStages": "50", "spark.ui.retainedTasks": "2000"}
 
 
 def get(master: str = "local[2]", conf: dict | None = None):
@@ -59,6 +60,10 @@ def get(master: str = "local[2]", conf: dict | None = None):
             .config("spark.sql.shuffle.partitions", "4")
             .config("spark.driver.extraJavaOptions", DRIVER_JAVA_OPTIONS)
         )
+        # Spark's status store keeps 1000 jobs and stages, with their tasks, even with the UI
+        # off: a stream runs a few jobs per micro-batch, and the driver JVM grew with them
+        for key, value in STATUS_RETENTION.items():
+            builder = builder.config(key, value)
         for key, value in (conf or {}).items():
             builder = builder.config(key, value)
         _session = builder.getOrCreate()
