@@ -203,8 +203,7 @@ class StreamingRun:
         """Nothing can run: the rest of an event held back for a later micro-batch, else the next
         TestStream event, else the clock to the next deadline."""
         if self._held_back:
-            pcoll, elements = self._held_back.pop(0)
-            self._deliver(pcoll, self.sc.parallelize(elements, min(len(elements), self.parallelism)))
+            self._deliver_held_back()
             return True
         for stage in self.stages:
             if stage.stream is None:
@@ -215,9 +214,8 @@ class StreamingRun:
             kind, pcoll, value = event
             if kind == ELEMENTS:
                 if value:
-                    first, *rest = self._micro_batches(value)
-                    self._held_back += [(pcoll, elements) for elements in rest]
-                    self._deliver(pcoll, self.sc.parallelize(first, min(len(first), self.parallelism)))
+                    self._held_back = [(pcoll, part) for part in self._micro_batches(value)]
+                    self._deliver_held_back()
             elif kind == PROCESSING_TIME:
                 self.now += value
             return True
@@ -236,6 +234,11 @@ class StreamingRun:
         count = self._cuts.randint(1, min(4, len(elements)))
         cuts = sorted(self._cuts.sample(range(1, len(elements)), count - 1))
         return [elements[a:b] for a, b in zip([0, *cuts], [*cuts, len(elements)], strict=True)]
+
+    def _deliver_held_back(self) -> None:
+        """The next micro-batch of the event being applied (the only one unless seeded)."""
+        pcoll, elements = self._held_back.pop(0)
+        self._deliver(pcoll, self.sc.parallelize(elements, min(len(elements), self.parallelism)))
 
     def _begin_drain(self) -> None:
         self.draining = True
