@@ -7,7 +7,9 @@ decoded runner-side; that is also what lets pipelines of the Java and Go SDKs ru
 The user types here live in a module written at run time into a temporary directory that only
 this process puts on its path: a runner process started elsewhere (a job server) cannot import
 it. Their classes are pickled by value, so every SDK worker (LOOPBACK, EXTERNAL, PROCESS) gets
-them with the pipeline. And their coders refuse to decode outside an SDK worker's bundle, so a
+them with the pipeline's DoFns and coders; that is why every PCollection of them is typed, so that
+it gets the user's coder: a pickling coder writes an instance's class by reference, which only
+this process could import. And their coders refuse to decode outside an SDK worker's bundle, so a
 runner that decodes user data itself - in process or not - fails these cases with a message
 naming the type.
 """
@@ -314,13 +316,16 @@ class _WithParity(beam.DoFn):
 @capability("coders.opaque_user_types.streaming")
 def test_user_types_from_a_test_stream(runner):
     # TestStream events of a user type (encoded with the user's coder): the runner emits the
-    # encoded elements as they are, windows them and groups them by bytes.
+    # encoded elements as they are, windows them and groups them by bytes. The output is typed as
+    # in every case here: untyped, it would get a pickling coder, and pickle writes a Point's class
+    # by reference, which no SDK worker outside this process can import (EXTERNAL, PROCESS, Spark's).
     stream = (
         test_stream.TestStream(coder=coders.TupleCoder([coders.StrUtf8Coder(), _types.PointCoder()]))
         .add_elements([window.TimestampedValue(("k", Point(1, 1)), 1), window.TimestampedValue(("k", Point(2, 2)), 2)])
         .advance_watermark_to(10)
         .add_elements([window.TimestampedValue(("k", Point(3, 3)), 12)])
         .advance_watermark_to_infinity()
+        .with_output_types(tuple[str, Point])
     )
     p = runner.pipeline()
     out = (
