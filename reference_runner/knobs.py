@@ -16,7 +16,8 @@ from typing import Any
 from reference_runner.bundling import NONE, RANDOM, WHOLE, Schedule, ScheduleError
 
 
-def _integer(value) -> int:
+def integer(value) -> int:
+    """An integer given as a number (a Job API Struct's are floats) or as text."""
     if isinstance(value, bool):
         raise ValueError
     if isinstance(value, float) and value.is_integer():
@@ -24,13 +25,17 @@ def _integer(value) -> int:
     return int(value)
 
 
+def positive_integer(value) -> int:
+    number = integer(value)
+    if number < 1:
+        raise ValueError
+    return number
+
+
 def _bundle_size(value) -> str | int:
     if value in (WHOLE, RANDOM):
         return value
-    size = _integer(value)
-    if size < 1:
-        raise ValueError
-    return size
+    return positive_integer(value)
 
 
 def _choice(*allowed: str) -> Callable[[Any], str]:
@@ -71,7 +76,7 @@ class Knob:
 
 KNOBS: dict[str, Knob] = {
     "seed": Knob(
-        _integer,
+        integer,
         "an integer",
         "seed of every scheduling decision (bundle sizes, split points, injected faults); the "
         "same seed and pipeline give the same run",
@@ -152,18 +157,25 @@ class Knobs:
         """The knobs among a Job API client's options (a protobuf Struct of beam:option:NAME:v1),
         as Beam's PortableRunner sends the --reference_* pipeline options; the ones that name
         paths on the server's disk are not taken from clients."""
-        values = {}
-        for name, knob in KNOBS.items():
-            value = options.fields.get(f"beam:option:reference_{name}:v1")
-            kind = value.WhichOneof("kind") if value is not None else None
-            if knob.remote and kind not in (None, "null_value"):
-                values[name] = getattr(value, kind)
-        return cls.parse(values)
+        return cls.parse(job_options(options, "reference_", [name for name, knob in KNOBS.items() if knob.remote]))
 
     def schedule(self) -> Schedule:
         return Schedule(
             seed=self.seed, bundle_size=self.bundle_size, splits=self.splits, faults=self.faults, clock=self.clock
         )
+
+
+def job_options(options, prefix: str, names) -> dict[str, Any]:
+    """The values a Job API client sent for the pipeline options ``--{prefix}{name}`` (a protobuf
+    Struct of beam:option:OPTION:v1, as Beam's PortableRunner sends them), by name, as sent: a
+    number, a string or a bool. Options not sent, or sent as null (unset), are left out."""
+    values = {}
+    for name in names:
+        value = options.fields.get(f"beam:option:{prefix}{name}:v1")
+        kind = value.WhichOneof("kind") if value is not None else None
+        if kind not in (None, "null_value"):
+            values[name] = getattr(value, kind)
+    return values
 
 
 def read_spec(spec: str) -> dict[str, Any]:

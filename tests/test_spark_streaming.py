@@ -58,15 +58,19 @@ class _CountBundles(beam.DoFn):
         yield kv
 
 
-def _bundles_with_seed(seed):
+def _bundles_with_seed(seed, job_server=None):
     """Two TestStream events of 40 elements each through a counting ParDo and a sum per fixed
-    window (checked in the pipeline); the bundles the ParDo saw."""
+    window (checked in the pipeline); the bundles the ParDo saw. Through SparkRunner, or with
+    --spark_seed through ``job_server``'s Job API."""
     stream = test_stream.TestStream()
     for start in (0, 100):
         stream = stream.add_elements([window.TimestampedValue(("k", i), i) for i in range(start, start + 40)])
         stream = stream.advance_watermark_to(start + 100)
     stream = stream.advance_watermark_to_infinity()
-    p = beam.Pipeline(runner=SparkRunner(seed=seed), options=PipelineOptions(["--streaming"]))
+    if job_server is None:
+        p = beam.Pipeline(runner=SparkRunner(seed=seed), options=PipelineOptions(["--streaming"]))
+    else:
+        p = beam.Pipeline(options=_portable(job_server, "--streaming", *([f"--spark_seed={seed}"] if seed else [])))
     sums = (
         p
         | stream
@@ -100,6 +104,30 @@ def spark_server():
     running = JobServer(port=0, backend="spark").start()
     yield running
     running.stop()
+
+
+def test_a_jobs_spark_seed_reaches_the_job_server(spark_server):
+    # --spark_seed is a pipeline option of the job: over the Job API it cuts the same micro-batches
+    # and bundles as through SparkRunner in process.
+    assert _bundles_with_seed(None, spark_server) <= 4
+    assert _bundles_with_seed(7, spark_server) == _bundles_with_seed(7)
+
+
+def test_a_bad_per_job_spark_option_is_refused_at_prepare_naming_it(spark_server):
+    import grpc
+    from apache_beam.portability.api import beam_job_api_pb2
+    from google.protobuf import struct_pb2
+
+    p = beam.Pipeline()
+    _ = p | beam.Create([1]) | beam.Map(str)
+    for option, value in (("spark_bundle_size", 0), ("spark_seed", "seven")):
+        options = struct_pb2.Struct()
+        options.update({f"beam:option:{option}:v1": value})
+        request = beam_job_api_pb2.PrepareJobRequest(pipeline=p.to_runner_api(), job_name="p", pipeline_options=options)
+        with pytest.raises(grpc.RpcError) as info:
+            _job_api(spark_server).Prepare(request, timeout=60)
+        assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+        assert f"{option} must be" in info.value.details(), info.value.details()
 
 
 def _start_unbounded_job(server):

@@ -28,7 +28,11 @@ def build_parser() -> argparse.ArgumentParser:
         "environment)",
     )
     serve.add_argument(
-        "--spark-master", default="local[2]", help="Spark master URL for --backend spark (default local[2])"
+        "--spark-master",
+        default="local[2]",
+        help="Spark master URL for --backend spark (default local[2]); every job shares it. A job "
+        "may set --spark_bundle_size, --spark_seed, --spark_parallelism and --spark_max_side_input_mib "
+        "as pipeline options (its SDK must know them: import reference_runner.spark)",
     )
     serve.add_argument(
         "--staging-dir", default=None, help="where staged artifacts go (default: a temporary directory removed at exit)"

@@ -40,7 +40,7 @@ class JobServer:
             from reference_runner.spark import session
             from reference_runner.spark.runner import SparkSettings
 
-            spark = SparkBackend(SparkSettings(master=spark_master))
+            spark_settings = SparkSettings(master=spark_master)
             # The JVM starts with the server, not with its first job; and before any gRPC server
             # exists: launching it while gRPC's threads run sometimes kills it at birth
             # ("Java gateway process exited before sending its port number").
@@ -70,10 +70,10 @@ class JobServer:
             bundle_timeout=bundle_timeout,
             max_idle=spare_workers,
         )
-        if backend == "spark":  # user code runs in Spark's Python workers, one backend for every job
+        if backend == "spark":  # user code runs in Spark's Python workers; each job's --spark_* options
 
             def backend_for(options, pipeline):
-                return spark
+                return SparkBackend(spark_settings.for_job(options))
         else:  # each job's knobs, its SDK workers from the pool
 
             def backend_for(options, pipeline):

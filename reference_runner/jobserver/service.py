@@ -66,7 +66,7 @@ class JobService(beam_job_api_pb2_grpc.JobServiceServicer):
         except UnsupportedPipeline as e:
             context.abort(grpc.StatusCode.UNIMPLEMENTED, str(e))
         except ScheduleError as e:
-            context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"bad reference runner option: {e}")
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"bad runner option: {e}")
         except Exception as e:  # noqa: BLE001 - a malformed pipeline, whatever is wrong with it
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"malformed pipeline: {type(e).__name__}: {e}")
         preparation_id = f"{_slug(request.job_name)}-{uuid.uuid4().hex[:12]}"
