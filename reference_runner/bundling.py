@@ -48,6 +48,7 @@ class Schedule:
     splits: str = NONE  # "none" or "random"
     faults: float = 0.0  # probability that an attempt fails part-way
     clock: str = "virtual"  # processing time: "virtual" (jumps, deterministic) or "wall"
+    max_bundle_size: int | None = None  # no bundle larger (the Spark backend's seeded bundles)
 
     def policy(self) -> SeededPolicy:
         return SeededPolicy(self)
@@ -62,6 +63,8 @@ class SeededPolicy:
         self._faults = random.Random(f"{schedule.seed}/faults")
 
     def bundle_size(self, stage: str, pending: int) -> int:
+        if self.schedule.max_bundle_size is not None:
+            pending = min(pending, self.schedule.max_bundle_size)
         size = self.schedule.bundle_size
         if size == WHOLE:
             return pending

@@ -135,6 +135,16 @@ KNOBS: dict[str, Knob] = {
 }
 
 
+# The Spark backend's options (--spark_NAME) that a conformance target name or a Job API client
+# may set per run; its master and Spark configuration belong to the SparkSession.
+SPARK_OPTIONS: dict[str, Knob] = {
+    "bundle_size": Knob(positive_integer, "a positive integer", "elements per bundle inside a partition"),
+    "seed": Knob(integer, "an integer", "streaming: seeded micro-batch boundaries and bundle sizes"),
+    "parallelism": Knob(positive_integer, "a positive integer", "partitions after a shuffle"),
+    "max_side_input_mib": Knob(positive_integer, "a positive integer", "largest side input broadcast, in MiB"),
+}
+
+
 @dataclass(frozen=True)
 class Knobs:
     seed: int = 0
@@ -183,17 +193,18 @@ def read_spec(spec: str) -> dict[str, Any]:
     return read(dict(part.partition("=")[::2] for part in spec.split(",") if part))
 
 
-def read(values: dict[str, Any]) -> dict[str, Any]:
-    """Every knob given (None: not given), read; ScheduleError names an unknown knob or a bad value."""
+def read(values: dict[str, Any], table: dict[str, Knob] = KNOBS, prefix: str = "") -> dict[str, Any]:
+    """Every knob of ``table`` given (None: not given), read; ScheduleError names an unknown knob
+    or a bad value (as ``prefix`` + its name: how the user spelled it)."""
     out = {}
     for name, value in values.items():
-        knob = KNOBS.get(name)
+        knob = table.get(name)
         if knob is None:
-            raise ScheduleError(f"unknown reference runner option {name!r}; known: {', '.join(sorted(KNOBS))}")
+            raise ScheduleError(f"unknown runner option {prefix + name!r}; known: {', '.join(sorted(table))}")
         if value is None:
             continue
         try:
             out[name] = knob.read(value)
         except (TypeError, ValueError):
-            raise ScheduleError(f"{name} must be {knob.expected}, not {value!r}") from None
+            raise ScheduleError(f"{prefix}{name} must be {knob.expected}, not {value!r}") from None
     return out

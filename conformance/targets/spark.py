@@ -14,24 +14,22 @@ class SparkTarget(Target):
 
     def __init__(self, spec, settings):
         super().__init__(spec, settings)
+        from reference_runner import knobs
+        from reference_runner.bundling import ScheduleError
+
         _, _, rest = spec.partition(":")
-        self.master = "local[2]"
-        self.bundle_size: int | None = None  # None: the backend's default
-        self.seed: int | None = None
-        for part in filter(None, rest.split(",")):
-            key, _, value = part.partition("=")
-            if key == "master" and value:
-                self.master = value
-            elif key == "bundle_size":
-                self.bundle_size = _positive(value, part, spec)
-            elif key == "seed":
-                if not value.isdigit():
-                    raise TargetUnavailable(f"Spark target option {part!r} in {spec!r}: seed must be an integer")
-                self.seed = int(value)
-            else:
-                raise TargetUnavailable(
-                    f"unknown Spark target option {part!r} in {spec!r}; known: master=URL, bundle_size=N, seed=N"
-                )
+        options = dict(part.partition("=")[::2] for part in filter(None, rest.split(",")))
+        self.master = options.pop("master", None) or "local[2]"
+        unknown = set(options) - {"bundle_size", "seed"}
+        if unknown:
+            known = "master=URL, bundle_size=N, seed=N"
+            raise TargetUnavailable(f"unknown Spark target option {min(unknown)!r} in {spec!r}; known: {known}")
+        try:
+            read = knobs.read(options, knobs.SPARK_OPTIONS)
+        except ScheduleError as e:
+            raise TargetUnavailable(f"Spark target {spec!r}: {e}") from None
+        self.bundle_size: int | None = read.get("bundle_size")  # None: the backend's default
+        self.seed: int | None = read.get("seed")
 
     def start(self) -> None:
         try:
@@ -57,9 +55,3 @@ class SparkTarget(Target):
         if self.seed is not None:
             described["seed"] = self.seed
         return described
-
-
-def _positive(value: str, part: str, spec: str) -> int:
-    if value.isdigit() and int(value) > 0:
-        return int(value)
-    raise TargetUnavailable(f"Spark target option {part!r} in {spec!r}: bundle_size must be a positive integer")

@@ -310,19 +310,9 @@ def _bundling(info: PassInfo):
     from pyspark import TaskContext
 
     partition = TaskContext.get().partitionId()
-    return _Capped(
-        bundling.Schedule(seed=f"{info.seed}/{partition}", bundle_size=bundling.RANDOM).policy(), info.bundle_size
-    )
-
-
-class _Capped:
-    """A seeded policy's bundle sizes, at most ``cap``."""
-
-    def __init__(self, policy: bundling.SeededPolicy, cap: int):
-        self._policy, self._cap = policy, cap
-
-    def bundle_size(self, stage: str, pending: int) -> int:
-        return self._policy.bundle_size(stage, min(pending, self._cap))
+    return bundling.Schedule(
+        seed=f"{info.seed}/{partition}", bundle_size=bundling.RANDOM, max_bundle_size=info.bundle_size
+    ).policy()
 
 
 def _sdk_active(stage: SdkStage, user: UserStateStore) -> bool:

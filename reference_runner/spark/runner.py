@@ -12,7 +12,6 @@ from apache_beam.runners.runner import PipelineRunner
 
 from reference_runner import knobs
 from reference_runner.backends import Control
-from reference_runner.bundling import ScheduleError
 from reference_runner.graph.plan import Plan
 from reference_runner.spark import plan as planning
 from reference_runner.spark import session, streaming
@@ -111,27 +110,14 @@ class SparkSettings:
     seed: int | None = None  # streaming: seeded micro-batch boundaries (--spark_seed)
 
     def for_job(self, options) -> SparkSettings:
-        """These (a job server's) settings with the per-job options a Job API client sent: the
-        --spark_* options of ``_PER_JOB``; ScheduleError names a bad value. The master and the
-        Spark configuration stay the server's: its jobs share one SparkSession."""
-        changes = {}
-        for name, value in knobs.job_options(options, "spark_", _PER_JOB).items():
-            read, expected = _PER_JOB[name]
-            try:
-                changes[name] = read(value)
-            except (TypeError, ValueError):
-                raise ScheduleError(f"spark_{name} must be {expected}, not {value!r}") from None
+        """These (a job server's) settings with the per-job options a Job API client sent
+        (knobs.SPARK_OPTIONS); ScheduleError names a bad value. The master and the Spark
+        configuration stay the server's: its jobs share one SparkSession."""
+        sent = knobs.job_options(options, "spark_", knobs.SPARK_OPTIONS)
+        changes = knobs.read(sent, knobs.SPARK_OPTIONS, "spark_")
         if "max_side_input_mib" in changes:
             changes["max_side_input_bytes"] = changes.pop("max_side_input_mib") * MiB
         return dataclasses.replace(self, **changes)
-
-
-_PER_JOB = {
-    "bundle_size": (knobs.positive_integer, "a positive integer"),
-    "seed": (knobs.integer, "an integer"),
-    "parallelism": (knobs.positive_integer, "a positive integer"),
-    "max_side_input_mib": (knobs.positive_integer, "a positive integer"),
-}
 
 
 def run_plan(prepared: Plan, settings: SparkSettings, control: Control) -> bool:
