@@ -169,6 +169,21 @@ def _diff(args) -> int:
     return 1 if regressions else 0
 
 
+def _fetch(args) -> int:
+    """Bring targets' artifacts into the cache (what a run does first anyway)."""
+    from conformance import targets
+
+    worst = 0
+    for spec in [t for value in args.target for t in value.split()]:
+        try:
+            targets.create(spec, targets.TargetSettings()).fetch(lambda line: print(line, flush=True))
+            print(f"{spec}: ready")
+        except targets.TargetUnavailable as e:
+            print(f"beam-conformance fetch: {spec}: {e}", file=sys.stderr)
+            worst = 3
+    return worst
+
+
 def _targets(_args) -> int:
     from conformance import targets
 
@@ -283,6 +298,15 @@ def main(argv: list[str] | None = None) -> int:
     dif.add_argument("--markdown", metavar="FILE.md", help="also write the Markdown here")
     dif.add_argument("--json", metavar="FILE.json", help="also write the JSON here")
     dif.set_defaults(func=_diff)
+    fetch = sub.add_parser(
+        "fetch",
+        help="fetch targets' artifacts (Prism through go install, Beam's Java job servers through Maven, "
+        "Dask through pip) into the cache, ~/.cache/beam-conformance or $BEAM_CONFORMANCE_CACHE",
+        description="A run fetches what it needs itself; this is for warming a cache ahead of time "
+        "(a CI image, a machine about to go offline). Versions are pinned in conformance/peers/pins.py.",
+    )
+    fetch.add_argument("target", nargs="+", help="targets to fetch, e.g. prism flink beam-spark-job-server beam-dask")
+    fetch.set_defaults(func=_fetch)
     sub.add_parser("targets", help="list the registered targets").set_defaults(func=_targets)
     sub.add_parser("capabilities", help="list capability ids, matrix rows and Beam categories").set_defaults(
         func=_capabilities

@@ -30,8 +30,9 @@ def pytest_addoption(parser):
     group.addoption(
         "--target",
         default=os.environ.get("BEAM_CONFORMANCE_TARGET", DEFAULT_TARGET),
-        help="runner to test: beam-direct, beam-fnapi, grpc://HOST:PORT (any Beam Job API "
-        "endpoint), or grpc with --job-server-cmd. Default: $BEAM_CONFORMANCE_TARGET "
+        help="runner to test: reference, spark, beam-direct, beam-fnapi, prism, flink, "
+        "beam-spark-job-server, beam-dask, grpc://HOST:PORT (any Beam Job API endpoint), grpc with "
+        "--job-server-cmd, or a target a plugin registered. Default: $BEAM_CONFORMANCE_TARGET "
         f"or {DEFAULT_TARGET}. --target=list shows every registered target.",
     )
     group.addoption(
@@ -200,6 +201,24 @@ def _load_expectations(config) -> Expectations:
         return Expectations.load(path)
     except ExpectationsError as e:
         raise pytest.UsageError(str(e)) from None
+
+
+def pytest_sessionstart(session):
+    """Fetch the target's artifacts once, before any case (or pytest-xdist worker) starts, with
+    news on the terminal: a first run of a fetched runner can take minutes."""
+    config = session.config
+    if hasattr(config, "workerinput"):
+        return  # the controller fetched already
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+
+    def progress(line: str) -> None:
+        if reporter is not None:
+            reporter.write_line(f"beam-conformance: {line}")
+
+    try:
+        targets.create(config.getoption("target"), settings_of(config)).fetch(progress)
+    except targets.TargetUnavailable as e:
+        pytest.exit(f"target {config.getoption('target')} is unavailable: {e}", returncode=3)
 
 
 def pytest_report_header(config):

@@ -1,20 +1,90 @@
-"""The target registry: one entry per kind of runner the suite can run against.
+"""The target registry: every kind of runner the suite can run against.
 
-A target spec is ``KIND`` or ``KIND:PARAMETERS`` (``grpc://HOST:PORT``,
-``reference:bundle_size=1``). Adding a target is one ``register`` call.
+A target spec is ``KIND`` or ``KIND:PARAMETERS`` (``grpc://HOST:PORT``, ``reference:bundle_size=1``).
+Targets come in through one of two public paths, and the kit's own targets use the first:
+
+- the entry-point group ``beam_conformance.targets``. A distribution declares, in its
+  pyproject.toml::
+
+      [project.entry-points."beam_conformance.targets"]
+      my-runner = "my_runner_conformance:MyRunnerTarget"
+
+  where the object is a ``Target`` subclass (or any ``factory(spec, settings) -> Target``); its
+  ``help`` attribute, else its docstring's first line, is what ``--target list`` shows.
+- ``register(kind, factory, help_text)``, called from a ``conftest.py`` or a pytest plugin, for a
+  target that lives in a test tree rather than in an installed distribution.
 """
 
 from __future__ import annotations
 
+import importlib.metadata
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from conformance.targets.base import CaseFailure, CaseRunner, RunResult, Target, TargetSettings, TargetUnavailable
+from conformance.targets.job_server import JobServerTarget
 
-_REGISTRY: dict[str, tuple[Callable[[str, TargetSettings], Target], str]] = {}
+ENTRY_POINT_GROUP = "beam_conformance.targets"
+
+Factory = Callable[[str, TargetSettings], Target]
 
 
-def register(kind: str, factory: Callable[[str, TargetSettings], Target], help_text: str) -> None:
-    _REGISTRY[kind] = (factory, help_text)
+@dataclass
+class _Entry:
+    source: str  # where it came from: "entry point NAME = VALUE" or "register() in MODULE"
+    help_text: str
+    factory: Factory | None = None
+    entry_point: importlib.metadata.EntryPoint | None = None
+    broken: str = ""  # why the entry point could not be loaded
+
+    def load(self) -> Factory:
+        if self.factory is None and not self.broken:
+            assert self.entry_point is not None
+            try:
+                self.factory = self.entry_point.load()
+            except Exception as e:  # a broken plugin must not break the other targets
+                self.broken = f"{type(e).__name__}: {e}"
+        if self.factory is None:
+            raise TargetUnavailable(f"the target's plugin ({self.source}) cannot be loaded: {self.broken}")
+        return self.factory
+
+
+_REGISTRY: dict[str, _Entry] = {}
+_entry_points_loaded = False
+
+
+def register(kind: str, factory: Factory, help_text: str | None = None) -> None:
+    """Make ``--target KIND[:PARAMETERS]`` create ``factory(spec, settings)``. Registering the same
+    factory again is harmless (a conftest.py may be imported by several pytest-xdist workers);
+    registering another one under a taken kind is an error."""
+    _load_entry_points()
+    existing = _REGISTRY.get(kind)
+    if existing is not None and existing.factory is not factory:
+        raise ValueError(f"target kind {kind!r} is already registered ({existing.source})")
+    module = getattr(factory, "__module__", "?")
+    _REGISTRY[kind] = _Entry(f"register() in {module}", help_text or _help_of(factory), factory=factory)
+
+
+def _help_of(factory) -> str:
+    text = getattr(factory, "help", None) or (factory.__doc__ or "").strip()
+    return text.split("\n\n", 1)[0].replace("\n", " ").strip() or "(no description)"
+
+
+def _load_entry_points() -> None:
+    global _entry_points_loaded
+    if _entry_points_loaded:
+        return
+    _entry_points_loaded = True
+    for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
+        if ep.name in _REGISTRY:
+            continue  # two installed distributions claim one kind: the first found wins
+        source = f"entry point {ep.name} = {ep.value}"
+        entry = _Entry(source, "", entry_point=ep)
+        try:
+            entry.help_text = _help_of(entry.load())
+        except TargetUnavailable:
+            entry.help_text = f"(unavailable: {entry.broken})"
+        _REGISTRY[ep.name] = entry
 
 
 def kind_of(spec: str) -> str:
@@ -22,51 +92,35 @@ def kind_of(spec: str) -> str:
 
 
 def create(spec: str, settings: TargetSettings) -> Target:
-    try:
-        factory, _ = _REGISTRY[kind_of(spec)]
-    except KeyError:
-        raise TargetUnavailable(f"unknown target {spec!r}; known targets:\n{describe_all()}") from None
-    return factory(spec, settings)
+    _load_entry_points()
+    entry = _REGISTRY.get(kind_of(spec))
+    if entry is None:
+        raise TargetUnavailable(f"unknown target {spec!r}; known targets:\n{describe_all()}")
+    return entry.load()(spec, settings)
+
+
+def kinds() -> list[str]:
+    _load_entry_points()
+    return sorted(_REGISTRY)
 
 
 def describe_all() -> str:
-    return "\n".join(f"  {kind:<12} {text}" for kind, (_, text) in sorted(_REGISTRY.items()))
+    _load_entry_points()
+    width = max((len(k) for k in _REGISTRY), default=12)
+    return "\n".join(f"  {kind:<{width}}  {entry.help_text}" for kind, entry in sorted(_REGISTRY.items()))
 
-
-def _register_builtin() -> None:
-    from conformance.targets.beam_peers import BeamDirectTarget, BeamFnApiTarget
-    from conformance.targets.grpc_endpoint import GrpcTarget
-    from conformance.targets.reference import ReferenceTarget
-    from conformance.targets.spark import SparkTarget
-
-    register("beam-direct", BeamDirectTarget, "Beam's DirectRunner as shipped (a peer)")
-    register("beam-fnapi", BeamFnApiTarget, "Beam's FnApiRunner, in process (a peer)")
-    register(
-        "reference",
-        ReferenceTarget,
-        "our reference runner, in process (batch and streaming); schedule knobs after a colon: "
-        "reference:bundle_size=whole|N|random,splits=none|random,seed=N,faults=P,fuse=true|false,"
-        "clock=virtual|wall",
-    )
-    register(
-        "spark",
-        SparkTarget,
-        "our Spark backend through PySpark: spark (local[2]), spark:master=spark://HOST:PORT, "
-        "spark:bundle_size=N, spark:seed=N (seeded micro-batch boundaries); options combine with commas",
-    )
-    register("grpc", GrpcTarget, "any Beam Job API endpoint: grpc://HOST:PORT, or grpc with --job-server-cmd")
-
-
-_register_builtin()
 
 __all__ = [
+    "ENTRY_POINT_GROUP",
     "CaseFailure",
     "CaseRunner",
+    "JobServerTarget",
     "RunResult",
     "Target",
     "TargetSettings",
     "TargetUnavailable",
     "create",
     "describe_all",
+    "kinds",
     "register",
 ]

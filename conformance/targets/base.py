@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import apache_beam as beam
@@ -54,6 +55,11 @@ class Target:
     def __init__(self, spec: str, settings: TargetSettings):
         self.spec = spec
         self.settings = settings
+
+    def fetch(self, progress: Callable[[str], None]) -> None:
+        """Bring the target's artifacts (binaries, jars, packages) into the cache, if missing.
+        Called once per session before any case runs (and by ``beam-conformance fetch``);
+        ``progress`` takes one line of news at a time."""
 
     def start(self) -> None:
         pass

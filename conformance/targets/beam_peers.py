@@ -7,13 +7,23 @@ from conformance.targets.base import Target
 
 
 class BeamDirectTarget(Target):
-    """Beam's DirectRunner as shipped: FnApiRunner for batch, the bundle-based
-    direct runner for streaming (TestStream) pipelines."""
+    """Beam's DirectRunner as its docstring describes it: FnApiRunner for batch, the bundle-based
+    direct runner for streaming (TestStream) pipelines; never Prism."""
 
     name = "beam-direct"
+    help = "Beam's DirectRunner (a peer): FnApiRunner for batch, BundleBasedDirectRunner for streaming, never Prism"
 
     def runner(self):
-        return "DirectRunner"
+        from apache_beam.runners.direct.direct_runner import DirectRunner
+
+        runner = DirectRunner()
+        # Since Beam 2.6x DirectRunner hands a pipeline to Prism first whenever Prism can be had
+        # (cached, configured or downloaded), and falls back only if that fails: the column would
+        # silently become Prism's on some machines. is_interactive() is the switch Interactive
+        # Beam uses to keep it off Prism; in 2.77 it decides nothing else. Prism is a target of
+        # its own (prism).
+        runner.is_interactive()
+        return runner
 
     def run_shaped(self, pipeline, shape):
         raise ShapeNotApplicable(
@@ -35,6 +45,7 @@ class BeamFnApiTarget(Target):
     """Beam's FnApiRunner, in process."""
 
     name = "beam-fnapi"
+    help = "Beam's FnApiRunner, in process (a peer)"
 
     def runner(self):
         from apache_beam.runners.portability.fn_api_runner import FnApiRunner

@@ -13,6 +13,7 @@ import json
 import shlex
 import shutil
 import tempfile
+from collections.abc import Callable
 
 from conformance import shapes
 from conformance.targets.base import Target, TargetUnavailable
@@ -23,12 +24,10 @@ from conformance.targets.workers import WorkerPoolProcess, write_boot_command
 class JobServerProcess:
     """A job server the session started, owned by process id and stopped with its children."""
 
-    def __init__(self, command: str, timeout: float):
-        if "{port}" not in command:
-            raise TargetUnavailable(f"--job-server-cmd must contain {{port}}: {command!r}")
+    def __init__(self, argv_for_port: Callable[[int], list[str]], timeout: float):
         self.port = free_port()
         self.endpoint = f"127.0.0.1:{self.port}"
-        self.argv = shlex.split(command.replace("{port}", str(self.port)))
+        self.argv = argv_for_port(self.port)
         self.timeout = timeout
         self.process = None
         self.log = tempfile.NamedTemporaryFile(prefix="job-server-", suffix=".log", delete=False)
@@ -46,13 +45,17 @@ class JobServerProcess:
 
 
 class GrpcTarget(Target):
+    """any Beam Job API endpoint: grpc://HOST:PORT, or grpc with --job-server-cmd"""
+
     in_process_worker = False
 
     def __init__(self, spec, settings):
         super().__init__(spec, settings)
         # "grpc" alone: the endpoint comes from the job server this session starts.
         self.endpoint = spec[len("grpc://") :] if spec.startswith("grpc://") else ""
-        if not self.endpoint and not settings.job_server_cmd:
+        if settings.job_server_cmd and "{port}" not in settings.job_server_cmd:
+            raise TargetUnavailable(f"--job-server-cmd must contain {{port}}: {settings.job_server_cmd!r}")
+        if not self.endpoint and not self.starts_job_server():
             raise TargetUnavailable("target grpc needs an endpoint (grpc://HOST:PORT) or --job-server-cmd")
         self.server: JobServerProcess | None = None
         self.pool: WorkerPoolProcess | None = None
@@ -66,8 +69,8 @@ class GrpcTarget(Target):
     def start(self) -> None:
         try:
             self._provide_workers()
-            if self.settings.job_server_cmd:
-                self.server = JobServerProcess(self.settings.job_server_cmd, self.settings.job_server_timeout)
+            if self.starts_job_server():
+                self.server = JobServerProcess(self.job_server_argv, self.settings.job_server_timeout)
                 self.server.start()
                 self.endpoint = self.server.endpoint
             else:
@@ -75,6 +78,15 @@ class GrpcTarget(Target):
         except BaseException:
             self.stop()
             raise
+
+    def starts_job_server(self) -> bool:
+        """Does the session start (and stop) this target's job server?"""
+        return bool(self.settings.job_server_cmd)
+
+    def job_server_argv(self, port: int) -> list[str]:
+        """The command that serves the Job API on ``port`` (here: --job-server-cmd)."""
+        assert self.settings.job_server_cmd is not None
+        return shlex.split(self.settings.job_server_cmd.replace("{port}", str(port)))
 
     def _provide_workers(self) -> None:
         """EXTERNAL or PROCESS without a config: workers from this session (see workers.py)."""
@@ -116,9 +128,9 @@ class GrpcTarget(Target):
 
     def describe(self) -> dict:
         info = super().describe()
-        info.update(
-            endpoint=self.endpoint, environment_type=self.environment_type, job_server_cmd=self.settings.job_server_cmd
-        )
+        info.update(endpoint=self.endpoint, environment_type=self.environment_type)
+        if self.settings.job_server_cmd:
+            info["job_server_cmd"] = self.settings.job_server_cmd
         if self.pool is not None:
             info["worker_pool"] = self.pool.address
         elif self.environment_config:

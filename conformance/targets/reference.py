@@ -10,6 +10,11 @@ from conformance.targets.base import Target, TargetUnavailable
 
 class ReferenceTarget(Target):
     name = "reference"
+    help = (
+        "our reference runner, in process (batch and streaming); schedule knobs after a colon: "
+        "reference:bundle_size=whole|N|random,splits=none|random,seed=N,faults=P,fuse=true|false,"
+        "clock=virtual|wall"
+    )
 
     def __init__(self, spec, settings):
         super().__init__(spec, settings)

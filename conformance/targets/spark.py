@@ -10,6 +10,10 @@ from conformance.targets.base import Target, TargetUnavailable
 
 class SparkTarget(Target):
     name = "spark"
+    help = (
+        "our Spark backend through PySpark: spark (local[2]), spark:master=spark://HOST:PORT, "
+        "spark:bundle_size=N, spark:seed=N (seeded micro-batch boundaries); options combine with commas"
+    )
     in_process_worker = False  # bundles run in Spark's Python workers: checks confirm through metrics
 
     def __init__(self, spec, settings):

@@ -1,0 +1,67 @@
+"""Every version of every runner we did not write, pinned in this one place.
+
+The Python SDK that submits the pipelines is the kit's own dependency (``apache-beam`` in
+pyproject.toml). Each runner is the newest release this machine's registries serve whole:
+- Prism comes from the Go module proxy at the SDK's own version.
+- Beam's Java job servers: Maven Central serves no ``beam-runners-*-job-server`` jar of any recent
+  release here, so the job server is run from the runner's own jar (its ``*JobServerDriver`` main
+  class) on the classpath Maven resolves. The newest Beam release whose Flink and Spark runner
+  jars resolve with all their dependencies is 2.62.0 (2.70.0's runner jars are served, but their
+  ``beam-runners-java-job-service`` 2.70.0 is not; nor are 2.63-2.69 and 2.71-2.77).
+- Samza: ``beam-runners-samza`` is served only at 2.14.0 (2019), too old for this SDK's
+  pipelines; see samza_status below.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class GoTool:
+    module: str
+    version: str
+
+
+@dataclass(frozen=True)
+class JavaJobServer:
+    """A Beam job server run as ``java -cp <classpath of the coordinates> MAIN``."""
+
+    beam_version: str
+    runner_artifact: str  # org.apache.beam:<this>:<beam_version> holds the driver class
+    main_class: str
+    engine: str  # the engine and the version it runs, for the results
+    extra_coordinates: tuple[str, ...] = field(default=())  # "provided" dependencies the jar needs
+
+    @property
+    def coordinates(self) -> list[str]:
+        return [f"org.apache.beam:{self.runner_artifact}:{self.beam_version}", *self.extra_coordinates]
+
+
+PRISM = GoTool("github.com/apache/beam/sdks/v2/go/cmd/prism", "v2.77.0")
+
+BEAM_JAVA = "2.62.0"
+
+FLINK = JavaJobServer(
+    beam_version=BEAM_JAVA,
+    runner_artifact="beam-runners-flink-1.19",
+    main_class="org.apache.beam.runners.flink.FlinkJobServerDriver",
+    engine="Flink 1.19.0 (embedded local cluster)",
+)
+
+# Beam's Spark 3 runner compiles against Spark 3.2 and declares Spark "provided"; 3.5.0 is the newest
+# Spark its build tests against, and the first of them to run on Java 17.
+SPARK_FOR_BEAM_JOB_SERVER = "3.5.0"
+BEAM_SPARK_JOB_SERVER = JavaJobServer(
+    beam_version=BEAM_JAVA,
+    runner_artifact="beam-runners-spark-3",
+    main_class="org.apache.beam.runners.spark.SparkJobServerDriver",
+    engine=f"Spark {SPARK_FOR_BEAM_JOB_SERVER} (local[2])",
+    extra_coordinates=(
+        f"org.apache.spark:spark-core_2.12:{SPARK_FOR_BEAM_JOB_SERVER}",
+        f"org.apache.spark:spark-streaming_2.12:{SPARK_FOR_BEAM_JOB_SERVER}",
+    ),
+)
+
+# Beam's DaskRunner is part of apache-beam; these are the packages it runs on.
+DASK = ("dask==2026.8.0", "distributed==2026.8.0")
