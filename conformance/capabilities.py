@@ -35,11 +35,47 @@ class Capability:
     streaming: bool = False
     # Why no case can exercise it from a Python pipeline (empty: cases exist).
     untestable: str = ""
+    # Cross-cutting properties (CROSS_CUTTING) that are this capability's own subject: a deviation
+    # in them stays in this capability's row (e.g. batch count triggers: their point is EARLY panes).
+    owns: tuple[str, ...] = ()
 
     @property
     def group(self) -> str:
         """The pytest marker that selects every capability of this family."""
         return self.id.split(".", 1)[0]
+
+
+# Properties that many cases check on the way to their own subject. When a case's every deviation
+# lies in one of them, the matrix counts the failure under the property's own capability, and the
+# case's own row shows what the case is about: passed (everything else held) or not judged (the
+# case could not get that far). One root cause then fails one row, not every row it touches.
+PANE_METADATA = "pane metadata"
+METRICS_REPORTING = "metrics reporting"
+
+
+@dataclass(frozen=True)
+class CrossCutting:
+    name: str
+    capability: str  # where its deviations are counted
+    description: str
+
+
+CROSS_CUTTING = {
+    c.name: c
+    for c in (
+        CrossCutting(
+            PANE_METADATA,
+            "panes.metadata",
+            "output that is right in values, timestamps and windows, with wrong PaneInfo fields "
+            "(first/last flags, timing, index)",
+        ),
+        CrossCutting(
+            METRICS_REPORTING,
+            "metrics.counters",
+            "the runner reports no metrics at all, so a case that reads one cannot judge its own subject",
+        ),
+    )
+}
 
 
 SECTIONS = [
@@ -215,12 +251,20 @@ CAPABILITIES = [
     _C("triggers.accumulating", "Accumulating panes", "Accumulating", "UsesTestStream", True),
     _C("triggers.discarding", "Discarding panes", "Discarding", "UsesTestStream", True),
     _C("triggers.pane_info", "PaneInfo fields of fired panes", "Pane info", "UsesTestStream", True),
+    _C(
+        "panes.metadata",
+        "PaneInfo of the panes a batch GroupByKey or Combine fires: one ON_TIME pane, first and last "
+        "(also counts every case whose only deviation is pane metadata)",
+        "Pane info",
+        "ValidatesRunner",
+    ),
     # Triggers in batch (no TestStream): what the model fixes whatever the bundling.
     _C(
         "triggers.batch_count",
         "Element-count triggers in batch: EARLY panes, then one ON_TIME pane",
         "Count triggers",
         "ValidatesRunner",
+        owns=(PANE_METADATA,),
     ),
     _C("triggers.batch_accumulating", "Accumulating panes in batch nest", "Accumulating", "ValidatesRunner"),
     _C(
@@ -476,6 +520,16 @@ def get(capability_id: str) -> Capability:
         raise KeyError(f"unknown capability {capability_id!r}; known capabilities: {known}") from None
 
 
+def counts_elsewhere(cap: Capability, prop: str) -> Capability | None:
+    """Where a case of ``cap`` whose every deviation lies in ``prop`` is counted as failing: the
+    property's own capability, or None when the property is the case's own subject (its row
+    holds the property, or the capability owns it)."""
+    home = BY_ID[CROSS_CUTTING[prop].capability]
+    if home.row == cap.row or prop in cap.owns:
+        return None
+    return home
+
+
 def _check_consistency() -> None:
     sections = {s.anchor for s in SECTIONS}
     for row in ROWS:
@@ -483,6 +537,10 @@ def _check_consistency() -> None:
     for cap in CAPABILITIES:
         assert cap.row in ROWS_BY_NAME, cap
     assert len(BY_ID) == len(CAPABILITIES), "duplicate capability id"
+    for prop in CROSS_CUTTING.values():
+        assert prop.capability in BY_ID, prop
+    for cap in CAPABILITIES:
+        assert set(cap.owns) <= set(CROSS_CUTTING), cap
 
 
 _check_consistency()

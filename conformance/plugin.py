@@ -309,6 +309,17 @@ def runner(request, conformance_target) -> targets.CaseRunner:
 # --------------------------------------------------------------------------- outcomes
 
 
+@pytest.hookimpl(wrapper=True)
+def pytest_pyfunc_call(pyfuncitem):
+    """A case whose body passed still fails if a check deviated in a cross-cutting property
+    (CaseRunner.finish): only now has everything else it checks been checked."""
+    result = yield
+    runner = pyfuncitem.funcargs.get("runner")
+    if isinstance(runner, targets.CaseRunner) and pyfuncitem.stash.get(_CASE, None) is not None:
+        runner.finish()
+    return result
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item, call):
     outcome = yield
@@ -358,6 +369,9 @@ def pytest_runtest_makereport(item, call):
     )
     if case.known is not None:
         report.user_properties.append(("known_failure", case.known.describe()))
+    failure = call.excinfo.value if call.excinfo is not None else None
+    if kind in ("failed", "expected-failure") and getattr(failure, "cross_cutting", None):
+        report.user_properties.extend([("cross_cutting", failure.cross_cutting), ("judged", failure.judged)])
 
 
 def _message_of(call) -> str:

@@ -17,7 +17,7 @@ OUTCOMES = ("passed", "failed", "expected-failure", "unexpected-pass", "skipped"
 
 def case_record(nodeid: str, props: dict, duration_s: float) -> dict:
     cap = capabilities.get(props["capability"])
-    return {
+    record = {
         "id": props["case_id"],
         "nodeid": nodeid,
         "capability": cap.id,
@@ -30,6 +30,12 @@ def case_record(nodeid: str, props: dict, duration_s: float) -> dict:
         "message": portable_paths(props.get("conformance_message", "")),
         "known_failure": props.get("known_failure"),
     }
+    if props.get("cross_cutting"):
+        # every deviation lies in this property: the matrix counts it there (capabilities.CROSS_CUTTING),
+        # and in the case's own row as passed (judged) or as not judged
+        record["cross_cutting"] = props["cross_cutting"]
+        record["judged"] = bool(props.get("judged", True))
+    return record
 
 
 _SITE_PACKAGES = re.compile(r"/[^\s\"']*/site-packages/")

@@ -6,6 +6,7 @@ import pytest
 from apache_beam.utils.timestamp import Timestamp
 
 from conformance import elements
+from conformance.capabilities import PANE_METADATA
 from conformance.elements import (
     ANY,
     END_OF_GLOBAL_WINDOW_MS,
@@ -107,3 +108,29 @@ def test_el_rejects_misplaced_arguments_when_the_case_is_written():
         el("v", 1.0, (0, 10))
     with pytest.raises(TypeError, match="pane must be"):
         el("v", 1.0, GLOBAL, "ON_TIME")
+
+
+def test_a_deviation_only_in_pane_metadata_says_so_and_which_fields():
+    right = el("a", 9.999, W(0, 10), pane(True, True, "ON_TIME", 0, 0))
+    produced = [rec("a", 9999, W(0, 10), Pane(True, False, "ON_TIME", 0, 0))]
+    verdict = elements.compare([right], produced)
+    assert not verdict.ok and verdict.only_in == PANE_METADATA
+    assert "only the pane metadata differs (last)" in verdict.text
+
+
+def test_a_deviation_in_values_as_well_is_not_a_pane_deviation():
+    right = el("a", 9.999, W(0, 10), pane(True, True, "ON_TIME", 0, 0))
+    produced = [rec("b", 9999, W(0, 10), Pane(True, False, "ON_TIME", 0, 0))]
+    assert elements.compare([right], produced).only_in is None
+    # a value check without panes has nothing to attribute
+    assert elements.compare(["a"], [rec("b")]).only_in is None
+
+
+def test_one_of_reports_an_alternative_that_differs_only_in_panes():
+    produced = [rec("a", 9999, W(0, 10), Pane(True, False, "EARLY", 0, -1))]
+    expected = one_of(
+        [el("z", 9.999, W(0, 10), pane(True, True, "ON_TIME", 0, 0))],
+        [el("a", 9.999, W(0, 10), pane(True, True, "ON_TIME", 0, 0))],
+    )
+    verdict = elements.compare(expected, produced)
+    assert verdict.only_in == PANE_METADATA and "(last, timing, nonspec)" in verdict.text

@@ -146,3 +146,36 @@ def test_results_name_installed_modules_without_machine_paths():
 
     text = 'File "/home/me/.tox/x/lib/python3.11/site-packages/apache_beam/runners/a.py", line 3'
     assert portable_paths(text) == 'File "<site-packages>/apache_beam/runners/a.py", line 3'
+
+
+def test_a_deviation_only_in_a_cross_cutting_property_counts_in_that_propertys_row():
+    def deviating(id_, capability, prop, judged=True):
+        c = case(id_, capability, "expected-failure", f"only {prop}", known="a known pane bug")
+        return {**c, "cross_cutting": prop, "judged": judged}
+
+    doc = results_doc(
+        "r",
+        [
+            deviating("gbk/fixed_a", "gbk.fixed", "pane metadata"),
+            case("gbk/fixed_b", "gbk.fixed", "passed"),
+            case("panes/own", "panes.metadata", "failed", "pane"),
+            # a case whose subject is the panes (it owns the property): stays where it is
+            deviating("triggers_batch/early", "triggers.batch_count", "pane metadata"),
+            # could not read its metric: not judged in its own row, failing under Metrics
+            deviating("pardo/lifecycle", "pardo.lifecycle", "metrics reporting", judged=False),
+            case("pardo/map", "pardo.basic", "passed"),
+        ],
+    )
+    m = matrix.build([doc])
+    assert m.row_cell("Fixed windows", "r").verdict == "Yes"
+    assert "1 case deviating only in another row's property" in m.row_cell("Fixed windows", "r").qualifier
+    panes = m.row_cell("Pane info", "r")
+    assert panes.verdict == "No" and [c["id"] for c in panes.attributed] == ["gbk/fixed_a"]
+    assert m.row_cell("Count triggers", "r").verdict == "No"  # owns pane metadata
+    parde = m.row_cell("ParDo", "r")
+    assert parde.verdict == "Yes" and [c["id"] for c in parde.not_judged] == ["pardo/lifecycle"]
+    assert m.row_cell("Metrics", "r").verdict == "No"
+    # the totals still count what happened: the case did fail
+    assert doc["summary"]["expected-failure"] == 3
+    text = json.dumps(matrix.to_json(m))
+    assert '"attributed_from": "gbk.fixed"' in text and '"not_judged": [{"id": "pardo/lifecycle"' in text

@@ -13,7 +13,7 @@ import html
 from importlib import resources
 
 from conformance import capabilities, diff
-from conformance.report.matrix import Cell, Column, Matrix
+from conformance.report.matrix import Cell, Column, Matrix, counted
 
 SYMBOL = {"Yes": "✓", "Partially": "◐", "No": "✗", "": "–"}
 CSS_CLASS = {"Yes": "v-yes", "Partially": "v-partially", "No": "v-no", "": "v-none"}
@@ -78,10 +78,38 @@ def _grid_cell(row: str, index: int, col: Column, cell: Cell) -> str:
     )
 
 
+def _root_cause_note(case: dict) -> str:
+    """Where else a case counts: its only deviation's row, or the row it came from."""
+    if case.get("attributed_from"):
+        origin = capabilities.BY_ID.get(case["attributed_from"])
+        where = f"{origin.title} ({origin.row})" if origin else case["attributed_from"]
+        return (
+            f'<div class="root-cause">a case of {_e(where)} whose only deviation is '
+            f"{_e(case['cross_cutting'])}: counted here as failing, there as "
+            f"{'passing' if case.get('judged', True) else 'not judged'}</div>"
+        )
+    if case.get("counted_under"):
+        home = capabilities.BY_ID[case["counted_under"]]
+        verdict = "holds" if counted(case) == "passed" else "could not be judged"
+        return (
+            f'<div class="root-cause">what this case is about {verdict}; its only deviation, '
+            f"{_e(case['cross_cutting'])}, is counted under {_e(home.row)} ({_e(home.id)})</div>"
+        )
+    return ""
+
+
 def _case_items(cell: Cell, changes: dict) -> str:
     items = []
-    for case in cell.failing + cell.passing + cell.skipped:
-        kind = "failing" if case in cell.failing else "passing" if case in cell.passing else "skipped"
+    for case in cell.failing + cell.passing + cell.not_judged + cell.skipped:
+        kind = (
+            "failing"
+            if case in cell.failing
+            else "passing"
+            if case in cell.passing
+            else "not-judged"
+            if case in cell.not_judged
+            else "skipped"
+        )
         change = changes.get(case["id"])
         note = (
             f' <span class="changed-note">({_e(change.kind)}: was {_e(change.before or "absent")})</span>'
@@ -92,13 +120,14 @@ def _case_items(cell: Cell, changes: dict) -> str:
             f'<div class="known">known failure: {_e(case["known_failure"])}</div>' if case.get("known_failure") else ""
         )
         message = ""
-        if kind == "failing":
+        if kind == "failing" or case.get("counted_under"):
             message = f'<pre class="message">{_e(case["message"] or "(no message)")}</pre>'
         elif kind == "skipped" and case.get("message"):
             message = f'<div class="skip-reason">{_e(case["message"])}</div>'
+        outcome = case["outcome"] if not case.get("counted_under") else f"{case['outcome']}, {counted(case)} here"
         items.append(
-            f'<li class="{kind}"><span class="outcome">{_e(case["outcome"])}</span> '
-            f"<code>{_e(case['id'])}</code>{note}{known}{message}</li>"
+            f'<li class="{kind}"><span class="outcome">{_e(outcome)}</span> '
+            f"<code>{_e(case['id'])}</code>{note}{_root_cause_note(case)}{known}{message}</li>"
         )
     return "".join(items)
 

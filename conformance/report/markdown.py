@@ -87,6 +87,8 @@ def _failures(matrix: Matrix) -> list[str]:
         out += [f"### {col.name}", "", "| case | outcome | reason or first line of the failure |", "|---|---|---|"]
         for case in sorted(failing, key=lambda c: c["id"]):
             why = case.get("known_failure") or (case["message"].strip().splitlines() or [""])[0]
+            if case.get("attributed_from"):
+                why = f"only {case['cross_cutting']} deviates (counted under that row): {why}"
             out.append(f"| `{case['id']}` | {case['outcome']} | {_esc(why)[:200]} |")
         out.append("")
     if not any_failure:

@@ -17,10 +17,19 @@ from conformance import capabilities, diff
 
 PASSING = ("passed", "unexpected-pass")
 FAILING = ("failed", "expected-failure", "error")
+# A case whose every deviation lies in a cross-cutting property (capabilities.CROSS_CUTTING) is
+# counted twice, once per row: in its own row as it fares on its own subject ("counted": passed, or
+# not-judged when it could not get that far), and in the property's row as failing ("attributed_from").
+NOT_JUDGED = "not-judged"
 
 
 def _cases(n: int) -> str:
     return f"{n} case" if n == 1 else f"{n} cases"
+
+
+def counted(case: dict) -> str:
+    """The outcome a case counts with in the cell that holds it."""
+    return case.get("counted", case["outcome"])
 
 
 @dataclass
@@ -31,19 +40,34 @@ class Cell:
 
     @property
     def ran(self) -> list[dict]:
-        return [c for c in self.cases if c["outcome"] in PASSING + FAILING]
+        return [c for c in self.cases if counted(c) in PASSING + FAILING]
 
     @property
     def passing(self) -> list[dict]:
-        return [c for c in self.cases if c["outcome"] in PASSING]
+        return [c for c in self.cases if counted(c) in PASSING]
 
     @property
     def failing(self) -> list[dict]:
-        return [c for c in self.cases if c["outcome"] in FAILING]
+        return [c for c in self.cases if counted(c) in FAILING]
 
     @property
     def skipped(self) -> list[dict]:
-        return [c for c in self.cases if c["outcome"] == "skipped"]
+        return [c for c in self.cases if counted(c) == "skipped"]
+
+    @property
+    def not_judged(self) -> list[dict]:
+        """Cases that could not judge this row's subject (their deviation lies elsewhere)."""
+        return [c for c in self.cases if counted(c) == NOT_JUDGED]
+
+    @property
+    def attributed(self) -> list[dict]:
+        """Failing cases of other rows whose only deviation lies in this row's property."""
+        return [c for c in self.cases if c.get("attributed_from")]
+
+    @property
+    def deviating_elsewhere(self) -> list[dict]:
+        """Cases that pass on this row's subject and deviate only in another row's property."""
+        return [c for c in self.cases if c.get("counted") == "passed" and c["outcome"] not in PASSING]
 
     @property
     def verdict(self) -> str:
@@ -55,11 +79,20 @@ class Cell:
 
     @property
     def qualifier(self) -> str:
+        notes = []
+        if self.deviating_elsewhere:
+            notes.append(f"{_cases(len(self.deviating_elsewhere))} deviating only in another row's property")
+        if self.not_judged:
+            notes.append(f"{_cases(len(self.not_judged))} not judged")
+        if self.attributed:
+            notes.append(f"{_cases(len(self.attributed))} from other rows, deviating only here")
+        suffix = f"; {', '.join(notes)}" if notes else ""
         if not self.ran:
-            return "not tested" if not self.skipped else f"{_cases(len(self.skipped))} skipped"
+            return ("not tested" if not self.skipped else f"{_cases(len(self.skipped))} skipped") + suffix
         if self.verdict == "Yes":
-            return "the only case passes" if len(self.ran) == 1 else f"all {len(self.ran)} cases pass"
-        return f"{len(self.passing)} of {_cases(len(self.ran))} pass"
+            text = "the only case passes" if len(self.ran) == 1 else f"all {len(self.ran)} cases pass"
+            return text + suffix
+        return f"{len(self.passing)} of {_cases(len(self.ran))} pass" + suffix
 
     def note(self) -> str:
         """Why cases fail: known-failure reasons first, else the failing capabilities."""
@@ -87,10 +120,18 @@ class Cell:
                     "outcome": c["outcome"],
                     "message": c["message"],
                     "known_failure": c.get("known_failure"),
+                    **({"attributed_from": c["attributed_from"]} if c.get("attributed_from") else {}),
                 }
                 for c in self.failing
             ],
             "passing": [c["id"] for c in self.passing],
+            "deviating_elsewhere": [
+                {"id": c["id"], "outcome": c["outcome"], "cross_cutting": c["cross_cutting"]}
+                for c in self.deviating_elsewhere
+            ],
+            "not_judged": [
+                {"id": c["id"], "outcome": c["outcome"], "cross_cutting": c["cross_cutting"]} for c in self.not_judged
+            ],
         }
 
 
@@ -163,9 +204,21 @@ def build(documents: list[dict], previous: dict[str, dict] | None = None) -> Mat
                 rows.setdefault(case.get("matrix_row", "Other"), {c.name: Cell() for c in columns})
                 rows[case.get("matrix_row", "Other")][name].cases.append(case)
                 continue
-            caps[cap.id][name].cases.append(case)
-            rows[cap.row][name].cases.append(case)
+            for holder, entry in _placements(cap, case):
+                caps[holder.id][name].cases.append(entry)
+                rows[holder.row][name].cases.append(entry)
     return Matrix(columns, rows, caps)
+
+
+def _placements(cap: capabilities.Capability, case: dict) -> list[tuple[capabilities.Capability, dict]]:
+    """Where a case counts: its own capability, and, when every deviation lies in a cross-cutting
+    property that is not its own subject, that property's capability too (as a failure there)."""
+    prop = case.get("cross_cutting")
+    home = capabilities.counts_elsewhere(cap, prop) if prop and case["outcome"] in FAILING else None
+    if home is None:
+        return [(cap, case)]
+    own = {**case, "counted": "passed" if case.get("judged", True) else NOT_JUDGED, "counted_under": home.id}
+    return [(cap, own), (home, {**case, "attributed_from": cap.id})]
 
 
 def to_json(matrix: Matrix) -> dict:

@@ -13,10 +13,22 @@ from apache_beam.metrics.metric import MetricsFilter
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from conformance import checks, shapes
+from conformance.capabilities import METRICS_REPORTING
 
 
 class CaseFailure(AssertionError):
-    """A case failed: wrong output, a failed job, or checks that never ran."""
+    """A case failed: wrong output, a failed job, or checks that never ran.
+
+    ``cross_cutting`` names the one property every deviation lies in (capabilities.CROSS_CUTTING),
+    when there is one: the matrix then counts the failure under that
+    property's own capability (capabilities.CROSS_CUTTING) and the case's own row under
+    ``judged``: True when everything else the case checks was checked and held, False when the
+    case could not get that far (no metrics to read)."""
+
+    def __init__(self, message: str, cross_cutting: str | None = None, judged: bool = True):
+        super().__init__(message)
+        self.cross_cutting = cross_cutting
+        self.judged = judged
 
 
 class TargetUnavailable(RuntimeError):
@@ -121,6 +133,12 @@ class RunResult:
         """Sum a metric over steps: attempted by default (falls back to committed
         when the runner reports only that); ``committed=True`` reads committed values."""
         results = self._query(kind, namespace, name)
+        if not results and not any(self.metrics.values()):
+            raise CaseFailure(
+                f"the runner reported no metrics at all, so the case cannot read its {kind[:-1]} {name!r}",
+                cross_cutting=METRICS_REPORTING,
+                judged=False,
+            )
         if not results:
             raise CaseFailure(
                 f"the runner reported no {kind[:-1]} named {name!r}; it reported: "
@@ -176,6 +194,9 @@ class CaseRunner:
     def __init__(self, target: Target, streaming: bool):
         self.target = target
         self.streaming = streaming
+        # checks whose output differed only in a cross-cutting property: check id -> (property,
+        # text). The case fails with them once its body has checked everything else (finish()).
+        self.deviations: dict[str, tuple[str, str]] = {}
 
     def pipeline(self, *extra_args: str) -> beam.Pipeline:
         options = PipelineOptions(self.target.option_args(self.streaming) + list(extra_args))
@@ -203,8 +224,11 @@ class CaseRunner:
         except Exception as e:  # the job failed: show our diff if a check failed, else the runner's text
             text = f"{type(e).__name__}: {e}"
             diffs = _DIFF.findall(text)
+            self._collect_deviations(checks.checks_of(pipeline), {})
             if diffs:
-                raise CaseFailure("output differs from the Beam model:\n" + "\n".join(dict.fromkeys(diffs))) from None
+                raise CaseFailure(
+                    "output differs from the Beam model:\n" + "\n".join(dict.fromkeys(diffs)) + self._deviation_note()
+                ) from None
             note = self.target.explain_failure(text)
             note = f"\n({note})" if note else ""
             raise CaseFailure(f"the job failed on {self.target.name}:\n{_tail(text)}{note}") from None
@@ -212,12 +236,47 @@ class CaseRunner:
         if "DONE" not in state:
             raise CaseFailure(f"the job finished in state {state}, not DONE")
         metrics = _all_metrics(result)
+        self._collect_deviations(checks.checks_of(pipeline), metrics)
         self._confirm(checks.checks_of(pipeline), metrics)
         return RunResult(state, metrics)
 
+    def _collect_deviations(self, check_ids: list[str], metrics: dict) -> None:
+        """The checks of this pipeline that deviated only in a cross-cutting property, from the
+        runner's metrics (the summary line) or, better, from this process (the whole diff)."""
+        for m in metrics.get("counters", ()):
+            if m.key.metric.namespace == checks.DEVIATION_NAMESPACE and ((m.committed or 0) + (m.attempted or 0)) > 0:
+                check_id, prop, summary = (m.key.metric.name.split(checks.DEVIATION_SEPARATOR, 2) + ["", ""])[:3]
+                if check_id in check_ids:
+                    self.deviations.setdefault(check_id, (prop, summary))
+        for check_id in check_ids:
+            found = checks.deviation_in_process(check_id)
+            if found is not None:
+                self.deviations[check_id] = found
+
+    def _deviation_note(self) -> str:
+        if not self.deviations:
+            return ""
+        properties = sorted({p for p, _ in self.deviations.values()})
+        return f"\n(other checks of the case deviated only in {', '.join(properties)})"
+
+    def finish(self) -> None:
+        """After the case's body passed: fail it if any check deviated in a cross-cutting property."""
+        __tracebackhide__ = True
+        if not self.deviations:
+            return
+        properties = sorted({prop for prop, _ in self.deviations.values()})
+        texts = "\n".join(dict.fromkeys(text for _, text in self.deviations.values()))
+        raise CaseFailure(
+            f"output differs from the Beam model only in {' and '.join(properties)} (counted under that "
+            f"property's own capability; everything else the case checks holds):\n{texts}",
+            cross_cutting=properties[0] if len(properties) == 1 else None,
+        )
+
     def shaped(self, shape: str) -> CaseRunner:
         """This runner, submitting every pipeline in ``shape``."""
-        return _ShapedCaseRunner(self.target, self.streaming, shape)
+        shaped = _ShapedCaseRunner(self.target, self.streaming, shape)
+        shaped.deviations = self.deviations  # one case, one account of its deviations
+        return shaped
 
     def run_expecting_failure(self, pipeline: beam.Pipeline, match: str) -> str:
         """Run a pipeline that must fail; its error text must contain ``match``."""
@@ -242,7 +301,11 @@ class CaseRunner:
             for m in metrics["counters"]
             if m.key.metric.namespace == checks.CONFIRM_NAMESPACE and ((m.committed or 0) > 0 or (m.attempted or 0) > 0)
         }
-        unconfirmed = [c for c in check_ids if c not in reported and not checks.confirmed_in_process(c)]
+        unconfirmed = [
+            c
+            for c in check_ids
+            if c not in reported and c not in self.deviations and not checks.confirmed_in_process(c)
+        ]
         if not unconfirmed:
             return
         if not reported and not self.target.in_process_worker and self.target.settings.trust_unconfirmed_checks:

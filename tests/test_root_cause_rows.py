@@ -1,0 +1,114 @@
+"""One root cause fails one row: a runner that groups and windows right but marks every final
+pane as not last shows Yes in every windowing row and No in the pane row.
+
+The runner is ours with one deliberate bug: every GroupByKey's output passes through a DoFn that
+re-emits each element of a last pane with ``is_last`` false (and combiners are not lifted, so
+Combine groups through that GroupByKey too). It comes in as a runner author's target would, from a
+conftest.py through the public ``register()`` call.
+"""
+
+import json
+import textwrap
+
+from conformance.cli import write_reports
+from conformance.report.matrix import build
+
+CONFTEST = textwrap.dedent('''
+    import apache_beam as beam
+    from apache_beam.pipeline import PTransformOverride
+    from apache_beam.utils.windowed_value import PaneInfo, WindowedValue
+
+    from conformance import targets
+    from conformance.targets.reference import ReferenceTarget
+    from reference_runner import ReferenceRunner
+
+
+    class _NotLast(beam.DoFn):
+        def process(self, element, ts=beam.DoFn.TimestampParam, w=beam.DoFn.WindowParam, pane=beam.DoFn.PaneInfoParam):
+            if pane.is_last:
+                pane = PaneInfo(pane.is_first, False, pane.timing, pane.index, pane.nonspeculative_index)
+            yield WindowedValue(element, ts, [w], pane)
+
+
+    class _Grouped(beam.GroupByKey):
+        """The real GroupByKey inside the replacement (not matched again)."""
+
+
+    class _GroupThenMislabel(beam.PTransform):
+        def expand(self, pcoll):
+            return pcoll | _Grouped() | beam.ParDo(_NotLast())
+
+
+    class _Override(PTransformOverride):
+        def matches(self, applied):
+            return type(applied.transform) is beam.GroupByKey
+
+        def get_replacement_transform_for_applied_ptransform(self, applied):
+            return _GroupThenMislabel()
+
+
+    class _MislabellingRunner(ReferenceRunner):
+        def run_pipeline(self, pipeline, options):
+            pipeline.replace_all([_Override()])
+            return super().run_pipeline(pipeline, options)
+
+
+    class MislabelsFinalPane(ReferenceTarget):
+        """our reference runner with one bug: every final pane is marked not last"""
+
+        name = "mislabels-final-pane"
+
+        def runner(self):
+            return _MislabellingRunner(lift=False)
+
+
+    targets.register("mislabels-final-pane", MislabelsFinalPane)
+''')
+
+# the capability groups of the windowing rows (GroupByKey, window and Combine cases), and the pane cases
+SELECTION = "(gbk or window or combine or panes) and not streaming and not property"
+WINDOWING_ROWS = ("Fixed windows", "Sliding windows", "Session windows", "Timestamp control")
+
+
+def test_a_runner_that_mislabels_only_the_final_pane_fails_the_pane_row_alone(pytester, tmp_path):
+    pytester.makeconftest(CONFTEST)
+    result = pytester.runpytest_subprocess(
+        "-p",
+        "no:cacheprovider",
+        "--tb=line",
+        "-q",
+        "--target",
+        "mislabels-final-pane",
+        "--expectations",
+        "none",
+        "--results-dir",
+        str(tmp_path),
+        "-n",
+        "2",
+        "-m",
+        SELECTION,
+        "--pyargs",
+        "conformance",
+    )
+    doc = json.loads((tmp_path / "results-mislabels-final-pane.json").read_text())
+    outcomes = {c["id"]: c for c in doc["cases"]}
+    assert result.ret == 1, result.stdout.str()[-2000:]  # the bug fails cases: the run is red
+
+    matrix = build([doc])
+    verdicts = {row: matrix.row_cell(row, "mislabels-final-pane").verdict for row in (*WINDOWING_ROWS, "Pane info")}
+    assert verdicts == {**dict.fromkeys(WINDOWING_ROWS, "Yes"), "Pane info": "No"}, verdicts
+
+    # every windowing case that failed did so on the pane alone, and counts under the pane row
+    failed = [c for c in outcomes.values() if c["outcome"] == "failed" and c["capability"] != "panes.metadata"]
+    assert failed and all(c.get("cross_cutting") == "pane metadata" and c["judged"] for c in failed), failed
+    pane_cell = matrix.row_cell("Pane info", "mislabels-final-pane")
+    assert {c["id"] for c in pane_cell.attributed} == {c["id"] for c in failed}
+    assert "only the pane metadata differs (last)" in failed[0]["message"]
+
+    # both placements show in the case's details
+    written = write_reports([str(tmp_path / "results-mislabels-final-pane.json")], str(tmp_path / "out"))
+    page = next(p for p in written if p.endswith(".html"))
+    with open(page) as f:
+        text = f.read()
+    assert "is counted under Pane info (panes.metadata)" in text
+    assert "whose only deviation is pane metadata: counted here as failing, there as passing" in text
