@@ -19,7 +19,19 @@ from test_report import case, results_doc, sample
 CHROMIUM = os.environ.get("CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
 REQUIRED = os.environ.get("BEAM_CONFORMANCE_REQUIRE_BROWSER") == "1"
 AXE_VERSION = "4.10.3"
-SIX = ["reference", "reference-job-server", "spark", "beam-direct", "beam-fnapi", "beam-local-job-service"]
+# the committed matrix's ten columns: ours, Beam's Python runners, and the runners we did not write
+TEN = [
+    "reference",
+    "reference-job-server",
+    "spark",
+    "beam-direct",
+    "beam-fnapi",
+    "beam-local-job-service",
+    "prism",
+    "flink",
+    "beam-spark-job-server",
+    "beam-dask",
+]
 
 
 def _unavailable(reason: str):
@@ -86,10 +98,10 @@ MESSAGE = (
 )
 
 
-def six_targets():
-    """Six runs over every capability, with every verdict somewhere (deterministic)."""
+def ten_targets():
+    """Ten runs over every capability, with every verdict somewhere (deterministic)."""
     docs = []
-    for t, name in enumerate(SIX):
+    for t, name in enumerate(TEN):
         cases = []
         for i, cap in enumerate(c for c in capabilities.CAPABILITIES if not c.untestable):
             for k in range(2):
@@ -132,9 +144,9 @@ def sample_page(browser, tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def six_page_path(tmp_path_factory):
-    docs, previous = six_targets()
-    return _write(docs, tmp_path_factory.mktemp("six"), previous)
+def ten_page_path(tmp_path_factory):
+    docs, previous = ten_targets()
+    return _write(docs, tmp_path_factory.mktemp("ten"), previous)
 
 
 def test_grid_shows_targets_rows_and_verdicts(sample_page):
@@ -194,11 +206,11 @@ def test_filters_by_text_verdict_and_target(sample_page):
 
 
 @pytest.mark.parametrize("width, height", [(1280, 900), (390, 844)])
-def test_layout_fits_and_header_and_first_column_stay(browser, six_page_path, width, height, tmp_path_factory):
+def test_layout_fits_and_header_and_first_column_stay(browser, ten_page_path, width, height, tmp_path_factory):
     page = browser.new_page(viewport={"width": width, "height": height})
     page.set_default_timeout(10_000)
     try:
-        page.goto(six_page_path.as_uri())
+        page.goto(ten_page_path.as_uri())
         out = artifacts_dir(tmp_path_factory)
         page.screenshot(path=str(out / f"matrix-{width}px.png"))
         page.screenshot(path=str(out / f"matrix-{width}px-full.png"), full_page=True)
@@ -206,9 +218,19 @@ def test_layout_fits_and_header_and_first_column_stay(browser, six_page_path, wi
         assert page.evaluate("document.documentElement.scrollWidth") <= width
         assert page.evaluate("document.body.scrollWidth") <= width
         wrap = page.locator(".grid-wrap")
-        assert page.locator("#matrix thead th.target").count() == 6
-        if width >= 1280:  # six targets fit: the grid needs no sideways scrolling either
-            assert wrap.evaluate("e => e.scrollWidth <= e.clientWidth")
+        assert page.locator("#matrix thead th.target").count() == 10
+        # ten targets fit at either width: the grid needs no sideways scrolling either
+        assert wrap.evaluate("e => e.scrollWidth <= e.clientWidth")
+        # every target's name shows whole (none cut short: two could then read alike), and every
+        # cell is at least 24 px wide, a target a finger can hit
+        names = page.locator("#matrix thead th.target span")
+        assert names.evaluate_all("es => es.every(e => e.scrollHeight <= e.clientHeight + 1)"), "a name is cut"
+        widths = (
+            page.locator("#matrix tbody tr.row")
+            .first.locator("td")
+            .evaluate_all("es => es.map(e => e.getBoundingClientRect().width)")
+        )
+        assert len(widths) == 10 and min(widths) >= 24, widths
         # scroll the grid down: its header row stays at the top
         wrap.evaluate("e => { e.scrollTop = 600; }")
         assert wrap.evaluate("e => e.scrollTop") > 0
@@ -236,11 +258,11 @@ def _luminance(rgb: str) -> float:
     return 0.2126 * lin[0] + 0.7152 * lin[1] + 0.0722 * lin[2]
 
 
-def test_verdicts_read_in_grayscale(browser, six_page_path):
+def test_verdicts_read_in_grayscale(browser, ten_page_path):
     page = browser.new_page(viewport={"width": 1280, "height": 900})
     page.set_default_timeout(10_000)
     try:
-        page.goto(six_page_path.as_uri())
+        page.goto(ten_page_path.as_uri())
         seen = {}
         for verdict, symbol in (("yes", "✓"), ("partially", "◐"), ("no", "✗")):
             cell = page.locator(f'#matrix td[data-verdict="{verdict}"]').first
@@ -291,12 +313,12 @@ def _axe_script() -> str:
 
 
 @pytest.mark.parametrize("width, height", [(1280, 900), (390, 844)])
-def test_axe_finds_no_serious_or_critical_violation(browser, six_page_path, width, height):
+def test_axe_finds_no_serious_or_critical_violation(browser, ten_page_path, width, height):
     axe = _axe_script()
     page = browser.new_page(viewport={"width": width, "height": height})
     page.set_default_timeout(10_000)
     try:
-        page.goto(six_page_path.as_uri())
+        page.goto(ten_page_path.as_uri())
         page.add_script_tag(content=axe)
         problems = []
         for state in ("grid", "dialog open"):
