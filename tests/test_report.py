@@ -179,3 +179,27 @@ def test_a_deviation_only_in_a_cross_cutting_property_counts_in_that_propertys_r
     assert doc["summary"]["expected-failure"] == 3
     text = json.dumps(matrix.to_json(m))
     assert '"attributed_from": "gbk.fixed"' in text and '"not_judged": [{"id": "pardo/lifecycle"' in text
+
+
+def test_a_job_server_older_than_the_sdk_is_said_in_the_matrix(tmp_path):
+    doc = results_doc("flink", [case("pardo/map", "pardo.basic", "passed")])
+    doc["target_info"].update(
+        runner_version="Beam 2.62.0, Flink 1.19.0 (embedded local cluster)",
+        version_skew="the job server is Beam 2.62.0, older than the submitting Python SDK (apache-beam 2.77.0)",
+    )
+    path = tmp_path / "results-flink.json"
+    path.write_text(json.dumps(doc))
+    written = {p.rsplit("/", 1)[-1]: p for p in write_reports([str(path)], str(tmp_path))}
+    for name in ("capability-matrix.md", "capability-matrix.html"):
+        with open(written[name]) as f:
+            text = f.read()
+        assert "Beam 2.62.0, Flink 1.19.0" in text and "older than the submitting Python SDK" in text, name
+
+
+def test_job_server_targets_name_their_version_skew():
+    from conformance.peers.java_job_servers import FlinkTarget
+    from conformance.peers.prism import PrismTarget
+    from conformance.targets import TargetSettings
+
+    assert "Beam 2.62.0, older than" in FlinkTarget("flink", TargetSettings()).version_skew()
+    assert PrismTarget("prism", TargetSettings()).version_skew() == ""  # go install'ed at the SDK's version

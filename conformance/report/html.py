@@ -181,6 +181,8 @@ def _target_card(col: Column) -> str:
         ("wall time", f"{col.wall_time_s:g} s"),
     ]
     for key, label in (
+        ("runner_version", "runner"),
+        ("version_skew", "version skew"),
         ("apache_beam", "Beam SDK"),
         ("python", "Python"),
         ("spec", "target"),

@@ -40,6 +40,15 @@ def render(matrix: Matrix) -> str:
             f"| {col.wall_time_s:g} s |" + (f" {change} |" if since else "")
         )
     out.append("")
+    versions = [c for c in matrix.columns if c.info.get("runner_version")]
+    if versions:
+        out += [f"- **{c.name}**: {c.info['runner_version']}" for c in versions]
+        out += [
+            f"- **{c.name}**: version skew: {c.info['version_skew']}"
+            for c in matrix.columns
+            if c.info.get("version_skew")
+        ]
+        out.append("")
     for section in capabilities.SECTIONS:
         rows = matrix.rows_in_section(section.anchor)
         if not rows:
