@@ -15,19 +15,22 @@ import yaml
 
 from conformance import baseline, capabilities, diff, results
 from conformance.expectations import Expectations, ExpectationsError
-from conformance.report import beam_yaml, html, markdown, matrix
+from conformance.report import beam_comparison, beam_yaml, html, markdown, matrix
 
 OUTPUTS = {
     "capability-matrix.md": markdown.render,
     "capability-matrix.html": html.render,
     "capability-matrix.yaml": beam_yaml.render,
     "capability-matrix.json": lambda m: json.dumps(matrix.to_json(m), indent=1) + "\n",
+    # Beam's published matrix beside ours, for the targets that run a runner it has a column for
+    "beam-matrix-comparison.md": beam_comparison.render_markdown,
+    "beam-matrix-comparison.json": beam_comparison.render_json,
 }
 
 
 def write_reports(result_paths: list[str], out_dir: str, previous: str | None = None) -> list[str]:
-    """Write capability-matrix.* for the given runs; ``previous`` (a results file or directory)
-    adds each column's changes since that run."""
+    """Write capability-matrix.* and beam-matrix-comparison.* for the given runs; ``previous`` (a
+    results file or directory) adds each column's changes since that run."""
     documents = [results.load(p) for p in result_paths]
     built = matrix.build(documents, diff.load_runs(previous) if previous else None)
     os.makedirs(out_dir, exist_ok=True)
@@ -211,7 +214,7 @@ def main(argv: list[str] | None = None) -> int:
     rep = sub.add_parser(
         "report",
         help="merge results-<target>.json files into the capability matrix "
-        "(Markdown, HTML, JSON and the Beam website's YAML)",
+        "(Markdown, HTML, JSON and the Beam website's YAML) and compare it with Beam's published matrix",
     )
     rep.add_argument(
         "results",
@@ -220,7 +223,11 @@ def main(argv: list[str] | None = None) -> int:
         "a later file for the same target replaces an earlier one",
     )
     rep.add_argument("--results-dir", default="reports", help="where to look for results (default ./reports)")
-    rep.add_argument("--out", default="reports", help="where to write capability-matrix.* (default ./reports)")
+    rep.add_argument(
+        "--out",
+        default="reports",
+        help="where to write capability-matrix.* and beam-matrix-comparison.* (default ./reports)",
+    )
     rep.add_argument(
         "--previous",
         metavar="RESULTS",
@@ -248,7 +255,9 @@ def main(argv: list[str] | None = None) -> int:
         help="pytest-xdist workers per run: a number, 'auto' (one per core) or 0 for none (default auto)",
     )
     run.add_argument("--results-dir", default="reports", help="where results and JUnit XML go (default ./reports)")
-    run.add_argument("--out", default="reports", help="where capability-matrix.* go (default ./reports)")
+    run.add_argument(
+        "--out", default="reports", help="where capability-matrix.* and beam-matrix-comparison.* go (default ./reports)"
+    )
     run.add_argument(
         "--previous",
         metavar="RESULTS",
