@@ -303,6 +303,10 @@ def conformance_target(request):
 def runner(request, conformance_target) -> targets.CaseRunner:
     """Builds and runs this case's pipelines on the target under test."""
     streaming = request.node.get_closest_marker("streaming") is not None
+    try:
+        conformance_target.ensure_running()
+    except targets.TargetUnavailable as e:
+        pytest.fail(f"the target could not be brought back for this case: {e}", pytrace=False)
     return targets.CaseRunner(conformance_target, streaming=streaming)
 
 

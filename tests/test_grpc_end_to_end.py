@@ -100,3 +100,34 @@ def test_a_job_server_that_dies_is_reported_with_its_output(pytester):
     )
     assert result.ret == 3
     result.stdout.fnmatch_lines(["*job server exited with code 7*", "*cannot bind*"])
+
+
+CRASHING = textwrap.dedent("""
+    import os
+    import signal
+
+    import apache_beam as beam
+    from conformance.api import capability, check
+
+    @capability("pardo.basic")
+    def test_1_the_job_server_dies_during_this_case(runner):
+        p = runner.pipeline("--job_server_timeout=5")
+        check(p | beam.Create([1]), [1])
+        os.killpg(runner.target.server.process.pid, signal.SIGKILL)
+        runner.run(p)
+
+    @capability("pardo.basic")
+    def test_2_the_next_case_runs_on_a_fresh_job_server(runner):
+        p = runner.pipeline()
+        check(p | beam.Create([1, 2]) | beam.Map(lambda x: x * 10), [10, 20])
+        runner.run(p)
+""")
+
+
+def test_a_job_server_that_dies_during_a_case_fails_that_case_alone(pytester):
+    pytester.makepyfile(test_crash=CRASHING)
+    result = run(pytester, "--target", "grpc", "--job-server-cmd", JOB_SERVER)
+    outcomes = {c["id"]: c for c in json.loads((pytester.path / "out" / "results-grpc.json").read_text())["cases"]}
+    died = outcomes["crash/1_the_job_server_dies_during_this_case"]
+    assert died["outcome"] == "failed" and "the job server exited with code -9 while this case ran" in died["message"]
+    assert outcomes["crash/2_the_next_case_runs_on_a_fresh_job_server"]["outcome"] == "passed", result.stdout.str()

@@ -76,6 +76,10 @@ class Target:
     def start(self) -> None:
         pass
 
+    def ensure_running(self) -> None:
+        """Before each case: bring back what the session started if it died during an earlier
+        case (a crashed job server must not fail every case after it)."""
+
     def stop(self) -> None:
         pass
 

@@ -17,7 +17,7 @@ from collections.abc import Callable
 
 from conformance import shapes
 from conformance.targets.base import Target, TargetUnavailable
-from conformance.targets.processes import free_port, start_group, stop_group, wait_until_serving
+from conformance.targets.processes import free_port, read_tail, start_group, stop_group, wait_until_serving
 from conformance.targets.workers import WorkerPoolProcess, write_boot_command
 
 
@@ -42,6 +42,10 @@ class JobServerProcess:
 
     def stop(self) -> None:
         stop_group(self.process)
+
+    def exit_code(self) -> int | None:
+        """None while it runs; its exit code once it has exited."""
+        return None if self.process is None else self.process.poll()
 
 
 class GrpcTarget(Target):
@@ -78,6 +82,24 @@ class GrpcTarget(Target):
         except BaseException:
             self.stop()
             raise
+
+    def ensure_running(self) -> None:
+        if self.server is None or self.server.exit_code() is None:
+            return
+        # it died during an earlier case (whose failure says so): a fresh one for the next
+        self.server.stop()
+        self.server = JobServerProcess(self.job_server_argv, self.settings.job_server_timeout)
+        self.server.start()
+        self.endpoint = self.server.endpoint
+
+    def explain_failure(self, error_text: str) -> str | None:
+        if self.server is None or self.server.exit_code() is None:
+            return None
+        return (
+            f"the job server exited with code {self.server.exit_code()} while this case ran (the session "
+            f"restarts it for the next case); the end of its log ({self.server.log.name}):\n"
+            + read_tail(self.server.log.name, 20)
+        )
 
     def starts_job_server(self) -> bool:
         """Does the session start (and stop) this target's job server?"""
