@@ -191,11 +191,10 @@ def check_all(parts: list, label: str | None = None) -> str:
             | f"{name}/Key" >> beam.Map(lambda r: (None, r))
         )
     sentinel = pipeline | f"{label}/Sentinel" >> beam.Create([(None, _SENTINEL)])
-    # The sentinel first, as Beam's own assert_that lays it out: a runner that runs Beam's
-    # ValidatesRunner tests runs this gathering too (DaskRunner's Flatten into a GroupByKey
-    # repeats its first input: repeated sentinels are harmless, and the Verify notes them).
+    # The sentinel last: the Flatten takes its windowing from its first input, the gathered
+    # output's (an unbounded one's needs the AfterWatermark trigger above).
     _ = (
-        (sentinel, *gathered)
+        (*gathered, sentinel)
         | f"{label}/Flatten" >> beam.Flatten()
         | f"{label}/Gather" >> beam.GroupByKey()
         | f"{label}/Verify" >> beam.ParDo(_Verify(check_id, label, [expected for _, expected in parts]))
