@@ -965,3 +965,67 @@ def test_state_cleared_after_window_expiry(runner):
     kept = [el(1, window=W(0, 10)), el(2, window=W(0, 10)), el(1, window=W(200, 210))]
     check(out, one_of(kept, kept + [el(1, window=W(0, 10))]))
     runner.run(p)
+
+
+def _tv(value, seconds, key="k"):
+    """A keyed TestStream element at event time ``seconds``."""
+    return window.TimestampedValue((key, value), seconds)
+
+
+@pytest.mark.streaming
+@capability("state.expiry")
+def test_state_expires_mid_stream_at_the_lateness_horizon(runner):
+    """A stateful DoFn's state for a window lives exactly until the window expires, mid-stream.
+
+    Fixed(10) with allowed lateness 5: [0,10) expires once the input watermark is past 14.999
+    (max timestamp + allowed lateness, SEMANTICS 5/7). At watermark 14.999 an element for it is
+    still processed with the window's state (count 3). A timer set for the expiry time (the latest
+    allowed) fires as the watermark passes it, at 15, and still reads the state. Past it the
+    window is gone while the stream goes on: an element for it is droppable and dropped (Beam's
+    Java StatefulDoFnRunner: isLate, counted in droppedDueToLateness, never processed), and the
+    successor window [10,20) of the same key counts from its own state (1, 2), untouched by the
+    expiry of [0,10). A runner that expires windows only at the end of the input counts the
+    dropped element (4) and fires its timer again."""
+
+    class Fn(beam.DoFn):
+        COUNT = ReadModifyWriteStateSpec("count", coders.VarIntCoder())
+        EXPIRY = TimerSpec("expiry", TimeDomain.WATERMARK)
+
+        def process(self, kv, count=StateParam(COUNT), expiry=TimerParam(EXPIRY), w=beam.DoFn.WindowParam):
+            n = (count.read() or 0) + 1
+            count.write(n)
+            expiry.set(w.max_timestamp() + 5)
+            yield n
+
+        @on_timer(EXPIRY)
+        def expired(self, count=StateParam(COUNT)):
+            yield f"at expiry {count.read()}"
+
+    stream = (
+        test_stream.TestStream()
+        .advance_watermark_to(0)
+        .add_elements([_tv(1, 1)])
+        .add_elements([_tv(2, 2)])
+        .advance_watermark_to(14.999)
+        .add_elements([_tv(3, 3)])
+        .advance_watermark_to(15)
+        .add_elements([_tv(4, 4)])
+        .add_elements([_tv(5, 13)])
+        .add_elements([_tv(6, 14)])
+        .advance_watermark_to_infinity()
+    )
+    p = runner.pipeline()
+    out = p | stream | beam.WindowInto(window.FixedWindows(10), allowed_lateness=5) | _stateful(Fn())
+    check(
+        out,
+        [
+            el(1, 1, W(0, 10)),
+            el(2, 2, W(0, 10)),
+            el(3, 3, W(0, 10)),
+            el("at expiry 3", 14.999, W(0, 10)),
+            el(1, 13, W(10, 20)),
+            el(2, 14, W(10, 20)),
+            el("at expiry 2", 24.999, W(10, 20)),
+        ],
+    )
+    runner.run(p)
