@@ -1029,3 +1029,50 @@ def test_state_expires_mid_stream_at_the_lateness_horizon(runner):
         ],
     )
     runner.run(p)
+
+
+@pytest.mark.streaming
+@capability("state.expiry")
+def test_element_in_an_expired_and_a_live_window_is_dropped_only_from_the_expired_one(runner):
+    """An element in several windows reaching a stateful DoFn when one of them has expired: the copy
+    in the expired window is dropped, the copy in the live window is processed.
+
+    The model: an element assigned to several windows is several elements, one per window (the
+    Runner Authoring Guide, "Implementing the Window primitive": a WindowedValue in several windows
+    "simply represents multiple elements at the same time; there is no such thing as an element
+    in multiple windows"), and lateness is judged per window: droppable iff the window's max
+    timestamp + allowed lateness is behind the input watermark (SEMANTICS 5). Beam's Java
+    StatefulDoFnRunner.processElement explodes the element's windows and judges each copy on its
+    own: an expired window's copy is dropped and counted in droppedDueToLateness, a live window's
+    copy is processed; LateDataDroppingDoFnRunner does the same before a GroupByKey.
+
+    SlidingWindows(10, 5), allowed lateness 2: an element at 7..9 is in [0,10) (expires past
+    11.999) and [5,15) (past 16.999). At watermark 11.999 both windows are live and b counts in
+    each (2, 2); at watermark 12 c's copy in [0,10) is dropped and its copy in [5,15) counts 3;
+    d at 4 is in [-5,5) and [0,10), both expired, so nothing of it is processed. A runner that
+    keeps an element while any of its windows is live counts c in [0,10) too; one that drops it
+    while any window expired loses c's count in [5,15)."""
+    p = runner.pipeline()
+    stream = (
+        test_stream.TestStream()
+        .advance_watermark_to(0)
+        .add_elements([_tv("a", 7)])
+        .advance_watermark_to(11.999)
+        .add_elements([_tv("b", 8)])
+        .advance_watermark_to(12)
+        .add_elements([_tv("c", 9)])
+        .add_elements([_tv("d", 4)])
+        .advance_watermark_to_infinity()
+    )
+    out = p | stream | beam.WindowInto(window.SlidingWindows(10, 5), allowed_lateness=2) | beam.ParDo(_CountPerKey())
+    check(
+        out,
+        [
+            el(("k", 1), 7, W(0, 10)),
+            el(("k", 1), 7, W(5, 15)),
+            el(("k", 2), 8, W(0, 10)),
+            el(("k", 2), 8, W(5, 15)),
+            el(("k", 3), 9, W(5, 15)),
+        ],
+    )
+    runner.run(p)
