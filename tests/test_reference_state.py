@@ -285,3 +285,38 @@ def test_time_sorted_stage_receives_elements_in_timestamp_order():
     em.start({"in": [b"k5", b"j2", b"k1", b"k3"]})
     bundle = em.next_bundle()
     assert bundle.inputs == [b"k1", b"j2", b"k3", b"k5"]
+
+
+def test_streaming_keyed_stage_drops_an_element_only_in_its_expired_windows():
+    # Elements are (key, timestamp, {window: expiry}); in_windows keeps the windows named. Lateness
+    # is judged per window: at watermark 12 a copy in window "a" (expiry 11) is dropped, one in
+    # "b" (expiry 16) goes on, an element in expired windows only is dropped whole.
+    def key_of(e):
+        return e[0], e[1], sorted(e[2].items())
+
+    def in_windows(e, windows):
+        return (e[0], e[1], {w: x for w, x in e[2].items() if w in windows})
+
+    spec = manager.StageSpec(
+        "s", manager.SDK, ["in"], ["out"], keyed=manager.KeyedSpec("t", key_of=key_of, in_windows=in_windows)
+    )
+    events = [
+        (manager.WATERMARK, "in", 11),
+        (manager.ELEMENTS, "in", [(b"k", 8, {b"a": 11, b"b": 16})]),
+        (manager.WATERMARK, "in", 12),
+        (manager.ELEMENTS, "in", [(b"k", 9, {b"a": 11, b"b": 16}), (b"k", 4, {b"a": 11, b"z": 6})]),
+    ]
+    stream = manager.StageSpec("stream", manager.TEST_STREAM, [], ["in"], events=events)
+    em = manager.ElementManager([stream, spec])
+    em.start({})
+    inputs = []
+    while True:
+        bundle = em.next_bundle()
+        if bundle is None:
+            if not em.advance_time():
+                break
+            continue
+        inputs += bundle.inputs
+        em.commit(bundle, {})
+    assert inputs == [(b"k", 8, {b"a": 11, b"b": 16}), (b"k", 9, {b"b": 16})]
+    assert em.done()

@@ -3,7 +3,9 @@
 import hashlib
 
 import apache_beam as beam
+import pytest
 from apache_beam import coders
+from apache_beam.testing import test_stream
 from apache_beam.transforms import window
 
 from conformance.api import (
@@ -341,6 +343,125 @@ def test_sessions_merge_per_key_only(runner):
             el(("b", [10]), 13.999, W(10, 14)),
             el(("c", [5]), 8.999, W(5, 9)),
         ],
+    )
+    runner.run(p)
+
+
+# Sessions in a stream (TestStream): windows merge as elements arrive, and a session is complete
+# once the watermark passes its max timestamp. Default trigger, allowed lateness 0, one element
+# per step; each case stops the watermark where a runner that merged wrongly would close a window.
+
+
+def _in_sessions(p, stream):
+    return (
+        p
+        | "Stream" >> stream
+        | "Sessions" >> beam.WindowInto(window.Sessions(10))
+        | "Group" >> beam.GroupByKey()
+        | "Sort" >> sorted_groups()
+    )
+
+
+def _tv(value, seconds, key="k"):
+    return window.TimestampedValue((key, value), seconds)
+
+
+@pytest.mark.streaming
+@capability("gbk.sessions")
+def test_sessions_exactly_one_gap_apart_in_a_stream_stay_apart(runner):
+    """a at 0 and b at 10 with gap 10 are two sessions: [0,10) and [10,20) touch but do not overlap
+    (windows are half-open; sessions merge only on strict overlap, SEMANTICS 4). So at watermark 10
+    the session [0,10) is complete and fires {a}, while b's session goes on and merges with c
+    (at 12: [12,22)) into [10,22). A runner merging touching sessions holds a back and gives one
+    session [0,22)."""
+    stream = (
+        test_stream.TestStream()
+        .advance_watermark_to(0)
+        .add_elements([_tv("a", 0)])
+        .advance_watermark_to(5)
+        .add_elements([_tv("b", 10)])
+        .advance_watermark_to(10)
+        .add_elements([_tv("c", 12)])
+        .advance_watermark_to_infinity()
+    )
+    p = runner.pipeline()
+    check(
+        _in_sessions(p, stream),
+        [el(("k", ["a"]), 9.999, W(0, 10), ON_TIME_ONLY), el(("k", ["b", "c"]), 21.999, W(10, 22), ON_TIME_ONLY)],
+    )
+    runner.run(p)
+
+
+@pytest.mark.streaming
+@capability("gbk.sessions")
+def test_sessions_one_millisecond_short_of_a_gap_merge_in_a_stream(runner):
+    """a at 0 and b at 9.999 with gap 10: [0,10) and [9.999,19.999) overlap by 1 ms and merge into
+    [0,19.999) as b arrives (SEMANTICS 4). So nothing is complete at watermark 10, and c (at 5,
+    not late: its window [5,15) ends after the watermark) joins the same session: one pane
+    {a, b, c} at the end. A runner that does not merge them fires [0,10) {a} at watermark 10."""
+    stream = (
+        test_stream.TestStream()
+        .advance_watermark_to(0)
+        .add_elements([_tv("a", 0)])
+        .advance_watermark_to(5)
+        .add_elements([_tv("b", 9.999)])
+        .advance_watermark_to(10)
+        .add_elements([_tv("c", 5)])
+        .advance_watermark_to_infinity()
+    )
+    p = runner.pipeline()
+    check(_in_sessions(p, stream), [el(("k", ["a", "b", "c"]), 19.998, W(0, 19.999), ON_TIME_ONLY)])
+    runner.run(p)
+
+
+@pytest.mark.streaming
+@capability("gbk.sessions")
+def test_later_bridging_element_merges_two_sessions_in_a_stream(runner):
+    """Two sessions already buffered, [0,10) (a) and [15,25) (b), become one when a later element
+    bridges them: c at 5.001 makes [5.001,15.001), overlapping the first by 4.999 s and the second
+    by 1 ms, so all three merge into [0,25) (SEMANTICS 4: merging is transitive, per key, as
+    elements arrive). c arrives at watermark 9.999, the last instant [0,10) is still open; at
+    watermark 10 nothing may fire, and the end of the input fires one pane {a, b, c}. A runner that
+    merges only windows arriving together, or does not re-merge buffered ones, fires [0,10) at
+    watermark 10."""
+    stream = (
+        test_stream.TestStream()
+        .advance_watermark_to(0)
+        .add_elements([_tv("a", 0)])
+        .add_elements([_tv("b", 15)])
+        .advance_watermark_to(9.999)
+        .add_elements([_tv("c", 5.001)])
+        .advance_watermark_to(10)
+        .advance_watermark_to_infinity()
+    )
+    p = runner.pipeline()
+    check(_in_sessions(p, stream), [el(("k", ["a", "b", "c"]), 24.999, W(0, 25), ON_TIME_ONLY)])
+    runner.run(p)
+
+
+@pytest.mark.streaming
+@capability("gbk.sessions")
+def test_expired_session_is_gone_for_a_later_overlapping_element(runner):
+    """A session garbage-collected mid-stream no longer exists: a later element whose own window
+    overlaps it starts a session of its own instead of reviving it.
+
+    Allowed lateness 0: at watermark 10 the session [0,10) {a} fires on time and expires (its max
+    timestamp + lateness, 9.999, is behind the watermark; SEMANTICS 5: windows are garbage-collected
+    then). d at 5 then is not droppable (its window [5,15) ends after the watermark), but there is
+    no live window to merge it with: it makes the session [5,15) {d}. A runner that keeps expired
+    sessions until the end of the input merges d into [0,15) and emits a twice."""
+    stream = (
+        test_stream.TestStream()
+        .advance_watermark_to(0)
+        .add_elements([_tv("a", 0)])
+        .advance_watermark_to(10)
+        .add_elements([_tv("d", 5)])
+        .advance_watermark_to_infinity()
+    )
+    p = runner.pipeline()
+    check(
+        _in_sessions(p, stream),
+        [el(("k", ["a"]), 9.999, W(0, 10), ON_TIME_ONLY), el(("k", ["d"]), 14.999, W(5, 15), ON_TIME_ONLY)],
     )
     runner.run(p)
 

@@ -296,3 +296,42 @@ def test_first_pane_of_window_receiving_only_late_data_is_late(runner):
         ],
     )
     runner.run(p)
+
+
+@capability("lateness.dropping")
+def test_element_in_an_expired_and_a_live_sliding_window_is_kept_only_in_the_live_one(runner):
+    """At a GroupByKey, lateness is judged per window: an element whose windows are one expired and
+    one live is dropped from the first and grouped in the second.
+
+    An element in several windows is one element per window (Runner Authoring Guide, "there is no
+    such thing as an element in multiple windows"); droppable iff that window's max timestamp +
+    allowed lateness < input watermark (SEMANTICS 5); Beam's Java LateDataDroppingDoFnRunner
+    explodes the windows and drops each expired copy alone (counted in droppedDueToLateness).
+    SlidingWindows(10, 5), allowed lateness 2, default trigger, accumulating. Watermark 11.999:
+    [0,10) fired on time {a} and is not yet expired (9.999 + 2 is not behind it), so b makes a
+    LATE pane there, and waits in [5,15). Watermark 12: [0,10) expires and emits its final pane
+    (EMIT_ALWAYS); c then counts only in [5,15); d at 4 is in [-5,5) and [0,10), both expired: no
+    pane anywhere. [5,15) fires once, at the end of the input, on time and final."""
+    stream = (
+        test_stream.TestStream()
+        .advance_watermark_to(0)
+        .add_elements([_tv("a", 7)])
+        .advance_watermark_to(11.999)
+        .add_elements([_tv("b", 8)])
+        .advance_watermark_to(12)
+        .add_elements([_tv("c", 9)])
+        .add_elements([_tv("d", 4)])
+        .advance_watermark_to_infinity()
+    )
+    p = runner.pipeline()
+    out = _grouped(p, stream, window.SlidingWindows(10, 5), trigger.DefaultTrigger(), ACCUMULATING, 2)
+    check(
+        out,
+        [
+            el(("k", ["a"]), 9.999, W(0, 10), _on_time(0, last=False)),
+            el(("k", ["a", "b"]), 9.999, W(0, 10), _late(1, 1)),
+            el(("k", ["a", "b"]), 9.999, W(0, 10), _late(2, 2, last=True)),
+            el(("k", ["a", "b", "c"]), 14.999, W(5, 15), _on_time(0, last=True)),
+        ],
+    )
+    runner.run(p)

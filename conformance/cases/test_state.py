@@ -965,3 +965,114 @@ def test_state_cleared_after_window_expiry(runner):
     kept = [el(1, window=W(0, 10)), el(2, window=W(0, 10)), el(1, window=W(200, 210))]
     check(out, one_of(kept, kept + [el(1, window=W(0, 10))]))
     runner.run(p)
+
+
+def _tv(value, seconds, key="k"):
+    """A keyed TestStream element at event time ``seconds``."""
+    return window.TimestampedValue((key, value), seconds)
+
+
+@pytest.mark.streaming
+@capability("state.expiry")
+def test_state_expires_mid_stream_at_the_lateness_horizon(runner):
+    """A stateful DoFn's state for a window lives exactly until the window expires, mid-stream.
+
+    Fixed(10) with allowed lateness 5: [0,10) expires once the input watermark is past 14.999
+    (max timestamp + allowed lateness, SEMANTICS 5/7). At watermark 14.999 an element for it is
+    still processed with the window's state (count 3). A timer set for the expiry time (the latest
+    allowed) fires as the watermark passes it, at 15, and still reads the state. Past it the
+    window is gone while the stream goes on: an element for it is droppable and dropped (Beam's
+    Java StatefulDoFnRunner: isLate, counted in droppedDueToLateness, never processed), and the
+    successor window [10,20) of the same key counts from its own state (1, 2), untouched by the
+    expiry of [0,10). A runner that expires windows only at the end of the input counts the
+    dropped element (4) and fires its timer again."""
+
+    class Fn(beam.DoFn):
+        COUNT = ReadModifyWriteStateSpec("count", coders.VarIntCoder())
+        EXPIRY = TimerSpec("expiry", TimeDomain.WATERMARK)
+
+        def process(self, kv, count=StateParam(COUNT), expiry=TimerParam(EXPIRY), w=beam.DoFn.WindowParam):
+            n = (count.read() or 0) + 1
+            count.write(n)
+            expiry.set(w.max_timestamp() + 5)
+            yield n
+
+        @on_timer(EXPIRY)
+        def expired(self, count=StateParam(COUNT)):
+            yield f"at expiry {count.read()}"
+
+    stream = (
+        test_stream.TestStream()
+        .advance_watermark_to(0)
+        .add_elements([_tv(1, 1)])
+        .add_elements([_tv(2, 2)])
+        .advance_watermark_to(14.999)
+        .add_elements([_tv(3, 3)])
+        .advance_watermark_to(15)
+        .add_elements([_tv(4, 4)])
+        .add_elements([_tv(5, 13)])
+        .add_elements([_tv(6, 14)])
+        .advance_watermark_to_infinity()
+    )
+    p = runner.pipeline()
+    out = p | stream | beam.WindowInto(window.FixedWindows(10), allowed_lateness=5) | _stateful(Fn())
+    check(
+        out,
+        [
+            el(1, 1, W(0, 10)),
+            el(2, 2, W(0, 10)),
+            el(3, 3, W(0, 10)),
+            el("at expiry 3", 14.999, W(0, 10)),
+            el(1, 13, W(10, 20)),
+            el(2, 14, W(10, 20)),
+            el("at expiry 2", 24.999, W(10, 20)),
+        ],
+    )
+    runner.run(p)
+
+
+@pytest.mark.streaming
+@capability("state.expiry")
+def test_element_in_an_expired_and_a_live_window_is_dropped_only_from_the_expired_one(runner):
+    """An element in several windows reaching a stateful DoFn when one of them has expired: the copy
+    in the expired window is dropped, the copy in the live window is processed.
+
+    The model: an element assigned to several windows is several elements, one per window (the
+    Runner Authoring Guide, "Implementing the Window primitive": a WindowedValue in several windows
+    "simply represents multiple elements at the same time; there is no such thing as an element
+    in multiple windows"), and lateness is judged per window: droppable iff the window's max
+    timestamp + allowed lateness is behind the input watermark (SEMANTICS 5). Beam's Java
+    StatefulDoFnRunner.processElement explodes the element's windows and judges each copy on its
+    own: an expired window's copy is dropped and counted in droppedDueToLateness, a live window's
+    copy is processed; LateDataDroppingDoFnRunner does the same before a GroupByKey.
+
+    SlidingWindows(10, 5), allowed lateness 2: an element at 7..9 is in [0,10) (expires past
+    11.999) and [5,15) (past 16.999). At watermark 11.999 both windows are live and b counts in
+    each (2, 2); at watermark 12 c's copy in [0,10) is dropped and its copy in [5,15) counts 3;
+    d at 4 is in [-5,5) and [0,10), both expired, so nothing of it is processed. A runner that
+    keeps an element while any of its windows is live counts c in [0,10) too; one that drops it
+    while any window expired loses c's count in [5,15)."""
+    p = runner.pipeline()
+    stream = (
+        test_stream.TestStream()
+        .advance_watermark_to(0)
+        .add_elements([_tv("a", 7)])
+        .advance_watermark_to(11.999)
+        .add_elements([_tv("b", 8)])
+        .advance_watermark_to(12)
+        .add_elements([_tv("c", 9)])
+        .add_elements([_tv("d", 4)])
+        .advance_watermark_to_infinity()
+    )
+    out = p | stream | beam.WindowInto(window.SlidingWindows(10, 5), allowed_lateness=2) | beam.ParDo(_CountPerKey())
+    check(
+        out,
+        [
+            el(("k", 1), 7, W(0, 10)),
+            el(("k", 1), 7, W(5, 15)),
+            el(("k", 2), 8, W(0, 10)),
+            el(("k", 2), 8, W(5, 15)),
+            el(("k", 3), 9, W(5, 15)),
+        ],
+    )
+    runner.run(p)

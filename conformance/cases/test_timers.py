@@ -13,6 +13,8 @@ on_window_expiration_timer_family_spec and requires_time_sorted_input, with thei
 pipeline requirements), so their cases set those fields on the submitted pipeline directly.
 """
 
+import typing
+
 import apache_beam as beam
 import pytest
 from apache_beam.coders import coders
@@ -204,6 +206,71 @@ def test_timer_callback_flushes_buffered_state_per_window(runner):
     out = keyed_input(p, data) | beam.WindowInto(window.FixedWindows(10)) | beam.ParDo(Fn())
     check(
         out, [el(("a", [1, 2, 5]), 9.999, W(0, 10)), el(("a", [3]), 19.999, W(10, 20)), el(("b", [4]), 9.999, W(0, 10))]
+    )
+    runner.run(p)
+
+
+def _tv(value, seconds, key="k"):
+    """A keyed TestStream element at event time ``seconds``."""
+    return window.TimestampedValue((key, value), seconds)
+
+
+class _TimerAndProbes(beam.DoFn):
+    """("set", t) arms an event-time timer at t; ("probe", label) reports whether it has fired yet
+    (its callback notes the firing in state)."""
+
+    FIRED = ReadModifyWriteStateSpec("fired", coders.BooleanCoder())
+    FIRE = TimerSpec("fire", TimeDomain.WATERMARK)
+
+    def process(self, kv, fire=TimerParam(FIRE), fired=StateParam(FIRED)):
+        what, arg = kv[1]
+        if what == "set":
+            fire.set(arg)
+        else:
+            yield "probe", arg, bool(fired.read())
+
+    @on_timer(FIRE)
+    def on_fire(self, ts=TimestampParam, fired=StateParam(FIRED)):
+        fired.write(True)
+        yield "fired", _secs(ts), True
+
+
+@pytest.mark.streaming
+@capability("timers.event_time")
+def test_event_time_timer_fires_once_the_watermark_is_past_it_not_at_it(runner):
+    """The boundary of an event-time timer, mid-stream: a timer set for 5 s has not fired while the
+    input watermark is exactly 5 s, and has fired once it is 5.001 s (the least watermark past it).
+
+    The model: a timer at T is eligible to fire only once the watermark has moved past T (T <
+    watermark). A watermark of T still admits elements at T (an element is late only if its
+    window's max timestamp is behind the watermark), which may reset or read what the timer would
+    act on. Beam states it in its Flink runner (DoFnOperator.adjustTimestampForFlink: "In Beam, a
+    timer with timestamp T is only eligible for firing when the time has moved past this time
+    stamp, i.e. T < current_time", BEAM-3863); runners-core's InMemoryTimerInternals, behind the
+    Java DirectRunner and other Java runners, fires event-time timers strictly before the input
+    watermark; the programming guide: timers fire "when the input watermark ... passes" their time.
+    Probes after each step read (in state) whether the callback ran: TestStream applies each
+    event once the effects of the earlier ones are processed, so a timer that fired in a step is
+    seen by the probe after it."""
+    stream = (
+        test_stream.TestStream()
+        .advance_watermark_to(0)
+        .add_elements([_tv(("set", 5), 1)])
+        .advance_watermark_to(5)
+        .add_elements([_tv(("probe", "watermark at 5"), 5)])
+        .advance_watermark_to(5.001)
+        .add_elements([_tv(("probe", "watermark at 5.001"), 5.001)])
+        .advance_watermark_to_infinity()
+    )
+    p = runner.pipeline()
+    out = p | stream | beam.ParDo(_TimerAndProbes()).with_output_types(typing.Any)
+    check(
+        out,
+        [
+            el(("probe", "watermark at 5", False), 5, GLOBAL),
+            el(("fired", 5.0, True), 5, GLOBAL),
+            el(("probe", "watermark at 5.001", True), 5.001, GLOBAL),
+        ],
     )
     runner.run(p)
 
@@ -627,6 +694,35 @@ def test_processing_time_timer_waits_for_processing_time(runner):
     runner.run(p)
 
 
+@capability("timers.processing_time")
+def test_processing_time_timer_of_an_expired_window_never_fires(runner):
+    """A processing-time timer whose window expired mid-stream does not fire when its time comes.
+
+    Fixed(10), allowed lateness 0: [0,10) is live while the input watermark is 9.999 (its max
+    timestamp + lateness is not behind it), so i's timer (processing time 30) fires when the clock
+    reaches 40; at watermark 10 the window has expired, its state is gone, and k's timer
+    (processing time 50) in it must not fire when the clock reaches 100, while j's timer (50) in
+    the live [10,20) does. Beam's Java StatefulDoFnRunner.onTimer ignores a processing-time timer
+    whose window is past garbage collection ("it can happen that a processing-time timer fires
+    for a late window, we need to ignore this"); SEMANTICS 7 (state and timers live until
+    max timestamp + allowed lateness). Processing time of a TestStream starts at 0 and Python
+    sets processing-time timers in absolute time."""
+    stream = (
+        test_stream.TestStream()
+        .advance_watermark_to(0)
+        .add_elements([_tv(30, 1, key="i"), _tv(50, 2, key="k"), _tv(50, 12, key="j")])
+        .advance_watermark_to(9.999)
+        .advance_processing_time(40)
+        .advance_watermark_to(10)
+        .advance_processing_time(60)
+        .advance_watermark_to_infinity()
+    )
+    p = runner.pipeline()
+    out = p | stream | beam.WindowInto(window.FixedWindows(10)) | beam.ParDo(_ProcessingTimer())
+    check(out, [el(("i", "fired", True), window=W(0, 10)), el(("j", "fired", True), window=W(10, 20))])
+    runner.run(p)
+
+
 # --------------------------------------------------------------------------- Runner API level features
 
 
@@ -718,6 +814,102 @@ def test_on_window_expiration_runs_once_per_key_and_window_with_state(runner):
     check(
         out,
         [el(("k", 0.0, 2), window=W(0, 10)), el(("k", 10.0, 1), window=W(10, 20)), el(("j", 0.0, 1), window=W(0, 10))],
+    )
+    runner.run(p)
+
+
+class _ArrivalRecorder(beam.DoFn):
+    """One key: keeps what arrives; a ("probe", label) outputs (label, what arrived before it)."""
+
+    SEEN = BagStateSpec("seen", coders.PickleCoder())
+
+    def process(self, kv, seen=StateParam(SEEN)):
+        value = kv[1]
+        if value[0] == "probe":
+            yield value[1], sorted(seen.read())
+        else:
+            seen.add(value)
+
+
+@pytest.mark.streaming
+@capability("timers.on_window_expiration")
+def test_on_window_expiration_runs_mid_stream_once_the_window_expired(runner):
+    """OnWindowExpiration runs when the watermark passes the window's expiry mid-stream, not at the
+    end of the input, and not before the expiry; data for the window afterwards is dropped.
+
+    Fixed(10), allowed lateness 0, so [0,10) expires once the input watermark is past 9.999
+    (max timestamp + allowed lateness, SEMANTICS 5/7). At watermark 9.999 the window is still live
+    (an element for it would be processed with its state), so its expiration callback cannot have
+    run; at watermark 12 it has expired, so the callback has run, reading k's count 2, before the
+    stream goes on. The model fixes no tighter bound than that: Beam's Java StatefulDoFnRunner
+    runs it from a cleanup timer 1 ms past the expiry (GC_DELAY_MS), and 12 is past both. An
+    element for the expired window (k at 5) is droppable and dropped (StatefulDoFnRunner.isLate),
+    so the callback runs once per key and window: nothing is counted in [0,10) again. j's and k's
+    [10,20) expire at the end of the input.
+
+    The callback's outputs and probe elements go through the same stateful DoFn to a recorder (one
+    key, global window) that lists, at each probe, the expirations that arrived before it.
+    TestStream applies each event once the effects of the earlier ones are processed."""
+
+    class Fn(beam.DoFn):
+        COUNT = ReadModifyWriteStateSpec("count", coders.VarIntCoder())
+        EXPIRY = TimerSpec("expiry", TimeDomain.WATERMARK)
+
+        def process(self, kv, count=StateParam(COUNT)):
+            if kv[0] == "probe":
+                yield "probe", kv[1]
+            else:
+                count.write((count.read() or 0) + 1)
+
+        @on_timer(EXPIRY)
+        def expired(self, key=KeyParam, w=WindowParam, count=StateParam(COUNT), unused=TimerParam(EXPIRY)):
+            n = count.read()
+            if n is not None:  # (the probes' key keeps no state)
+                yield "expired", key, _secs(w.start), n
+
+    stream = (
+        test_stream.TestStream()
+        .advance_watermark_to(0)
+        .add_elements([_tv(1, 1), _tv(2, 2), _tv(3, 15, key="j")])
+        .advance_watermark_to(9.999)
+        .add_elements([_tv("watermark at 9.999", 10, key="probe")])
+        .advance_watermark_to(12)
+        .add_elements([_tv("watermark at 12", 12, key="probe")])
+        .add_elements([_tv(4, 5)])
+        .add_elements([_tv(5, 13)])
+        .advance_watermark_to_infinity()
+    )
+    p = runner.pipeline()
+    out = (
+        p
+        | stream
+        | beam.WindowInto(window.FixedWindows(10))
+        | _ParDoWithPayloadFlags(
+            Fn(),
+            common_urns.requirements.REQUIRES_ON_WINDOW_EXPIRATION.urn,
+            on_window_expiration_timer_family_spec=Fn.EXPIRY.name,
+        ).with_output_types(typing.Any)
+    )
+    expirations = out | "Expirations" >> beam.Filter(lambda v: v[0] == "expired")
+    check(
+        expirations,
+        [
+            el(("expired", "k", 0.0, 2), 9.999, W(0, 10)),
+            el(("expired", "k", 10.0, 1), 19.999, W(10, 20)),
+            el(("expired", "j", 10.0, 1), 19.999, W(10, 20)),
+        ],
+        label="expirations",
+    )
+    arrivals = (
+        out
+        | "Global" >> beam.WindowInto(window.GlobalWindows())
+        | "OneKey" >> beam.Map(lambda v: ("all", v))
+        | "Record" >> beam.ParDo(_ArrivalRecorder())
+    )
+    check(
+        arrivals,
+        [("watermark at 9.999", []), ("watermark at 12", [("expired", "k", 0.0, 2)])],
+        label="arrivals",
     )
     runner.run(p)
 

@@ -286,6 +286,42 @@ def test_earliest_timestamp_falls_back_to_end_of_window_without_hold(runner):
     runner.run(p)
 
 
+@capability("triggers.event_time")
+def test_on_time_pane_fires_once_the_watermark_is_past_the_window_max_timestamp(runner):
+    """The end of a window, mid-stream: [0,10)'s on-time pane has not fired while the input watermark
+    is exactly its max timestamp 9.999, and has fired once the watermark is 10 (1 ms past it).
+
+    The model: a window is complete, and its ON_TIME pane due, once the watermark has passed its
+    max timestamp. At watermark 9.999 an element at 9.999 is not late (late iff the window's max
+    timestamp is behind the watermark, SEMANTICS 5) and belongs in the on-time pane; at watermark
+    10 the pane has fired, so an element at 5 then is late and makes a LATE pane. Beam's trigger
+    implementations agree: Java's AfterWatermark and DefaultTrigger state machines fire when the
+    event time "isAfter(window.maxTimestamp())", Python's AfterWatermark when "watermark >=
+    window.end". Default trigger, accumulating, allowed lateness 100 (late data kept; the final
+    pane at expiry repeats the contents, EMIT_ALWAYS)."""
+    stream = (
+        test_stream.TestStream()
+        .advance_watermark_to(0)
+        .add_elements([_tv("a", 1)])
+        .advance_watermark_to(9.999)
+        .add_elements([_tv("b", 9.999)])
+        .advance_watermark_to(10)
+        .add_elements([_tv("c", 5)])
+        .advance_watermark_to_infinity()
+    )
+    p = _pipeline(runner)
+    out = _grouped(p, stream, window.FixedWindows(10), trigger.DefaultTrigger(), ACCUMULATING, lateness=100)
+    check(
+        out,
+        [
+            el(("k", ["a", "b"]), 9.999, W(0, 10), _on_time(0, last=False)),
+            el(("k", ["a", "b", "c"]), 9.999, W(0, 10), _late(1, 1)),
+            el(("k", ["a", "b", "c"]), 9.999, W(0, 10), _late(2, 2, last=True)),
+        ],
+    )
+    runner.run(p)
+
+
 # --------------------------------------------------------------------------- count
 
 

@@ -94,17 +94,32 @@ class KeyedSdkStage(SdkStage):
         return []
 
     def _drop_expired(self, items: list[KeyedElement]) -> list[KeyedElement]:
-        """Streaming: drop elements whose every window has expired (their state is gone; Beam
-        drops such droppable data), note the windows of the others."""
+        """Streaming: drop what arrives for windows whose expiry the watermark has passed (their
+        state is gone; Beam drops such droppable data), note the windows of the rest.
+
+        Lateness is judged per window: an element in several windows is one element per window,
+        so its copies in expired windows are dropped and it goes on in its live ones (as Beam's
+        StatefulDoFnRunner judges each window of an element on its own)."""
         seen, watermark = self.windows_seen, self.input_watermark
         assert seen is not None
         kept = []
         for i in items:
-            if i.windows and all(expiry < watermark for _, expiry in i.windows):
-                continue
-            seen.update(i.windows)
+            live = [w for w in i.windows if w[1] >= watermark]
+            if len(live) < len(i.windows):
+                if not live:
+                    continue
+                i = i._replace(element=self._in_windows(i.element, [w for w, _ in live]), windows=live)
+            seen.update(live)
             kept.append(i)
         return kept
+
+    def _in_windows(self, element: bytes, windows: list[bytes]) -> bytes:
+        in_windows = self.keyed.in_windows
+        if in_windows is None:
+            raise ValueError(
+                f"stateful transform {self.keyed.transform}: the engine needs in_windows to drop expired windows"
+            )
+        return in_windows(element, windows)
 
     # -- bundles -----------------------------------------------------------------------------
     def busy(self) -> bool:

@@ -20,6 +20,8 @@ class KeyedSpec:
     expiry time is the window's max timestamp + allowed lateness; needed for time-sorted
     input, streaming expiry and OnWindowExpiration. expiry_timer(key, window, time) -> encoded
     timer of the ``expiry_family`` that the runner fires once per key and window of the input.
+    in_windows(element, [encoded window]) -> the element in only those of its windows (streaming:
+    an element's copies in expired windows are dropped, those in live ones kept).
     """
 
     transform: str
@@ -27,6 +29,7 @@ class KeyedSpec:
     time_sorted: bool = False
     expiry_family: str | None = None
     expiry_timer: Callable[[bytes, bytes, int], bytes] | None = None
+    in_windows: Callable[[bytes, list[bytes]], bytes] | None = None
 
 
 @dataclass

@@ -61,6 +61,7 @@ class KeyedStage:
             self.time_sorted,
             self.expiry_family,
             self.expiry_timer if self.expiry_family else None,
+            self.in_windows,
         )
 
     # -- elements ----------------------------------------------------------------------------
@@ -69,6 +70,12 @@ class KeyedStage:
         wv = self._wv.decode_from_stream(create_InputStream(element), True)
         key = encode_nested(self._key, wv.value[0])
         return key, wv.timestamp.micros, [(self._window.encode(w), self._expiry(w)) for w in wv.windows]
+
+    def in_windows(self, element: bytes, windows: list[bytes]) -> bytes:
+        """The element in only those of its windows whose encodings are given (the rest dropped)."""
+        wv = self._wv.decode_from_stream(create_InputStream(element), True)
+        kept = tuple(w for w in wv.windows if self._window.encode(w) in windows)
+        return encode_nested(self._wv, windowed_value.WindowedValue(wv.value, wv.timestamp, kept, wv.pane_info))
 
     def _expiry(self, window) -> int:
         # State lives until max timestamp + allowed lateness, never past the end of the global window.
