@@ -51,6 +51,9 @@ class Capability:
 # case could not get that far). One root cause then fails one row, not every row it touches.
 PANE_METADATA = "pane metadata"
 METRICS_REPORTING = "metrics reporting"
+TEST_STREAM = "TestStream"
+# How a runner that does not run TestStream refuses it: the job fails naming its URN.
+TEST_STREAM_URN = "beam:transform:teststream:v1"
 
 
 @dataclass(frozen=True)
@@ -73,6 +76,12 @@ CROSS_CUTTING = {
             METRICS_REPORTING,
             "metrics.counters",
             "the runner reports no metrics at all, so a case that reads one cannot judge its own subject",
+        ),
+        CrossCutting(
+            TEST_STREAM,
+            "teststream",
+            f"the runner refuses TestStream ({TEST_STREAM_URN}), so a streaming case built on one cannot "
+            "judge its own subject",
         ),
     )
 }
@@ -115,6 +124,7 @@ ROWS = [
     Row("Unbounded splittable DoFn", "sdf", "Self-checkpointing and watermark estimation."),
     Row("Bundle finalization", "sdf", "Callbacks after a bundle is durably committed."),
     Row("Impulse", "misc", "The root primitive: one empty element."),
+    Row("TestStream", "misc", "Scripted unbounded input: elements, watermark and processing-time advances."),
     Row("Reshuffle", "misc", "Redistribution that keeps windows and timestamps."),
     Row("Coders", "misc", "Standard coders round-trip through a shuffle."),
     Row("Library transforms", "misc", "Beam's own composite transforms give the results Beam documents."),
@@ -128,6 +138,14 @@ ROWS = [
 _C = Capability
 CAPABILITIES = [
     _C("impulse", "Impulse emits one empty element in the global window", "Impulse", "ValidatesRunner"),
+    _C(
+        "teststream",
+        "TestStream's elements, watermark and processing-time advances reach the pipeline "
+        "(also counts every streaming case a runner refuses because it does not run TestStream)",
+        "TestStream",
+        "UsesTestStream",
+        True,
+    ),
     # ParDo
     _C("pardo.basic", "Map and FlatMap", "ParDo", "ValidatesRunner"),
     _C("pardo.multi_output", "Tagged outputs (declared, undeclared, empty)", "ParDo", "ValidatesRunner"),

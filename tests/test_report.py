@@ -203,3 +203,16 @@ def test_job_server_targets_name_their_version_skew():
 
     assert "Beam 2.62.0, older than" in FlinkTarget("flink", TargetSettings()).version_skew()
     assert PrismTarget("prism", TargetSettings()).version_skew() == ""  # go install'ed at the SDK's version
+
+
+def test_a_streaming_case_refused_for_its_test_stream_is_not_judged_in_its_own_row():
+    refused = {
+        **case("gbk/sessions_in_a_stream", "gbk.sessions", "expected-failure", "NotImplementedError: teststream"),
+        "cross_cutting": "TestStream",
+        "judged": False,
+    }
+    doc = results_doc("r", [refused, case("gbk/sessions_batch", "gbk.sessions", "passed")])
+    m = matrix.build([doc])
+    sessions = m.row_cell("Session windows", "r")
+    assert sessions.verdict == "Yes" and [c["id"] for c in sessions.not_judged] == ["gbk/sessions_in_a_stream"]
+    assert m.row_cell("TestStream", "r").verdict == "No"
