@@ -327,7 +327,13 @@ def pytest_pyfunc_call(pyfuncitem):
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item, call):
     outcome = yield
-    report = outcome.get_result()
+    try:
+        report = outcome.get_result()
+    except SystemError as e:
+        if _AST_RACE not in str(e):
+            raise
+        report = _report_despite_ast_race(item, call)
+        outcome.force_result(report)
     case = item.stash.get(_CASE, None)
     if case is None:
         return
@@ -376,6 +382,36 @@ def pytest_runtest_makereport(item, call):
     failure = call.excinfo.value if call.excinfo is not None else None
     if kind in ("failed", "expected-failure") and getattr(failure, "cross_cutting", None):
         report.user_properties.extend([("cross_cutting", failure.cross_cutting), ("judged", failure.judged)])
+
+
+# CPython 3.11 before 3.11.8 keeps one AST-construction depth counter per interpreter, so ast.parse
+# in two threads at once can fail with this SystemError (python/cpython#106905). pytest parses
+# source files to show a failure's traceback; a runner that runs user code on threads of this
+# process (Dask's in-process workers format tracebacks as tasks fail) can race it, and the error
+# would end the whole session as an INTERNALERROR.
+_AST_RACE = "AST constructor recursion depth mismatch"
+
+
+def _report_despite_ast_race(item, call) -> pytest.TestReport:
+    """Build the report again (the race is rare); if it keeps failing, without the traceback's source."""
+    for _ in range(3):
+        try:
+            return pytest.TestReport.from_item_and_call(item, call)
+        except SystemError as e:
+            if _AST_RACE not in str(e):
+                raise
+    excinfo = call.excinfo
+
+    def without_source(*args, **kwargs) -> str:
+        return f"{excinfo.exconly()}\n(traceback not shown: {_AST_RACE}, python/cpython#106905)"
+
+    for name in ("repr_failure", "_repr_failure_py"):
+        setattr(item, name, without_source)
+    try:
+        return pytest.TestReport.from_item_and_call(item, call)
+    finally:
+        for name in ("repr_failure", "_repr_failure_py"):
+            delattr(item, name)
 
 
 def _message_of(call) -> str:

@@ -126,6 +126,40 @@ def test_runs_in_parallel_with_xdist(suite):
     }
 
 
+# pytest fails to show these tracebacks: the first time only, or every time
+AST_RACE = textwrap.dedent("""
+    import pytest
+
+    FAILURES = {"first": 1, "every": 10**6}["%s"]
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_collection_modifyitems(items):
+        for item in items:
+            def racing(*args, __left=[FAILURES], __real=item.repr_failure, **kwargs):
+                if __left[0] > 0:
+                    __left[0] -= 1
+                    raise SystemError("AST constructor recursion depth mismatch (before=147, after=61)")
+                return __real(*args, **kwargs)
+            item.repr_failure = racing
+""")
+
+
+@pytest.mark.parametrize("failures", ["first", "every"])
+def test_a_failure_whose_traceback_hits_the_ast_race_is_still_reported(suite, failures):
+    """CPython 3.11's ast.parse is not thread-safe (python/cpython#106905): pytest parsing source for
+    a traceback while a runner's thread formats one could end the session with an INTERNALERROR."""
+    suite.makeconftest(AST_RACE % failures)
+    result = run(suite, "--target", "beam-fnapi")
+    assert result.ret == 1
+    assert "INTERNALERROR" not in result.stdout.str() + result.stderr.str()
+    result.stdout.fnmatch_lines(["*1 failed, 1 passed*"])
+    cases = {c["id"]: c for c in load_results(suite)["cases"]}
+    assert cases["cases/wrong_expectation_fails"]["outcome"] == "failed"
+    assert "('k', [1, 2])" in cases["cases/wrong_expectation_fails"]["message"]
+    if failures == "every":
+        result.stdout.fnmatch_lines(["*traceback not shown: AST constructor recursion depth mismatch*"])
+
+
 def test_a_hanging_case_times_out(pytester):
     pytester.makepyfile(
         test_hang="""
