@@ -89,7 +89,7 @@ def _marks(peer: str) -> list:
         return [
             pytest.mark.skipif(
                 not CHECK_BEAM_PEERS,
-                reason="a runner we did not write: set BEAM_CONFORMANCE_CHECK_PEERS=1 to check its committed expectations",
+                reason="a runner we did not write: BEAM_CONFORMANCE_CHECK_PEERS=1 checks its committed expectations",
             ),
             pytest.mark.timeout(RUN_TIMEOUT_S.get(peer, 1500) + 60),
         ]
