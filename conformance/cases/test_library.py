@@ -297,6 +297,9 @@ def _each_once_from(inputs):
 
 
 _COPIES = [("a", 1), ("b", 2), ("a", 3), ("c", 4), ("b", 5), ("a", 6)]
+# A processing-time duration (seconds) far longer than a pipeline needs to read six elements, and
+# short enough that a runner waiting for it on the wall clock ends well within a case's timeout.
+_WALL_CLOCK_DURATION = 20
 
 
 @capability("library.deduplicate")
@@ -310,10 +313,12 @@ def test_deduplicate_event_time_removes_copies_within_duration(runner):
 
 @capability("library.deduplicate")
 def test_deduplicate_processing_time_removes_copies_within_duration(runner):
-    # Deduplicate(processing_time_duration=1 h): the pipeline runs well within an hour of processing
-    # time, so every later copy is dropped.
+    # Deduplicate(processing_time_duration=20 s): every copy arrives in the first seconds of processing
+    # time, so every later copy is dropped. (The model leaves a bounded pipeline's processing-time
+    # clock to the runner: a runner on the wall clock, as Prism is, waits for the duration's timer
+    # before the pipeline ends, so the duration is short enough for that too.)
     p = runner.pipeline()
-    out = _stamped(p, _COPIES) | Deduplicate(processing_time_duration=Duration(seconds=3600))
+    out = _stamped(p, _COPIES) | Deduplicate(processing_time_duration=Duration(seconds=_WALL_CLOCK_DURATION))
     check(out, _each_once_from(_COPIES))
     runner.run(p)
 
@@ -322,13 +327,14 @@ def test_deduplicate_processing_time_removes_copies_within_duration(runner):
 def test_deduplicate_per_key_per_window(runner):
     # DeduplicatePerKey keeps one (key, value) per key (the first it sees) within the duration;
     # values in different windows are never duplicates of each other. (Processing time: an
-    # event-time duration must end within the window, its timer may not outlive the window.)
+    # event-time duration must end within the window, its timer may not outlive the window. The
+    # duration is short enough for a runner whose processing time is the wall clock, see above.)
     p = runner.pipeline()
     data = [("k", 1, 1), ("k", 2, 3), ("j", 1, 4), ("k", 1, 12)]
     out = (
         keyed_input(p, data)
         | beam.WindowInto(window.FixedWindows(10))
-        | DeduplicatePerKey(processing_time_duration=Duration(seconds=600))
+        | DeduplicatePerKey(processing_time_duration=Duration(seconds=_WALL_CLOCK_DURATION))
     )
     check(
         out,

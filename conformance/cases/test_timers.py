@@ -24,7 +24,7 @@ from apache_beam.transforms import window
 from apache_beam.transforms.timeutil import TimeDomain
 from apache_beam.transforms.userstate import BagStateSpec, ReadModifyWriteStateSpec, TimerSpec, on_timer
 
-from conformance.api import GLOBAL, NO_FIRING, W, capability, check, el, keyed_input, pane
+from conformance.api import GLOBAL, NO_FIRING, W, capability, check, el, keyed_input, one_of, pane
 
 StateParam = beam.DoFn.StateParam
 TimerParam = beam.DoFn.TimerParam
@@ -576,7 +576,11 @@ def test_timer_output_timestamp_defaults_to_firing_time(runner):
 @capability("timers.output_timestamp")
 def test_timer_output_keeps_window_for_downstream_grouping(runner):
     # Timer output stamped 15 in window [0,10) (lateness 10) stays in [0,10): a downstream GroupByKey
-    # groups it with that window's elements, not into [10,20).
+    # groups it with that window's elements, not into [10,20). The pending timer holds the ParDo's
+    # output watermark at 15, not before the window's end (9.999), so the model lets the GroupByKey
+    # fire [0,10)'s on-time pane with the element before the timer fires; the timer's output then
+    # comes in a late pane of the same window (within the lateness, never dropped). Either way both
+    # land in [0,10).
     class Fn(beam.DoFn):
         FIRE = TimerSpec("fire", TimeDomain.WATERMARK)
 
@@ -596,7 +600,13 @@ def test_timer_output_keeps_window_for_downstream_grouping(runner):
         | beam.GroupByKey()
         | beam.MapTuple(lambda k, vs: (k, sorted(vs)))
     )
-    check(out, [el(("k", ["elem", "timer"]), window=W(0, 10))])
+    check(
+        out,
+        one_of(
+            [el(("k", ["elem", "timer"]), window=W(0, 10))],
+            [el(("k", ["elem"]), window=W(0, 10)), el(("k", ["timer"]), window=W(0, 10))],
+        ),
+    )
     runner.run(p)
 
 
