@@ -9,6 +9,7 @@ written in start_bundle/finish_bundle are checked by relations that hold for any
 
 import apache_beam as beam
 from apache_beam.metrics import Metrics
+from apache_beam.metrics.execution import MetricKey
 from apache_beam.metrics.metric import MetricResults, MetricsFilter
 from apache_beam.transforms.timeutil import TimeDomain
 from apache_beam.transforms.userstate import TimerSpec, on_timer
@@ -21,10 +22,21 @@ JAVA_INPUT = [5, 8, 13]  # the Java MetricsTest input: sum 26, count 3, min 5, m
 
 def per_step(result, kind, name, step, namespace=NS, committed=False):
     """The one value of metric ``name`` reported by ``step`` (matched the way MetricsFilter.with_step
-    matches: as a sub-path of the full step name). Attempted by default, committed on request."""
+    matches: as a sub-path of the full step name). Attempted by default, committed on request.
+
+    The model leaves the format of a reported step to the runner: the transform's full name, or its
+    id in the pipeline proto (the Fn API's PTRANSFORM label); RunResult.step_name reads both as the
+    full name. A step the runner left out (None) matches no step."""
     wanted = MetricsFilter().with_name(name).with_namespace(namespace).with_step(step)
-    found = [m for m in result.metrics[kind] if MetricResults.matches(wanted, m.key)]
-    reported = sorted({(m.key.step, m.key.metric.namespace, m.key.metric.name) for m in result.metrics[kind]})
+
+    def at_step(m):
+        full = result.step_name(m.key.step)
+        return full is not None and MetricResults.matches(wanted, MetricKey(full, m.key.metric, m.key.labels))
+
+    found = [m for m in result.metrics[kind] if at_step(m)]
+    reported = sorted(
+        {(str(m.key.step), m.key.metric.namespace, m.key.metric.name) for m in result.metrics[kind]},
+    )
     assert len(found) == 1, f"expected one {kind[:-1]} {namespace}:{name} at step {step!r}; reported: {reported}"
     m = found[0]
     value = m.committed if committed else (m.attempted if m.attempted is not None else m.committed)

@@ -121,10 +121,24 @@ class Target:
 
 @dataclass
 class RunResult:
-    """What a finished job left behind: its state and its metrics."""
+    """What a finished job left behind: its state and its metrics.
+
+    ``transform_names`` maps the ids of the pipeline proto's transforms to their full names. The
+    model does not fix how a runner names the step of a metric: the Fn API labels a metric with the
+    id of its transform in the pipeline proto (MonitoringInfo label PTRANSFORM), which some runners
+    report as it is and others translate back to the transform's full name. ``step_name`` reads
+    either as the full name."""
 
     state: str
     metrics: dict
+    transform_names: dict[str, str] = field(default_factory=dict)
+
+    def step_name(self, reported: str | None) -> str | None:
+        """The full name of the transform a metric's reported step identifies (the reported text
+        itself when it is no transform id of the pipeline; None when the runner gave none)."""
+        if reported is None:
+            return None
+        return self.transform_names.get(reported, reported)
 
     def _query(self, kind: str, namespace: str | None, name: str):
         return [
@@ -246,7 +260,7 @@ class CaseRunner:
         metrics = _all_metrics(result)
         self._collect_deviations(checks.checks_of(pipeline), metrics)
         self._confirm(checks.checks_of(pipeline), metrics)
-        return RunResult(state, metrics)
+        return RunResult(state, metrics, _transform_names(pipeline))
 
     def _collect_deviations(self, check_ids: list[str], metrics: dict) -> None:
         """The checks of this pipeline that deviated only in a cross-cutting property, from the
@@ -348,6 +362,16 @@ def _has_test_stream(pipeline: beam.Pipeline) -> bool:
     finder = _Finder()
     pipeline.visit(finder)
     return finder.found
+
+
+def _transform_names(pipeline: beam.Pipeline) -> dict[str, str]:
+    """Transform id -> full name in the pipeline's proto (the ids a runner saw: the SDK numbers its
+    transforms in the same traversal every time it writes the proto). Empty if it cannot be written."""
+    try:
+        transforms = pipeline.to_runner_api().components.transforms
+    except Exception:
+        return {}
+    return {tid: t.unique_name for tid, t in transforms.items() if t.unique_name}
 
 
 def _all_metrics(result) -> dict:
