@@ -279,7 +279,7 @@ CAPABILITIES = [
     # Triggers in batch (no TestStream): what the model fixes whatever the bundling.
     _C(
         "triggers.batch_count",
-        "Element-count triggers in batch: EARLY panes, then one ON_TIME pane",
+        "Element-count triggers in batch: any EARLY panes, then one last ON_TIME pane",
         "Count triggers",
         "ValidatesRunner",
         owns=(PANE_METADATA,),

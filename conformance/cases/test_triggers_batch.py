@@ -2,16 +2,22 @@
 
 In a bounded pipeline every element reaches the GroupByKey before its input watermark passes
 the end of any window (the elements of Create hold the watermark at the minimum timestamp
-until all of them are processed), and a trigger is evaluated as elements arrive. So:
+until all of them are processed). When, and how often, a runner evaluates an element-count
+trigger while the input arrives is not fixed: Beam's capability matrix says intermediate
+firings are effectively meaningless in batch and that batch watermarks jump from the beginning
+to the end of time once the input is consumed, and Beam's own Prism test of AfterCount in batch
+(prism_runner_test.py, test_after_count_trigger_batch) expects one pane per window holding all
+of its elements. So a runner may fire no EARLY pane at all, and the last pane may hold any
+number of new elements. What the model does fix:
 
-- a window with at least n elements under an element-count trigger fires at least one pane
-  before the watermark passes its end, and every such pane is EARLY (nonspeculative index -1);
-- an EARLY pane holds at least n elements more than the previous pane (discarding: at least n);
+- every pane before a window's last is EARLY (nonspeculative index -1): the watermark had not
+  passed the window's end when it fired;
+- an EARLY pane holds at least n elements more than the previous pane (discarding: at least n),
+  or the count trigger could not have fired;
 - when the watermark passes the end, the window fires exactly one more pane, its last: ON_TIME,
   nonspeculative index 0 (AfterWatermark's on-time pane; for a trigger without one, the final
   pane at garbage collection, which with allowed lateness 0 is the end of the window: the Python
-  SDK declares ClosingBehavior EMIT_ALWAYS, so it is emitted even when empty); it holds fewer
-  than n elements more than the previous pane, or the count trigger would have fired first;
+  SDK declares ClosingBehavior EMIT_ALWAYS, so it is emitted even when empty);
 - pane indices run 0, 1, 2, ... per key and window, is_first only on index 0, is_last only on
   the final pane; no pane is LATE;
 - accumulating panes of a window nest, the last holding every element of the window; discarding
@@ -99,11 +105,6 @@ def _verify(count, accumulating):
             assert (last.pane.timing, last.pane.nonspec) == ("ON_TIME", 0), (
                 f"{label}: the last pane must be the window's one ON_TIME pane: {last!r}"
             )
-            if len(everything) >= count:
-                assert early, (
-                    f"{label}: {len(everything)} elements reached a count trigger of {count} "
-                    "before the end of input, yet no EARLY pane fired"
-                )
             seen = []  # everything emitted so far (discarding), or the previous pane (accumulating)
             for r in found:
                 values = r.value[1]
@@ -117,11 +118,6 @@ def _verify(count, accumulating):
                     assert len(new) >= count, (
                         f"{label}: EARLY pane {r!r} brought {len(new)} new element(s), fewer than the count {count}"
                     )
-                else:
-                    assert len(new) < count, (
-                        f"{label}: the count trigger should have fired before the last "
-                        f"pane, which brought {len(new)} new element(s): {r!r}"
-                    )
             what = "the last accumulating pane" if accumulating else "the discarding panes together"
             assert sorted(seen) == everything, f"{label}: {what} hold {sorted(seen)}, the window {everything}"
         return True
@@ -131,16 +127,16 @@ def _verify(count, accumulating):
 
 def _describe(trigger_text, mode_text):
     return (
-        f"{trigger_text}, {mode_text}, in batch: per key and window, EARLY panes of at least the count "
-        "each, then one last ON_TIME pane; indices from 0"
+        f"{trigger_text}, {mode_text}, in batch: per key and window, any EARLY panes of at least the "
+        "count each, then one last ON_TIME pane; indices from 0"
     )
 
 
 @capability("triggers.batch_count")
 def test_repeated_count_trigger_fires_early_panes_in_batch(runner):
-    # Repeatedly(AfterCount(2)), discarding: windows with 2 or more elements fire EARLY panes before the
-    # end of input; every window ends with its final pane (ON_TIME, is_last) when the watermark passes
-    # its end, which is its garbage-collection time.
+    # Repeatedly(AfterCount(2)), discarding: windows with 2 or more elements may fire EARLY panes (2 or
+    # more new elements each) before the end of input; every window ends with its final pane (ON_TIME,
+    # is_last) when the watermark passes its end, which is its garbage-collection time.
     p, out = _grouped(runner, trigger.Repeatedly(trigger.AfterCount(2)), DISCARDING)
     check(out, satisfies(_verify(2, accumulating=False), _describe("Repeatedly(AfterCount(2))", "discarding")))
     runner.run(p)
@@ -148,8 +144,8 @@ def test_repeated_count_trigger_fires_early_panes_in_batch(runner):
 
 @capability("triggers.batch_count")
 def test_early_count_firings_then_on_time_pane_in_batch(runner):
-    # AfterWatermark(early=AfterCount(3)), discarding: EARLY panes of at least 3 elements while input
-    # arrives, then the ON_TIME pane (is_last, allowed lateness 0) when the watermark passes the end.
+    # AfterWatermark(early=AfterCount(3)), discarding: any EARLY panes hold at least 3 elements, then the
+    # ON_TIME pane (is_last, allowed lateness 0) when the watermark passes the end.
     p, out = _grouped(runner, trigger.AfterWatermark(early=trigger.AfterCount(3)), DISCARDING)
     check(
         out, satisfies(_verify(3, accumulating=False), _describe("AfterWatermark(early=AfterCount(3))", "discarding"))
