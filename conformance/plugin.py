@@ -418,8 +418,32 @@ def _message_of(call) -> str:
     if call.excinfo is None:
         return ""
     value = call.excinfo.value
+    timeout = _timeout_within(value)
+    if timeout is not None:
+        # A property case runs one pipeline per example; when the case's time limit runs out in one
+        # of them, hypothesis replays that example, sees it pass, and calls the case flaky.
+        return (
+            f"{timeout} in one of the property case's examples (each one a pipeline run): the case "
+            f"needs more time than --case-timeout on this runner, or fewer --property-examples "
+            f"(hypothesis reported it as {call.excinfo.typename})"
+        )
     text = getattr(value, "msg", None) or str(value)
     return f"{text}" if isinstance(value, AssertionError) else f"{call.excinfo.typename}: {text}"
+
+
+def _timeout_within(error: BaseException) -> str | None:
+    """The text of the case time limit's failure inside a group of errors (hypothesis wraps the
+    errors of its examples), if there is one."""
+    for inner in getattr(error, "exceptions", None) or ():
+        # hypothesis carries a BaseException (as pytest's failures are) as the cause of a wrapper
+        for candidate in (inner, inner.__cause__):
+            text = str(candidate)
+            if isinstance(candidate, pytest.fail.Exception) and text.startswith("Timeout"):
+                return text.splitlines()[0]
+        nested = _timeout_within(inner)
+        if nested is not None:
+            return nested
+    return None
 
 
 def _skip_reason(report) -> str:

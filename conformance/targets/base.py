@@ -202,7 +202,11 @@ _DIFF = re.compile(re.escape(checks.DIFF_BEGIN) + r"\n(.*?)\n" + re.escape(check
 
 
 def _tail(text: str, lines: int = 25) -> str:
-    kept = text.strip().splitlines()[-lines:]
+    """The end of a runner's error text, where a traceback names the error; when that is cut, the
+    first line too, which is where a job server's error (a Java exception followed by the pipeline
+    proto it refused) names it."""
+    all_lines = text.strip().splitlines()
+    kept = all_lines if len(all_lines) <= lines else [all_lines[0], "..."] + all_lines[-(lines - 2) :]
     return "\n".join("    " + line for line in kept)
 
 
@@ -250,7 +254,7 @@ class CaseRunner:
             note = self.target.explain_failure(text)
             note = f"\n({note})" if note else ""
             message = f"the job failed on {self.target.name}:\n{_tail(text)}{note}"
-            if TEST_STREAM_URN in text and _has_test_stream(pipeline):
+            if refuses_test_stream(text, pipeline):
                 # refused for the TestStream, not for what the case is about: not judged here
                 raise CaseFailure(message, cross_cutting=TEST_STREAM, judged=False) from None
             raise CaseFailure(message) from None
@@ -362,6 +366,23 @@ def _has_test_stream(pipeline: beam.Pipeline) -> bool:
     finder = _Finder()
     pipeline.visit(finder)
     return finder.found
+
+
+def refuses_test_stream(error_text: str, pipeline: beam.Pipeline) -> bool:
+    """Did the job fail refusing the pipeline's TestStream? Its error names the TestStream: by its URN,
+    or by the TestStream transform's id in the submitted pipeline (Beam's Spark job server: its fuser
+    accepts no root but an Impulse or a Read, and names the transform it refuses)."""
+    if not _has_test_stream(pipeline):
+        return False
+    if TEST_STREAM_URN in error_text:
+        return True
+    try:
+        transforms = pipeline.to_runner_api().components.transforms
+    except Exception:
+        return False
+    ids = [tid for tid, t in transforms.items() if t.spec.urn == TEST_STREAM_URN]
+    # the whole id, not a prefix of a longer one (..._TestStream_2 is not ..._TestStream_21)
+    return any(re.search(re.escape(tid) + r"(?![\w-])", error_text) for tid in ids)
 
 
 def _transform_names(pipeline: beam.Pipeline) -> dict[str, str]:
