@@ -105,10 +105,11 @@ def pytest_addoption(parser):
     group.addoption(
         "--property-examples",
         type=int,
-        default=api.DEFAULT_PROPERTY_EXAMPLES,
+        default=None,
         metavar="N",
         help="random inputs tried by each property-based case (each one a pipeline run; default "
-        f"{api.DEFAULT_PROPERTY_EXAMPLES}): fewer for a slow runner, more to search harder. The "
+        f"{api.DEFAULT_PROPERTY_EXAMPLES}, or fewer where the target asks for it, e.g. flink 2): "
+        "fewer for a slow runner, more to search harder. The "
         "examples are derandomized: the first N are the same on every run",
     )
     group.addoption(
@@ -153,6 +154,8 @@ def pytest_configure(config):
     for name, text in capabilities.EXTRA_MARKERS.items():
         config.addinivalue_line("markers", f"{name}: {text}")
     examples = config.getoption("property_examples")
+    if examples is None:
+        examples = _target_property_examples(config)
     if examples < 1:
         raise pytest.UsageError(f"--property-examples must be at least 1, not {examples}")
     api.set_property_examples(examples)
@@ -162,6 +165,15 @@ def pytest_configure(config):
     if config.getoption("target") == "list":
         raise pytest.UsageError("registered targets:\n" + targets.describe_all())
     config.stash[_EXPECTATIONS] = _load_expectations(config)
+
+
+def _target_property_examples(config) -> int:
+    """The target's own default for --property-examples, else the kit's."""
+    try:
+        target = targets.create(config.getoption("target"), settings_of(config))
+    except (targets.TargetUnavailable, pytest.UsageError):
+        return api.DEFAULT_PROPERTY_EXAMPLES
+    return target.default_property_examples or api.DEFAULT_PROPERTY_EXAMPLES
 
 
 def target_name(config) -> str:

@@ -86,6 +86,8 @@ class FlinkTarget(JavaJobServerTarget):
 
     name = "flink"
     pin = pins.FLINK
+    # a Flink job takes seconds: eight examples of a property case outlast its time limit
+    default_property_examples = 2
 
     def engine_args(self) -> list[str]:
         return ["--flink-master=[local]"]

@@ -63,6 +63,9 @@ class Target:
     name: str = "target"
     #: can the test process see the SDK worker's memory (so checks confirm in process)?
     in_process_worker: bool = True
+    #: random examples per property case when --property-examples is not given (None: the kit's
+    #: default); a runner that takes seconds per job asks for fewer, or those cases time out
+    default_property_examples: int | None = None
 
     def __init__(self, spec: str, settings: TargetSettings):
         self.spec = spec
