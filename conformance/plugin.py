@@ -113,6 +113,15 @@ def pytest_addoption(parser):
         "examples are derandomized: the first N are the same on every run",
     )
     group.addoption(
+        "--per-capability",
+        type=int,
+        default=None,
+        metavar="N",
+        help="run at most N cases of each capability (the first N in the suite's order, cases "
+        "marked skip in the expectations left out): a smoke run that still touches every "
+        "capability, for CI or a first look at a new runner. Counted as a narrowed run, like -k",
+    )
+    group.addoption(
         "--results-dir",
         default="reports",
         metavar="DIR",
@@ -291,6 +300,32 @@ def pytest_collection_modifyitems(session, config, items):
             item.add_marker(pytest.mark.skip(reason=f"known failure, not run: {known.describe()}"))
     if errors:
         raise pytest.UsageError("malformed conformance cases:\n  " + "\n  ".join(errors))
+
+
+@pytest.hookimpl(trylast=True, specname="pytest_collection_modifyitems")
+def pytest_collection_modifyitems_per_capability(session, config, items):
+    """--per-capability N: keep the first N cases of each capability, after -k/-m chose theirs."""
+    limit = config.getoption("per_capability")
+    if limit is None:
+        return
+    if limit < 1:
+        raise pytest.UsageError(f"--per-capability must be at least 1, not {limit}")
+    kept, dropped = [], []
+    taken: dict[str, int] = {}
+    for item in items:
+        info = item.stash.get(_CASE, None) if _is_case(item) else None
+        if info is None:
+            kept.append(item)
+            continue
+        if info.known is not None and info.known.skip:
+            dropped.append(item)
+            continue
+        count = taken.get(info.capability.id, 0)
+        (kept if count < limit else dropped).append(item)
+        taken[info.capability.id] = count + 1
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = kept
 
 
 # --------------------------------------------------------------------------- fixtures

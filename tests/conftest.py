@@ -14,3 +14,22 @@ def worker_pool(tmp_path):
     pool = WorkerPoolProcess("localhost", 0, 60, write_boot_command(str(tmp_path))).start()
     yield pool.process, pool.address
     pool.stop()  # the pool and the workers it started
+
+
+# The longest tests (whole-suite runs in subprocesses, fetching and building peers) go first, so that
+# pytest-xdist's two workers do not end with one of them alone on a run of several minutes.
+_LONGEST_FIRST = (
+    "tests/test_peer_expectations.py",
+    "tests/test_schedule_properties.py",
+    "tests/test_beam_direct_pinned.py",
+    "tests/test_peer_selection.py",
+    "tests/test_spark_cluster.py",
+)
+
+
+def pytest_collection_modifyitems(items):
+    def rank(item):
+        path = item.nodeid.split("::", 1)[0]
+        return _LONGEST_FIRST.index(path) if path in _LONGEST_FIRST else len(_LONGEST_FIRST)
+
+    items.sort(key=rank)  # stable: the order within a file is kept

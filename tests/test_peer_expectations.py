@@ -36,6 +36,18 @@ SHAPES_ONLY_WHERE_SUBMITTED = {
     "spark",
     "spark:streaming",
 }
+# CI runs the in-process reference target whole and the others on a smoke selection of a few
+# cases per capability (--per-capability), which still touches every capability on every target;
+# BEAM_CONFORMANCE_FULL_RUNS=1 (tox -e tests-full) runs every target whole, as `tox -e conformance`
+# does for the committed reports of reference and spark.
+FULL_RUNS = os.environ.get("BEAM_CONFORMANCE_FULL_RUNS") == "1"
+PER_CAPABILITY = {
+    "reference:bundle_size=random,splits=random,seed=7": 3,
+    "reference:faults=0.2,seed=3": 2,
+    "reference-job-server": 2,
+    "spark": 2,
+    "spark:streaming": 2,
+}
 # The Spark target's run is split in two (batch cases, streaming cases) so that each half is one
 # CI test of its own, run side by side with the others, each well within the per-test timeout.
 SELECTED = {"spark": "not streaming", "spark:streaming": "streaming"}
@@ -108,6 +120,8 @@ def test_suite_matches_committed_expectations(peer, tmp_path):
     if peer in SHAPES_ONLY_WHERE_SUBMITTED and not CHECK_ALL_SCHEDULES:
         markers.append("not shapes")
     narrowed = ["-m", " and ".join(f"({m})" for m in markers)] if markers else []
+    if peer in PER_CAPABILITY and not FULL_RUNS:
+        narrowed += ["--per-capability", str(PER_CAPABILITY[peer])]
     command = [
         sys.executable,
         "-m",
@@ -134,4 +148,4 @@ def test_suite_matches_committed_expectations(peer, tmp_path):
         if c["outcome"] in ("failed", "unexpected-pass", "error")
     ]
     assert done.returncode == 0 and not bad, "\n".join(bad) or done.stdout[-3000:]
-    assert doc["summary"]["passed"] >= 50, doc["summary"]
+    assert doc["summary"]["passed"] >= 40, doc["summary"]

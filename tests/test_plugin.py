@@ -113,6 +113,27 @@ def test_capability_groups_are_markers(suite):
     result.stdout.fnmatch_lines(["*1 passed, 1 deselected*"])
 
 
+def test_per_capability_keeps_the_first_cases_of_each_capability(pytester):
+    pytester.makepyfile(
+        test_cases=CASES
+        + textwrap.dedent("""
+            @capability("pardo.basic")
+            def test_second_map(runner):
+                p = runner.pipeline()
+                check(p | beam.Create([3]), [3])
+                runner.run(p)
+        """)
+    )
+    result = run(pytester, "--target", "beam-fnapi", "--per-capability", "1", "-k", "map or wrong")
+    assert result.ret == 1  # the one gbk.global case ran, and fails
+    doc = load_results(pytester)
+    ran = sorted(c["id"] for c in doc["cases"])
+    assert ran == ["cases/map_passes", "cases/wrong_expectation_fails"]
+    # a narrowed run: the case left out is counted, so its baseline collapses nothing
+    assert doc["selection"]["deselected"] == 1
+    assert run(pytester, "--target", "beam-fnapi", "--per-capability", "0").ret == 4
+
+
 def test_runs_in_parallel_with_xdist(suite):
     result = run(suite, "--target", "beam-fnapi", "-n", "2")
     assert result.ret == 1
@@ -222,5 +243,7 @@ def test_help_documents_every_option(pytester):
         "--results-dir",
         "--no-results",
         "--trust-unconfirmed-checks",
+        "--per-capability",
+        "--property-examples",
     ):
         result.stdout.fnmatch_lines([f"*{option}*"])
