@@ -2,12 +2,12 @@
 (and, on request, each of Beam's own runners) with its committed known failures, has no
 regression and no unexpected pass."""
 
-import json
 import os
-import subprocess
 import sys
 
 import pytest
+
+from suite_run import run_suite, unexpected
 
 JOB_SERVER = f"{sys.executable} -m apache_beam.runners.portability.local_job_service_main --port {{port}}"
 
@@ -122,30 +122,7 @@ def test_suite_matches_committed_expectations(peer, tmp_path):
     narrowed = ["-m", " and ".join(f"({m})" for m in markers)] if markers else []
     if peer in PER_CAPABILITY and not FULL_RUNS:
         narrowed += ["--per-capability", str(PER_CAPABILITY[peer])]
-    command = [
-        sys.executable,
-        "-m",
-        "pytest",
-        "--pyargs",
-        "conformance",
-        *PEERS[peer],
-        *narrowed,
-        "-n",
-        "2",
-        "-p",
-        "no:cacheprovider",
-        "--show-capture=no",
-        "--tb=line",
-        "-q",
-        "--results-dir",
-        str(tmp_path),
-    ]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=RUN_TIMEOUT_S.get(peer, 1500))
-    doc = json.loads((tmp_path / f"results-{peer.partition(':')[0]}.json").read_text())
-    bad = [
-        f"{c['id']}: {c['outcome']}: {c['message'][:300]}"
-        for c in doc["cases"]
-        if c["outcome"] in ("failed", "unexpected-pass", "error")
-    ]
+    done, doc = run_suite(PEERS[peer], tmp_path, *narrowed, timeout=RUN_TIMEOUT_S.get(peer, 1500))
+    bad = unexpected(doc)
     assert done.returncode == 0 and not bad, "\n".join(bad) or done.stdout[-3000:]
     assert doc["summary"]["passed"] >= 40, doc["summary"]

@@ -7,11 +7,9 @@ Their full runs take longer than CI allows; `tox -e conformance-peers` makes the
 and expectations are committed (reports/results-<target>.json, conformance/expectations/).
 """
 
-import json
-import subprocess
-import sys
-
 import pytest
+
+from suite_run import run_suite, unexpected
 
 # case id -> the section it stands for (one or two each; the pane and TestStream rows besides)
 SELECTION = {
@@ -39,38 +37,11 @@ def _keyword() -> str:
 
 @pytest.mark.parametrize("target", ["prism", "flink"])
 def test_selection_gives_the_committed_verdicts(target, tmp_path):
-    command = [
-        sys.executable,
-        "-m",
-        "pytest",
-        "--pyargs",
-        "conformance",
-        "--target",
-        target,
-        "-k",
-        _keyword(),
-        "-n",
-        "2",
-        "-p",
-        "no:cacheprovider",
-        "--show-capture=no",
-        "--tb=line",
-        "-q",
-        "--results-dir",
-        str(tmp_path),
-    ]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=1200)
-    path = tmp_path / f"results-{target}.json"
-    assert path.exists(), done.stdout[-3000:] + done.stderr[-2000:]
-    doc = json.loads(path.read_text())
+    done, doc = run_suite(["--target", target], tmp_path, "-k", _keyword(), timeout=1200)
     outcomes = {c["id"]: c for c in doc["cases"]}
     # -k matches by name: the selection ran (and no other case with a like name hid one)
     assert set(SELECTION) <= set(outcomes), sorted(set(SELECTION) - set(outcomes))
-    bad = [
-        f"{c['id']}: {c['outcome']}: {c['message'][:400]}"
-        for c in outcomes.values()
-        if c["outcome"] in ("failed", "unexpected-pass", "error")
-    ]
+    bad = unexpected(doc, width=400)
     assert done.returncode == 0 and not bad, "\n".join(bad) or done.stdout[-3000:]
     # the selection holds both: cases the runner passes and known failures, so a change either way shows
     kinds = {outcomes[c]["outcome"] for c in SELECTION}
