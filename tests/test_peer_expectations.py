@@ -42,7 +42,7 @@ SHAPES_ONLY_WHERE_SUBMITTED = {
 # does for the committed reports of reference and spark.
 FULL_RUNS = os.environ.get("BEAM_CONFORMANCE_FULL_RUNS") == "1"
 PER_CAPABILITY = {
-    "reference:bundle_size=random,splits=random,seed=7": 3,
+    "reference:bundle_size=random,splits=random,seed=7": 2,
     "reference:faults=0.2,seed=3": 2,
     "reference-job-server": 2,
     "spark": 2,
