@@ -16,6 +16,7 @@ import pytest
 from conformance.targets import TargetUnavailable
 from conformance.targets.processes import start_group, stop_group, wait_until_serving
 from conformance.targets.workers import WorkerPoolProcess, write_boot_command
+from suite_run import suite_command
 
 # A small batch selection touching each kind of work a remote worker does: ParDo, side inputs,
 # GroupByKey with merging windows, state, timers, a splittable DoFn, metrics reported over the
@@ -120,27 +121,18 @@ def isolated_job_server():
 
 
 def _suite(tmp_path, target, *args):
-    command = [
-        sys.executable,
-        "-m",
-        "pytest",
-        "--pyargs",
-        "conformance",
+    command = suite_command(
+        tmp_path,
         "--target",
         target,
         "--target-name",
         "isolated",
         "--expectations",
         "none",
-        "-p",
-        "no:cacheprovider",
-        "-q",
         "--show-capture=no",
         "--tb=short",
-        "--results-dir",
-        str(tmp_path),
         *args,
-    ]
+    )
     done = subprocess.run(command, capture_output=True, text=True, timeout=600)
     doc = json.loads((tmp_path / "results-isolated.json").read_text())
     return done, {c["id"]: c for c in doc["cases"]}, doc

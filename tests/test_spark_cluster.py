@@ -12,6 +12,7 @@ import time
 import pytest
 
 from conformance.targets.processes import free_port
+from suite_run import suite_command
 
 pyspark = pytest.importorskip("pyspark")
 SPARK_HOME = os.path.dirname(pyspark.__file__)
@@ -89,19 +90,10 @@ def standalone_cluster(tmp_path_factory):
 
 
 def test_cases_run_on_a_standalone_cluster(standalone_cluster, tmp_path):
-    command = [
-        sys.executable,
-        "-m",
-        "pytest",
-        "--pyargs",
-        "conformance",
+    command = suite_command(
+        tmp_path,
         "--target",
         f"spark:master={standalone_cluster}",
-        "-p",
-        "no:cacheprovider",
-        "-q",
-        "--results-dir",
-        str(tmp_path),
         # a spread of stage kinds: shuffles, sessions merged per key, broadcast side inputs,
         # multimap side inputs, metrics from executors, DoFn teardown; streaming: triggered
         # panes, late data, side windows waiting for the watermark, event-time timers holding
@@ -112,7 +104,7 @@ def test_cases_run_on_a_standalone_cluster(standalone_cluster, tmp_path):
         "or accumulating_panes_hold_everything or fixed_drop_late_data_after_allowed_lateness or "
         "windowed_side_input_waits_for_watermark or pending_timer_holds_output_watermark or "
         "manual_watermark_closes_windows_while_sdf_runs",
-    ]
+    )
     done = subprocess.run(command, capture_output=True, text=True, timeout=1500)
     doc = json.loads((tmp_path / "results-spark.json").read_text())
     bad = [
