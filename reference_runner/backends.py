@@ -66,6 +66,12 @@ class Control:
             attempted=merge_user_metrics(committed + failed), committed=merge_user_metrics(committed)
         )
 
+    def ended(self) -> None:
+        """The run is over: let go of what listened to it (an engine's whole state, a worker),
+        keeping the metrics."""
+        with self._lock:
+            self._listeners = []
+
     def _snapshot(self) -> list:
         with self._lock:
             return list(self._listeners)

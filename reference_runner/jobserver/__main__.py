@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import gc
 import logging
 import signal
 import sys
@@ -51,8 +52,26 @@ def build_parser() -> argparse.ArgumentParser:
         default=4,
         metavar="N",
         help="when a job ends its SDK workers stop (so DoFn teardown runs then) and a "
-        "fresh spare is started for its environment, at most N spares in all "
-        "(default 4; 0: none, every job waits for its worker to start)",
+        "fresh spare is started for its environment if that can serve again (a PROCESS "
+        "command, or an EXTERNAL pool a second job has used; never a LOOPBACK pool, which "
+        "leaves with its job), at most N spares in all (default 4; 0: none, every job "
+        "waits for its worker to start)",
+    )
+    serve.add_argument(
+        "--spare-idle-seconds",
+        type=float,
+        default=300,
+        metavar="S",
+        help="a spare worker no job took within S seconds is stopped (default 300)",
+    )
+    serve.add_argument(
+        "--keep-jobs",
+        type=int,
+        default=100,
+        metavar="N",
+        help="ended jobs kept with their state, messages and metrics for late GetState, "
+        "GetJobMetrics and message-stream calls; older ones are forgotten and their staged "
+        "artifacts deleted (default 100)",
     )
     serve.add_argument("--log-level", default="INFO", help="Python logging level (default INFO)")
     return parser
@@ -77,7 +96,15 @@ def main(argv=None) -> int:
         args.spare_workers,
         args.backend,
         args.spark_master,
+        keep_jobs=args.keep_jobs,
+        spare_idle_seconds=args.spare_idle_seconds,
     ).start()
+    # What the server imported and built so far lives as long as it does. Frozen, it is left out
+    # of the collector's count of old objects, so the reference cycles each ended job leaves (its
+    # record, engine and worker) are collected every few dozen jobs rather than every few
+    # thousand (Beam's modules alone are several hundred thousand objects).
+    gc.collect()
+    gc.freeze()
     print(f"reference job server listening on {server.address}", flush=True)
     signal.signal(signal.SIGTERM, lambda *_: server.stop())
     try:

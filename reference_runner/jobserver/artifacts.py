@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import threading
 
 import grpc
@@ -59,9 +60,15 @@ class StagingSessions:
             return self._sessions.get(token)
 
     def close(self, token: str) -> None:
+        """Staging for ``token`` is over (its job runs, its files stay until ``remove``)."""
         with self._lock:
             self._sessions.pop(token, None)
             self._staged.pop(token, None)
+
+    def remove(self, token: str) -> None:
+        """Nothing will read ``token``'s files again: delete them."""
+        self.close(token)
+        shutil.rmtree(os.path.join(self.root, token), ignore_errors=True)  # (tokens are ours)
 
     def stage(self, token: str):
         """The server's side of one ReverseArtifactRetrievalService conversation, as a generator:

@@ -20,6 +20,7 @@ State = beam_job_api_pb2.JobState
 TERMINAL = {State.DONE, State.FAILED, State.CANCELLED, State.DRAINED, State.UPDATED, State.STOPPED}
 _MESSAGE_IDS = itertools.count(1)
 _ERROR_SEVERITY = beam_fn_api_pb2.LogEntry.Severity.ERROR
+MAX_MESSAGES = 10_000  # per job; past it only errors are kept (a chatty DoFn must not grow the server)
 
 
 def _now() -> timestamp_pb2.Timestamp:
@@ -32,8 +33,9 @@ class JobRecord:
     """``backend`` runs the job (backends.py); ``workers``, for a backend that runs user code on
     SDK workers of the job's environment, hands it one from the server's pool (pooled_workers)."""
 
-    def __init__(self, job_id: str, name: str, pipeline, options, backend):
+    def __init__(self, job_id: str, name: str, pipeline, options, backend, preparation_id: str = ""):
         self.job_id = job_id
+        self.preparation_id = preparation_id  # its staged files' token
         self.name = name
         self.pipeline = pipeline
         self.options = options  # google.protobuf.Struct, as the client sent it
@@ -42,6 +44,7 @@ class JobRecord:
         self.state = State.UNSPECIFIED
         self.results = beam_job_api_pb2.MetricResults()  # user metrics, once the job has ended
         self.control = Control(job_id, message=self.message, worker_log=self.worker_log)
+        self._messages = self._dropped = 0
         self._changed = threading.Condition()
         self._set_state(State.STARTING)  # clients read STOPPED as an end, so a new job is STARTING
 
@@ -102,6 +105,10 @@ class JobRecord:
             )
         )
         with self._changed:
+            if self._messages >= MAX_MESSAGES and importance != beam_job_api_pb2.JobMessage.JOB_MESSAGE_ERROR:
+                self._dropped += 1
+                return
+            self._messages += 1
             self.events.append(event)
             self._changed.notify_all()
 
@@ -109,6 +116,9 @@ class JobRecord:
         with self._changed:
             if self.state in TERMINAL and state != self.state:
                 return
+            if state in TERMINAL and self._dropped:
+                self._messages = 0  # (room for this note)
+                self.message(f"{self._dropped} more messages were not kept (at most {MAX_MESSAGES} per job)")
             self.state = state
             self.events.append(
                 beam_job_api_pb2.JobMessagesResponse(
@@ -118,6 +128,13 @@ class JobRecord:
             self._changed.notify_all()
 
     def _run(self) -> None:
+        try:
+            self._run_to_the_end()
+        finally:  # an ended job keeps its events, metrics and pipeline, not its engine or worker
+            self.control.ended()
+            self.backend = None
+
+    def _run_to_the_end(self) -> None:
         try:
             plan = self.backend.prepare(self.pipeline)
             if self.control.cancelled.is_set():

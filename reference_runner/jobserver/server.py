@@ -35,6 +35,8 @@ class JobServer:
         spare_workers: int = 4,
         backend: str = "reference",
         spark_master: str = "local[2]",
+        keep_jobs: int = 100,
+        spare_idle_seconds: float = 300,
     ):
         if backend == "spark":
             from reference_runner.spark import session
@@ -69,6 +71,7 @@ class JobServer:
             connect_timeout=worker_timeout,
             bundle_timeout=bundle_timeout,
             max_idle=spare_workers,
+            spare_idle_seconds=spare_idle_seconds,
         )
         if backend == "spark":  # user code runs in Spark's Python workers; each job's --spark_* options
 
@@ -83,7 +86,9 @@ class JobServer:
                     endpoint=self.fn.address,
                 )
 
-        self.jobs = JobService(sessions, self.pool, self.fn.address, self.address, max_pipeline_bytes, backend_for)
+        self.jobs = JobService(
+            sessions, self.pool, self.fn.address, self.address, max_pipeline_bytes, backend_for, keep_jobs
+        )
         beam_job_api_pb2_grpc.add_JobServiceServicer_to_server(self.jobs, self._server)
         beam_artifact_api_pb2_grpc.add_ArtifactStagingServiceServicer_to_server(StagingService(sessions), self._server)
         beam_artifact_api_pb2_grpc.add_ArtifactRetrievalServiceServicer_to_server(

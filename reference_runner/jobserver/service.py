@@ -24,7 +24,7 @@ from apache_beam.portability.api import (
 from reference_runner.bundling import ScheduleError
 from reference_runner.graph.check import UnsupportedPipeline
 from reference_runner.jobserver.artifacts import StagingSessions
-from reference_runner.jobserver.jobs import JobRecord
+from reference_runner.jobserver.jobs import TERMINAL, JobRecord
 from reference_runner.runner import ReferenceOptions
 
 _JOB_IDS = itertools.count(1)
@@ -40,14 +40,18 @@ class JobService(beam_job_api_pb2_grpc.JobServiceServicer):
         staging_endpoint: str,
         max_pipeline_bytes: int,
         backend_for: Callable,
+        keep_finished: int = 100,
     ):
-        """``backend_for(pipeline options, pipeline)``: the backend (backends.py) a job runs on."""
+        """``backend_for(pipeline options, pipeline)``: the backend (backends.py) a job runs on;
+        ``keep_finished``: how many ended jobs still answer GetState, GetJobMetrics and the
+        message stream (the oldest are forgotten, and their staged files deleted)."""
         self.backend_for = backend_for
         self.sessions = sessions
         self.pool = pool
         self.fn_endpoint = fn_endpoint
         self.staging_endpoint = staging_endpoint
         self.max_pipeline_bytes = max_pipeline_bytes
+        self.keep_finished = keep_finished
         self.jobs: dict[str, JobRecord] = {}
         self._prepared: dict[str, tuple] = {}  # preparation id -> (job name, options)
         self._lock = threading.Lock()
@@ -78,7 +82,7 @@ class JobService(beam_job_api_pb2_grpc.JobServiceServicer):
             if len(self._prepared) > MAX_PREPARED:  # prepared and never run: forget the oldest
                 oldest = next(iter(self._prepared))
                 del self._prepared[oldest]
-                self.sessions.close(oldest)
+                self.sessions.remove(oldest)
         return beam_job_api_pb2.PrepareJobResponse(
             preparation_id=preparation_id,
             staging_session_token=preparation_id,
@@ -93,13 +97,23 @@ class JobService(beam_job_api_pb2_grpc.JobServiceServicer):
         pipeline = self.sessions.pipeline(request.preparation_id, wait=60)
         self.sessions.close(request.preparation_id)
         name, options = prepared
-        job = JobRecord(
-            f"job-{next(_JOB_IDS)}-{_slug(name)}", name, pipeline, options, self.backend_for(options, pipeline)
-        )
+        job_id = f"job-{next(_JOB_IDS)}-{_slug(name)}"
+        job = JobRecord(job_id, name, pipeline, options, self.backend_for(options, pipeline), request.preparation_id)
         with self._lock:
             self.jobs[job.job_id] = job
+            forgotten = self._forget_old_jobs()
+        for old in forgotten:
+            self.sessions.remove(old.preparation_id)
         job.start()
         return beam_job_api_pb2.RunJobResponse(job_id=job.job_id)
+
+    def _forget_old_jobs(self) -> list[JobRecord]:
+        """Ended jobs past the newest ``keep_finished``, taken out of ``jobs`` (under the lock)."""
+        ended = [j for j in self.jobs.values() if j.state in TERMINAL]
+        forgotten = ended[: max(0, len(ended) - self.keep_finished)]  # oldest first
+        for job in forgotten:
+            del self.jobs[job.job_id]
+        return forgotten
 
     def GetJobs(self, request, context):
         with self._lock:
@@ -145,7 +159,10 @@ class JobService(beam_job_api_pb2_grpc.JobServiceServicer):
         with self._lock:
             job = self.jobs.get(job_id)
         if job is None:
-            context.abort(grpc.StatusCode.NOT_FOUND, f"no job {job_id[:100]!r}")
+            context.abort(
+                grpc.StatusCode.NOT_FOUND,
+                f"no job {job_id[:100]!r} (this server keeps the last {self.keep_finished} ended jobs)",
+            )
         return job
 
 

@@ -5,16 +5,24 @@
 - PROCESS: start the given command with the standard boot flags.
 - embedded Python: Beam's harness inside this server (user code must be importable here).
 A worker serves one job and stops when it ends (a Beam harness tears DoFns down only when it
-stops). To keep light jobs light, a spare worker per environment (at most ``max_idle`` in all)
-is started when a job ends, ready for the next job of that environment.
+stops). To keep light jobs light, a spare worker is started when a job ends, ready for the next
+job of that environment, but only for an environment that can serve again: a PROCESS command,
+or an EXTERNAL pool that has already served an earlier job. A LOOPBACK pool (an EXTERNAL pool
+inside the client, one per job) serves one job and goes with it: asking it for a spare as it
+shuts down left gRPC's channel to it half-closed, and grpcio 1.85's event engine then spun on
+that connection, allocating some 250 MB a second until the server took the machine. Spares
+are at most ``max_idle`` in all, and one idle for ``spare_idle_seconds`` is stopped.
 """
 
 from __future__ import annotations
 
+import collections
+import hashlib
 import itertools
 import os
 import subprocess
 import threading
+import time
 
 import grpc
 from apache_beam.portability import python_urns
@@ -29,6 +37,7 @@ PROCESS = "beam:env:process:v1"
 DOCKER = "beam:env:docker:v1"
 EMBEDDED = {python_urns.EMBEDDED_PYTHON, "beam:env:default:v1", ""}
 _IDS = itertools.count(1)
+_REMEMBERED_ENVIRONMENTS = 1024  # how many environments' job counts are kept (oldest forgotten)
 
 
 class EnvironmentUnsupported(ValueError):
@@ -42,6 +51,7 @@ class _Started:
         self.worker_id = worker_id
         self.process = process
         self.connection = None
+        self.idle_since = time.monotonic()
 
 
 class WorkerPool:
@@ -53,6 +63,7 @@ class WorkerPool:
         connect_timeout: float = 60,
         bundle_timeout: float = 600,
         max_idle: int = 4,
+        spare_idle_seconds: float = 300,
     ):
         self.server = server
         self.provision_endpoint = provision_endpoint
@@ -60,8 +71,10 @@ class WorkerPool:
         self.connect_timeout = connect_timeout
         self.bundle_timeout = bundle_timeout
         self.max_idle = max_idle
+        self.spare_idle_seconds = spare_idle_seconds
         self._idle: dict[bytes, list[_Started]] = {}
         self._all: list[_Started] = []
+        self._jobs_served: collections.OrderedDict[bytes, int] = collections.OrderedDict()
         self._lock = threading.Lock()
 
     @staticmethod
@@ -96,7 +109,12 @@ class WorkerPool:
                 f"environment {env.urn} is not supported "
                 f"(supported: {EXTERNAL}, {PROCESS}, {python_urns.EMBEDDED_PYTHON})"
             )
-        key = env.SerializeToString(deterministic=True)
+        key = hashlib.sha1(env.SerializeToString(deterministic=True)).digest()
+        self._stop_stale_spares()
+        with self._lock:
+            self._jobs_served[key] = self._jobs_served.pop(key, 0) + 1
+            while len(self._jobs_served) > _REMEMBERED_ENVIRONMENTS:
+                self._jobs_served.popitem(last=False)
         while True:
             with self._lock:
                 started = self._idle.get(key, []).pop() if self._idle.get(key) else None
@@ -116,21 +134,44 @@ class WorkerPool:
 
     def release(self, token, env, healthy: bool) -> None:
         """A job is done with its worker. The worker stops (its harness tears the job's DoFns
-        down), and a fresh spare for the same environment is started in the background, so the
-        next job of that environment does not wait for a worker to start."""
+        down), and, for an environment that can serve again, a fresh spare is started in the
+        background, so that its next job does not wait for a worker to start."""
         if token is None:
             return
         key, started = token
         self._discard(started)
-        if healthy and self.max_idle > 0:
+        if healthy and self.max_idle > 0 and self._serves_again(key, env):
             threading.Thread(target=self._start_spare, args=(key, env), daemon=True).start()
 
+    def _serves_again(self, key: bytes, env) -> bool:
+        """A PROCESS command can always start another worker; an EXTERNAL pool is known to
+        outlive its jobs once a second job has used it (a LOOPBACK pool never sees one)."""
+        if env.urn == PROCESS:
+            return True
+        with self._lock:
+            return self._jobs_served.get(key, 0) >= 2
+
+    def _stop_stale_spares(self) -> None:
+        cutoff = time.monotonic() - self.spare_idle_seconds
+        with self._lock:
+            stale = [s for workers in self._idle.values() for s in workers if s.idle_since < cutoff]
+            for key in list(self._idle):
+                self._idle[key] = [s for s in self._idle[key] if s not in stale]
+                if not self._idle[key]:
+                    del self._idle[key]
+        for s in stale:
+            self._discard(s)
+
     def _start_spare(self, key: bytes, env) -> None:
+        started = None
         try:
             started = self._start(env)
             started.connection = self.server.connection(started.worker_id, self.connect_timeout)
-        except Exception:  # noqa: BLE001 - e.g. a LOOPBACK pool that left with its job: no spare
+        except Exception:  # noqa: BLE001 - e.g. a pool that has gone away since: no spare
+            if started is not None:
+                self._discard(started)  # (one that connects late is turned away)
             return
+        started.idle_since = time.monotonic()
         evicted = []
         with self._lock:
             self._idle.setdefault(key, []).append(started)
@@ -190,7 +231,7 @@ class WorkerPool:
         """Stop a worker: ending its control stream makes a Beam harness exit."""
         if started.connection is not None:
             started.connection.lost("the job server released this worker")
-        self.server.forget(started.worker_id)
+        self.server.forget(started.worker_id)  # and turn it away if it connects only now
         self.server.log_sinks.pop(started.worker_id, None)
         if started.process is not None and started.process.poll() is None:
             started.process.kill()

@@ -7,6 +7,7 @@ when that stream ends, everything the runner was waiting for from it fails at on
 
 from __future__ import annotations
 
+import collections
 import itertools
 import logging
 import queue
@@ -18,6 +19,7 @@ from apache_beam.portability.api import beam_fn_api_pb2, beam_fn_api_pb2_grpc
 
 _LOG = logging.getLogger(__name__)
 _CLOSE = object()  # ends an outgoing stream
+_FORGOTTEN_KEPT = 1024  # forgotten worker ids remembered, to turn away one that connects late
 
 
 class WorkerGone(RuntimeError):
@@ -149,6 +151,7 @@ class FnApiServer(
         self.port = self._server.add_insecure_port(f"{host}:0")
         self.address = f"{host}:{self.port}"
         self._connections: dict[str, Connection] = {}
+        self._forgotten: collections.OrderedDict[str, None] = collections.OrderedDict()
         self._arrived = threading.Condition()
         #: instruction id -> the StateService answering that bundle's state requests
         self.state_services: dict[str, object] = {}
@@ -164,8 +167,12 @@ class FnApiServer(
             return self._connections[worker_id]
 
     def forget(self, worker_id: str) -> None:
+        """The runner is done with ``worker_id``; if it connects only now, it is turned away."""
         with self._arrived:
             self._connections.pop(worker_id, None)
+            self._forgotten[worker_id] = None
+            while len(self._forgotten) > _FORGOTTEN_KEPT:
+                self._forgotten.popitem(last=False)
 
     def stop(self) -> None:
         for connection in list(self._connections.values()):
@@ -176,6 +183,8 @@ class FnApiServer(
     def Control(self, request_iterator, context):
         connection = Connection(_worker_id(context))
         with self._arrived:
+            if self._forgotten.pop(connection.worker_id, "connect") is None:
+                return  # released before it called in (it timed out): ending its stream stops it
             self._connections[connection.worker_id] = connection
             self._arrived.notify_all()
 
