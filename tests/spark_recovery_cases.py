@@ -22,7 +22,7 @@ from reference_runner.spark import SparkRunner, session
 
 MASTER = os.environ.get("SPARK_RECOVERY_MASTER", "local[2,4]")
 USER_SESSION = os.environ.get("SPARK_RECOVERY_USER_SESSION") == "1"
-CONF = {"spark.memory.fraction": "0.001", "spark.task.maxFailures": "4"}
+CONF = {"spark.memory.fraction": "0.001"}  # (tasks get four attempts: local[N,4], or a cluster's default)
 USERS_SHUFFLE_PARTITIONS = "7"  # a setting of the user's session the backend must not change
 
 

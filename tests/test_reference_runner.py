@@ -210,3 +210,22 @@ def test_a_group_keeps_the_arrival_order_of_values_from_one_bundle(knobs):
             | beam.MapTuple(lambda k, vs: list(vs))
         )
         assert_that(out, equal_to([list(range(50))]))
+
+
+def _innermost_helper(x):
+    raise ValueError(f"raised deep down for {x}")
+
+
+def _outer_helper(x):
+    return _innermost_helper(x)
+
+
+def test_the_users_whole_traceback_reaches_the_caller_nested_frames_included():
+    p = beam.Pipeline(runner=ReferenceRunner())
+    _ = p | beam.Create([7]) | beam.Map(_outer_helper)
+    with pytest.raises(Exception, match="raised deep down for 7") as info:
+        p.run()
+    message = str(info.value)
+    # the error on the first line, then every frame down to the function that raised
+    assert "ValueError: raised deep down for 7" in message.splitlines()[0]
+    assert "in _outer_helper" in message and "in _innermost_helper" in message

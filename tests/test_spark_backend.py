@@ -72,6 +72,27 @@ def test_the_users_error_reaches_the_caller_without_the_jvm_stack():
     assert "org.apache.spark" not in str(info.value)
 
 
+def _innermost_helper(x):
+    raise ValueError(f"raised deep down for {x}")
+
+
+def _outer_helper(x):
+    return _innermost_helper(x)
+
+
+def test_the_users_whole_traceback_reaches_the_caller_nested_frames_included():
+    p = beam.Pipeline(runner=SparkRunner())
+    _ = p | beam.Create([7]) | beam.Map(_outer_helper)
+    with pytest.raises(SparkJobFailed) as info:
+        p.run()
+    message = str(info.value)
+    # the error first, then every frame down to the function that raised
+    assert message.splitlines()[0].endswith("ValueError: raised deep down for 7 [while running 'Map(_outer_helper)']")
+    assert "in _outer_helper" in message and "in _innermost_helper" in message
+    assert 'raise ValueError(f"raised deep down for {x}")' in message
+    assert "org.apache.spark" not in message
+
+
 def test_a_side_input_over_the_size_limit_is_refused_by_name():
     p = beam.Pipeline(runner=SparkRunner(), options=PipelineOptions(["--spark_max_side_input_mib=0"]))
     side = p | "Side" >> beam.Create(["x" * 100])

@@ -24,3 +24,9 @@ def run_recovery_cases(master: str, tmp_path, *args: str, user_session: bool = F
 
 def test_retries_recomputations_and_the_users_session_on_local_spark(tmp_path):
     run_recovery_cases("local[2,4]", tmp_path, user_session=True)
+
+
+def test_a_failed_task_is_retried_on_the_default_local_master(tmp_path):
+    # local[2], as a user or the job server gives it: Spark's local mode alone would try each
+    # task once, so the backend starts it as local[2,4]; the retry must count once
+    run_recovery_cases("local[2]", tmp_path, "-k", "a_task_failing_part_way")

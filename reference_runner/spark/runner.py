@@ -180,7 +180,15 @@ class SparkJobFailed(RuntimeError):
 
 
 def _python_error(e: Exception) -> str:
-    """The user's Python error out of a Py4J/Spark failure, without the JVM's stack."""
+    """The user's Python error out of a Py4J/Spark failure, without the JVM's stack: what a
+    failed stage said (its first line the error, then the user's whole traceback, nested frames
+    included), or else the Python worker's last traceback."""
     text = str(e)
+    stage = text.rfind(_STAGE_FAILED)
+    if stage >= 0:
+        return re.split(r"(?m)^\s+at |^\tat ", text[stage + len(_STAGE_FAILED) :], maxsplit=1)[0].strip()
     found = re.findall(r"(?ms)^Traceback \(most recent call last\):.*?(?=^\s+at |\Z)", text)
     return found[-1].strip() if found else text
+
+
+_STAGE_FAILED = "reference_runner.spark.tasks.StageFailed: "

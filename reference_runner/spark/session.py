@@ -7,6 +7,7 @@ rather than let getOrCreate() silently rewrite that session's configuration."""
 from __future__ import annotations
 
 import os
+import re
 import sys
 import threading
 
@@ -22,6 +23,22 @@ _owned = False  # started here (stop() stops it), not the user's
 # spark.driver.extraJavaOptions replaces them.
 DRIVER_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 STATUS_RETENTION = {"spark.ui.retainedJobs": "50", "spark.ui.retainedStages": "50", "spark.ui.retainedTasks": "2000"}
+# A Python worker that dies of a signal or a native fault leaves only "Python worker exited
+# unexpectedly (crashed)"; with the faulthandler on, Spark adds the worker's native traceback.
+FAULT_REPORTS = {"spark.python.worker.faulthandler.enabled": "true"}
+TASK_ATTEMPTS = 4  # Spark's own default for a cluster (spark.task.maxFailures)
+_LOCAL = re.compile(r"^local(\[(\d+|\*)\])?$")
+
+
+def with_task_retries(master: str, conf: dict) -> str:
+    """``local`` and ``local[N]`` never retry a failed task (Spark's local mode allows one
+    attempt); as ``local[N,F]`` they retry as a cluster does, F being spark.task.maxFailures
+    (default 4). Other masters, ``local[N,F]`` itself included, are left as they are."""
+    match = _LOCAL.match(master)
+    if match is None:
+        return master
+    attempts = conf.get("spark.task.maxFailures", TASK_ATTEMPTS)
+    return f"local[{match.group(2) or 1},{attempts}]"
 
 
 def get(master: str = "local[2]", conf: dict | None = None):
@@ -50,7 +67,7 @@ def get(master: str = "local[2]", conf: dict | None = None):
         os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
         path = os.pathsep.join(p for p in sys.path if p and os.path.isdir(p))
         builder = (
-            SparkSession.builder.master(master)
+            SparkSession.builder.master(with_task_retries(master, conf or {}))
             .appName("beam-reference-spark")
             .config("spark.ui.enabled", "false")
             .config("spark.ui.showConsoleProgress", "false")
@@ -62,7 +79,7 @@ def get(master: str = "local[2]", conf: dict | None = None):
         )
         # Spark's status store keeps 1000 jobs and stages, with their tasks, even with the UI
         # off: a stream runs a few jobs per micro-batch, and the driver JVM grew with them
-        for key, value in STATUS_RETENTION.items():
+        for key, value in {**STATUS_RETENTION, **FAULT_REPORTS}.items():
             builder = builder.config(key, value)
         for key, value in (conf or {}).items():
             builder = builder.config(key, value)
@@ -85,7 +102,7 @@ def _running_elsewhere():
 
 def _check_compatible(existing, master: str, conf: dict) -> None:
     differences = []
-    if existing.sparkContext.master != master:
+    if existing.sparkContext.master not in (master, with_task_retries(master, conf)):
         differences.append(f"master {existing.sparkContext.master} (wanted {master})")
     settings = existing.sparkContext.getConf()
     for key, value in sorted(conf.items()):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import traceback
 
 from apache_beam.portability.api import beam_fn_api_pb2
 from apache_beam.runners.worker import sdk_worker, statecache
@@ -138,14 +139,21 @@ class EmbeddedWorker(BundleControl):
             response = self._worker.do_instruction(
                 beam_fn_api_pb2.InstructionRequest(instruction_id=instruction_id, **request)
             )
-        except Exception as e:  # raised past the harness, e.g. by the runner's own feed
-            raise BundleFailed(f"{type(e).__name__}: {e}", cause=e) from e
+        except Exception as e:  # raised past the harness: the user's error, or the runner's own feed's
+            raise BundleFailed(with_traceback(e), cause=e) from e
         if response.error:
             raise BundleFailed(response.error)
         return response
 
     def stop(self) -> None:
         self._cache.shutdown()
+
+
+def with_traceback(error: BaseException) -> str:
+    """The error on its first line, then its whole traceback, nested frames and causes
+    included (the lines a gRPC SDK harness would have sent in its InstructionResponse)."""
+    details = "".join(traceback.format_exception(error)).rstrip()
+    return f"{type(error).__name__}: {error}\n{details}"
 
 
 class BundleFailed(RuntimeError):
