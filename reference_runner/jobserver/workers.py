@@ -7,11 +7,13 @@
 A worker serves one job and stops when it ends (a Beam harness tears DoFns down only when it
 stops). To keep light jobs light, a spare worker is started when a job ends, ready for the next
 job of that environment, but only for an environment that can serve again: a PROCESS command,
-or an EXTERNAL pool that has already served an earlier job. A LOOPBACK pool (an EXTERNAL pool
-inside the client, one per job) serves one job and goes with it: asking it for a spare as it
-shuts down left gRPC's channel to it half-closed, and grpcio 1.85's event engine then spun on
-that connection, allocating some 250 MB a second until the server took the machine. Spares
-are at most ``max_idle`` in all, and one idle for ``spare_idle_seconds`` is stopped.
+or an EXTERNAL pool that has already served an earlier job (a LOOPBACK pool, inside the client
+and one per job, never has). The spare is asked for before the job reports its end: asked for
+after, as the client was shutting its LOOPBACK pool down on seeing the end, it left gRPC's
+channel to the pool half-closed, and grpcio 1.85's event engine then spun on that connection,
+allocating some 250 MB a second until the server took the machine. (A LOOPBACK pool's port can
+come again after a thousand jobs, so "served before" alone did not keep spares away from them.)
+Spares are at most ``max_idle`` in all, and one idle for ``spare_idle_seconds`` is stopped.
 """
 
 from __future__ import annotations
@@ -141,7 +143,13 @@ class WorkerPool:
         key, started = token
         self._discard(started)
         if healthy and self.max_idle > 0 and self._serves_again(key, env):
-            threading.Thread(target=self._start_spare, args=(key, env), daemon=True).start()
+            # Asked for now, before the job reports its end: a client that stops its pool once
+            # it sees the end must not do so in the middle of this call (see the module's doc).
+            try:
+                spare = self._start(env)
+            except Exception:  # noqa: BLE001 - e.g. a pool that has gone away: no spare
+                return
+            threading.Thread(target=self._keep_spare, args=(key, spare), daemon=True).start()
 
     def _serves_again(self, key: bytes, env) -> bool:
         """A PROCESS command can always start another worker; an EXTERNAL pool is known to
@@ -162,14 +170,11 @@ class WorkerPool:
         for s in stale:
             self._discard(s)
 
-    def _start_spare(self, key: bytes, env) -> None:
-        started = None
+    def _keep_spare(self, key: bytes, started: _Started) -> None:
         try:
-            started = self._start(env)
             started.connection = self.server.connection(started.worker_id, self.connect_timeout)
-        except Exception:  # noqa: BLE001 - e.g. a pool that has gone away since: no spare
-            if started is not None:
-                self._discard(started)  # (one that connects late is turned away)
+        except Exception:  # noqa: BLE001 - it never called in: no spare
+            self._discard(started)  # (one that connects late is turned away)
             return
         started.idle_since = time.monotonic()
         evicted = []
