@@ -37,9 +37,19 @@ SERVERS = {
 class Soak:
     """One server under load: its samples and every job's outcome."""
 
-    def __init__(self, name: str, clients: int, jobs: int, interval: float, timeout: float, server_args: str = ""):
+    def __init__(
+        self,
+        name: str,
+        clients: int,
+        jobs: int,
+        interval: float,
+        timeout: float,
+        server_args: str = "",
+        partial: str | None = None,
+    ):
         self.name, self.clients, self.jobs, self.interval, self.timeout = name, clients, jobs, interval, timeout
         self.server_args = server_args
+        self.partial = partial  # where the figures so far are written every half minute, if anywhere
         self.outcomes: list[dict] = []  # soak_client lines, in the order they finished
         self.samples: list[dict] = []
         self._reported = -1
@@ -64,8 +74,12 @@ class Soak:
             for r in readers:
                 r.start()
             total = self.clients * self.jobs
+            written = time.monotonic()
             while any(r.is_alive() for r in readers):
                 self._sample(server.pid, started)
+                if self.partial and time.monotonic() - written > 30:  # a long run cut short keeps its figures
+                    write_json(self.partial, self.summary(time.perf_counter() - started))
+                    written = time.monotonic()
                 self._progress(total)
                 for r in readers:
                     r.join(self.interval / len(readers))
@@ -215,6 +229,7 @@ def main(argv=None) -> int:
                 args.interval,
                 args.timeout,
                 args.server_args if name == args.backend else "",
+                partial=f"{args.json}.{name}.partial" if args.json else None,
             ).run()
         )
     print(f"soak: {args.clients} client(s) x {args.jobs} tiny LOOPBACK jobs")
