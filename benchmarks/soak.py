@@ -20,6 +20,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 
@@ -56,7 +57,8 @@ class Soak:
         self._lock = threading.Lock()
 
     def run(self) -> dict:
-        log = open(f"/tmp/soak-{self.name}-{os.getpid()}.log", "w")  # the server's log, for a failed run
+        # the server's log, for a failed run
+        log = open(os.path.join(tempfile.gettempdir(), f"soak-{self.name}-{os.getpid()}.log"), "w")
         server, address = start_listening(f"{SERVERS[self.name]} {self.server_args}", log=log, timeout=180)
         started = time.perf_counter()
         try:

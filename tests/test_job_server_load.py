@@ -167,10 +167,12 @@ def test_a_dofn_that_never_returns_is_cancelled_after_the_case_timeout(server):
     _ = p | beam.Create([1]) | beam.Map(block)
     result = p.run()
     try:
-        # what a case does when its time runs out (conformance/targets/base.py): stop waiting, cancel
-        assert result.wait_until_finish(duration=3000) not in ("DONE", "FAILED", "CANCELLED")
-        result.cancel()
         job = server.jobs.jobs[result._job_id]
+        _wait_for(lambda: job.state == State.RUNNING and server.fn._connections, 60, "the job running")
+        # what a case does when its time runs out (conformance/targets/base.py): stop waiting, cancel
+        result.wait_until_finish(duration=1000)
+        assert job.state == State.RUNNING  # (the DoFn never returns)
+        result.cancel()
         _wait_for(lambda: job.state == State.CANCELLED, 15, "cancelled")
     finally:
         forever.set()
