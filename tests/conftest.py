@@ -24,6 +24,7 @@ _LONGEST_FIRST = (
     "tests/test_beam_direct_pinned.py",
     "tests/test_peer_selection.py",
     "tests/test_spark_cluster.py",
+    "tests/test_job_server_load.py",
 )
 
 
