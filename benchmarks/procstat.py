@@ -51,11 +51,12 @@ def _one(pid: int) -> tuple[str, float, int, int] | None:
     return name, rss, threads, fds
 
 
-def usage(pid: int) -> Usage:
+def usage(pid: int, children: bool = True) -> Usage:
+    """What ``pid`` uses, with everything it started unless ``children`` is False."""
     rss = 0.0
     threads = fds = processes = 0
     by_name: dict[str, float] = {}
-    for p in tree(pid):
+    for p in tree(pid) if children else [pid]:
         one = _one(p)
         if one is None:
             continue

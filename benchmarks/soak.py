@@ -114,14 +114,14 @@ class Soak:
         client.wait()
 
     def _sample(self, pid: int, started: float) -> None:
-        whole, server = usage(pid), usage_of_one(pid)
+        whole, server = usage(pid), usage(pid, children=False)  # (for the reference backend, the same)
         self.samples.append(
             {
                 "seconds": time.perf_counter() - started,
                 "jobs": len(self.outcomes),
-                "rss_mib": server["rss_mib"],
-                "threads": server["threads"],
-                "fds": server["fds"],
+                "rss_mib": server.rss_mib,
+                "threads": server.threads,
+                "fds": server.fds,
                 "tree_rss_mib": whole.rss_mib,
                 "tree_threads": whole.threads,
                 "tree_fds": whole.fds,
@@ -145,17 +145,6 @@ class Soak:
             "samples": self.samples,
             "latencies": [o["seconds"] for o in self.outcomes],
         }
-
-
-def usage_of_one(pid: int) -> dict:
-    """The server process alone (for the reference backend, everything it holds)."""
-    with open(f"/proc/{pid}/statm") as f:
-        rss = int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / (1 << 20)
-    return {
-        "rss_mib": rss,
-        "threads": len(os.listdir(f"/proc/{pid}/task")),
-        "fds": len(os.listdir(f"/proc/{pid}/fd")),
-    }
 
 
 def _quantile(sorted_values: list[float], q: float) -> float:

@@ -25,8 +25,9 @@ from apache_beam.portability.api import beam_job_api_pb2, beam_job_api_pb2_grpc,
 from apache_beam.runners.worker.worker_pool_main import BeamFnExternalWorkerPoolServicer
 
 from benchmarks.jobserver import tiny_pipeline
+from reference_runner.jobserver.jobs import TERMINAL
 
-ENDED = {"DONE", "FAILED", "CANCELLED", "DRAINED", "UPDATED", "STOPPED"}
+STOPPED = beam_job_api_pb2.JobState.STOPPED
 
 
 def run_one(stub, pipeline: beam_runner_api_pb2.Pipeline, timeout: float) -> str:
@@ -45,7 +46,7 @@ def run_one(stub, pipeline: beam_runner_api_pb2.Pipeline, timeout: float) -> str
         events = stub.GetStateStream(beam_job_api_pb2.GetJobStateRequest(job_id=job_id), timeout=timeout)
         for n, event in enumerate(events):
             state = beam_job_api_pb2.JobState.Enum.Name(event.state)
-            if state in ENDED and not (n == 0 and state == "STOPPED"):  # Beam's service starts at STOPPED
+            if event.state in TERMINAL and not (n == 0 and event.state == STOPPED):  # Beam's service starts at STOPPED
                 break
         return state
     finally:

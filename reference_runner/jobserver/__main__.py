@@ -62,7 +62,7 @@ def build_parser() -> argparse.ArgumentParser:
         type=float,
         default=300,
         metavar="S",
-        help="a spare worker no job took within S seconds is stopped (default 300)",
+        help="a spare worker no job took within S seconds is stopped when the next job starts (default 300)",
     )
     serve.add_argument(
         "--keep-jobs",
@@ -101,8 +101,8 @@ def main(argv=None) -> int:
     ).start()
     # What the server imported and built so far lives as long as it does. Frozen, it is left out
     # of the collector's count of old objects, so the reference cycles each ended job leaves (its
-    # record, engine and worker) are collected every few dozen jobs rather than every few
-    # thousand (Beam's modules alone are several hundred thousand objects).
+    # record, engine and worker) are collected every few hundred jobs (measured: ~330 tiny jobs,
+    # ~70 MiB) rather than every few thousand (Beam's modules are several hundred thousand objects).
     gc.collect()
     gc.freeze()
     print(f"reference job server listening on {server.address}", flush=True)

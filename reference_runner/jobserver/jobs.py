@@ -99,26 +99,32 @@ class JobRecord:
         self.control.drain()
 
     def message(self, text: str, importance=beam_job_api_pb2.JobMessage.JOB_MESSAGE_BASIC) -> None:
-        event = beam_job_api_pb2.JobMessagesResponse(
-            message_response=beam_job_api_pb2.JobMessage(
-                message_id=str(next(_MESSAGE_IDS)), time=str(time.time()), importance=importance, message_text=text
-            )
-        )
         with self._changed:
             if self._messages >= MAX_MESSAGES and importance != beam_job_api_pb2.JobMessage.JOB_MESSAGE_ERROR:
                 self._dropped += 1
                 return
             self._messages += 1
-            self.events.append(event)
-            self._changed.notify_all()
+            self._append_message(text, importance)
+
+    def _append_message(self, text: str, importance) -> None:
+        self.events.append(
+            beam_job_api_pb2.JobMessagesResponse(
+                message_response=beam_job_api_pb2.JobMessage(
+                    message_id=str(next(_MESSAGE_IDS)), time=str(time.time()), importance=importance, message_text=text
+                )
+            )
+        )
+        self._changed.notify_all()
 
     def _set_state(self, state) -> None:
         with self._changed:
             if self.state in TERMINAL and state != self.state:
                 return
             if state in TERMINAL and self._dropped:
-                self._messages = 0  # (room for this note)
-                self.message(f"{self._dropped} more messages were not kept (at most {MAX_MESSAGES} per job)")
+                self._append_message(
+                    f"{self._dropped} more messages were not kept (at most {MAX_MESSAGES} per job)",
+                    beam_job_api_pb2.JobMessage.JOB_MESSAGE_BASIC,
+                )
             self.state = state
             self.events.append(
                 beam_job_api_pb2.JobMessagesResponse(

@@ -161,14 +161,7 @@ class WorkerPool:
 
     def _stop_stale_spares(self) -> None:
         cutoff = time.monotonic() - self.spare_idle_seconds
-        with self._lock:
-            stale = [s for workers in self._idle.values() for s in workers if s.idle_since < cutoff]
-            for key in list(self._idle):
-                self._idle[key] = [s for s in self._idle[key] if s not in stale]
-                if not self._idle[key]:
-                    del self._idle[key]
-        for s in stale:
-            self._discard(s)
+        self._stop_spares(lambda idle: [(k, s) for k, s in idle if s.idle_since < cutoff])
 
     def _keep_spare(self, key: bytes, started: _Started) -> None:
         try:
@@ -177,14 +170,20 @@ class WorkerPool:
             self._discard(started)  # (one that connects late is turned away)
             return
         started.idle_since = time.monotonic()
-        evicted = []
         with self._lock:
             self._idle.setdefault(key, []).append(started)
-            idle = [(k, s) for k, workers in self._idle.items() for s in workers]
-            for k, s in idle[: max(0, len(idle) - self.max_idle)]:  # oldest first
+        self._stop_spares(lambda idle: idle[: max(0, len(idle) - self.max_idle)])  # oldest first
+
+    def _stop_spares(self, choose) -> None:
+        """Stop the idle spares that ``choose`` picks from the list of all of them ((environment
+        key, spare) pairs, by environment, the oldest first within each)."""
+        with self._lock:
+            chosen = choose([(k, s) for k, workers in self._idle.items() for s in workers])
+            for k, s in chosen:
                 self._idle[k].remove(s)
-                evicted.append(s)
-        for s in evicted:
+                if not self._idle[k]:
+                    del self._idle[k]
+        for _, s in chosen:
             self._discard(s)
 
     def _start(self, env: beam_runner_api_pb2.Environment) -> _Started:

@@ -186,9 +186,10 @@ def _python_error(e: Exception) -> str:
     text = str(e)
     stage = text.rfind(_STAGE_FAILED)
     if stage >= 0:
-        return re.split(r"(?m)^\s+at |^\tat ", text[stage + len(_STAGE_FAILED) :], maxsplit=1)[0].strip()
+        return _JVM_STACK.split(text[stage + len(_STAGE_FAILED) :], maxsplit=1)[0].strip()
     found = re.findall(r"(?ms)^Traceback \(most recent call last\):.*?(?=^\s+at |\Z)", text)
     return found[-1].strip() if found else text
 
 
 _STAGE_FAILED = "reference_runner.spark.tasks.StageFailed: "
+_JVM_STACK = re.compile(r"(?m)^\s+at ")  # where the JVM's frames start
