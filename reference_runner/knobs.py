@@ -163,11 +163,13 @@ class Knobs:
         return dataclasses.replace(base or cls(), **read(values))
 
     @classmethod
-    def from_job_options(cls, options) -> Knobs:
+    def from_job_options(cls, options, base: Knobs | None = None) -> Knobs:
         """The knobs among a Job API client's options (a protobuf Struct of beam:option:NAME:v1),
-        as Beam's PortableRunner sends the --reference_* pipeline options; the ones that name
-        paths on the server's disk are not taken from clients."""
-        return cls.parse(job_options(options, "reference_", [name for name, knob in KNOBS.items() if knob.remote]))
+        as Beam's PortableRunner sends the --reference_* pipeline options, over ``base`` (the
+        server's own, default the defaults); the ones that name paths on the server's disk are
+        not taken from clients."""
+        remote = [name for name, knob in KNOBS.items() if knob.remote]
+        return cls.parse(job_options(options, "reference_", remote), base)
 
     def schedule(self) -> Schedule:
         return Schedule(

@@ -59,11 +59,11 @@ def read_tail(path: str | None, lines: int = 30) -> str:
         return "(unreadable)"
 
 
-def start_group(argv: list[str], log, what: str) -> subprocess.Popen:
+def start_group(argv: list[str], log, what: str, cwd=None) -> subprocess.Popen:
     """Start ``argv`` as the leader of a new process group, output to ``log``."""
     try:
         return subprocess.Popen(
-            argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True
+            argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True, cwd=cwd
         )
     except OSError as e:
         raise TargetUnavailable(f"cannot start the {what} {argv!r}: {e}") from None

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from apache_beam.portability.api import beam_runner_api_pb2
 
-from reference_runner.graph import sdk_coders, trigger_spec, urns
+from reference_runner.graph import python_coders, trigger_spec, urns
 from reference_runner.graph.pipeline import PipelineGraph, is_stateful
 
 
@@ -102,8 +102,10 @@ def _key_problems(graph: PipelineGraph, t, where: str) -> list[str]:
     coder_proto = graph.components.coders[coder_id]
     if coder_proto.spec.urn != urns.KV_CODER:
         return [f"{where}: stateful ParDo whose input is not key-value (coder {coder_proto.spec.urn})"]
-    key_coder = sdk_coders.build(graph.components, coder_proto.component_coder_ids[0])
-    if key_coder is not None and not key_coder.is_deterministic():  # (None: the SDK checked it)
+    # Only Beam's own pickling coders are known not to be; any other the SDK checked when the
+    # pipeline was built (the runner never builds a user's coder to ask it).
+    key_coder = python_coders.class_name(graph.components.coders[coder_proto.component_coder_ids[0]], graph.components)
+    if key_coder in python_coders.NOT_DETERMINISTIC:
         return [f"{where}: stateful ParDo whose key coder {key_coder} is not deterministic"]
     return []
 

@@ -23,11 +23,10 @@ otherwise the runner does it between stages.
 
 from __future__ import annotations
 
-from apache_beam.coders import coders
 from apache_beam.portability import python_urns
 from apache_beam.portability.api import beam_runner_api_pb2
 
-from reference_runner.graph import rekey, sdk_coders, urns
+from reference_runner.graph import python_coders, rekey, urns
 from reference_runner.graph.pipeline import reachable
 
 
@@ -136,9 +135,12 @@ def _remove(proto: beam_runner_api_pb2.Pipeline, gone: set) -> None:
 def _can_lift(components, t: beam_runner_api_pb2.PTransform) -> bool:
     if t.spec.urn != urns.COMBINE_PER_KEY or len(t.inputs) != 1 or len(t.outputs) != 1:
         return False
-    [main] = t.inputs.values()
+    [main], [result] = t.inputs.values(), t.outputs.values()
     pcoll = components.pcollections[main]
-    if components.coders[pcoll.coder_id].spec.urn != urns.KV_CODER:
+    # Both ends must be KVs the runner can see into: an SDK may code a combine's output with a
+    # coder of its own (the TypeScript SDK's genericobjectjs), and the lifted parts are built
+    # from the key and value coders.
+    if any(components.coders[components.pcollections[p].coder_id].spec.urn != urns.KV_CODER for p in (main, result)):
         return False
     ws = components.windowing_strategies[pcoll.windowing_strategy_id]
     if ws.trigger.WhichOneof("trigger") != "default":
@@ -228,17 +230,7 @@ def _lift_one(components: beam_runner_api_pb2.Components, tid: str) -> None:
 
 
 def _pickles_primitives(components, key_coder_id: str) -> bool:
-    key_coder = sdk_coders.build(components, key_coder_id)
-    return type(key_coder) in _PRIMITIVES_CODERS
-
-
-# Beam's coders for pickled Python keys (which one depends on the Beam version and update
-# compatibility): each encodes a str and a bytes with different type tags.
-_PRIMITIVES_CODERS = tuple(
-    getattr(coders, name)
-    for name in ("FastPrimitivesCoder", "DeterministicFastPrimitivesCoder", "DeterministicFastPrimitivesCoderV2")
-    if hasattr(coders, name)
-)
+    return python_coders.class_name(components.coders[key_coder_id]) in python_coders.PRIMITIVES
 
 
 def _rekey(components, key_coder_id: str, which: str) -> beam_runner_api_pb2.ParDoPayload:

@@ -90,8 +90,11 @@ class PipelineGraph:
             if proto.subtransforms:
                 for sub in proto.subtransforms:
                     visit(sub)
-            elif not set(proto.outputs.values()) <= set(proto.inputs.values()):
-                # (a composite that expanded to nothing passes its input through: skip it)
+            elif (proto.spec.urn and not proto.outputs) or not set(proto.outputs.values()) <= set(
+                proto.inputs.values()
+            ):
+                # A composite that expanded to nothing passes its input through: skipped. A sink
+                # (a ParDo without outputs, as the Go SDK ends a pipeline) is a leaf all the same.
                 found.append(Transform(tid, proto))
 
         for root in self.proto.root_transform_ids:

@@ -20,11 +20,13 @@ from apache_beam.portability.api import beam_runner_api_pb2
 
 
 class _WithKeyCoder(beam.DoFn):
-    """Holds the key coder's implementation, rebuilt on unpickling rather than in setup(): a
-    DoFn without setup or teardown lets warm workers reuse its stage (worker/warm.py)."""
+    """Holds the key coder's implementation, built on unpickling (in the SDK worker) rather than
+    in setup(): a DoFn without setup or teardown lets warm workers reuse its stage
+    (worker/warm.py). The runner only creates and pickles it, and never builds the coder: the
+    user's coder class may not be importable where the runner runs."""
 
     def __init__(self, coder_id: str, components: bytes):
-        self._load(coder_id, components)
+        self._coder_id, self._components = coder_id, components
 
     def __getstate__(self):
         return {"coder_id": self._coder_id, "components": self._components}

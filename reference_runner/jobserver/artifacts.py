@@ -137,6 +137,10 @@ class StagingService(beam_artifact_api_pb2_grpc.ArtifactStagingServiceServicer):
         self.sessions = sessions
 
     def ReverseArtifactRetrievalService(self, responses, context):
+        # Headers first, whatever follows: a call that ends before any request for the client
+        # would otherwise be answered trailers-only, and the TypeScript SDK's client (protobuf-ts
+        # over grpc-js) then waits forever for headers that never come.
+        context.send_initial_metadata(())
         first = next(responses, None)
         if first is None or not first.staging_token:
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, "the first message must carry the staging token")

@@ -37,6 +37,7 @@ class JobServer:
         spark_master: str = "local[2]",
         keep_jobs: int = 100,
         spare_idle_seconds: float = 300,
+        knobs: Knobs | None = None,
     ):
         if backend == "spark":
             from reference_runner.spark import session
@@ -81,7 +82,7 @@ class JobServer:
 
             def backend_for(options, pipeline):
                 return ReferenceBackend(
-                    Knobs.from_job_options(options),
+                    Knobs.from_job_options(options, base=knobs),
                     workers=pooled_workers(self.pool, pipeline),
                     endpoint=self.fn.address,
                 )

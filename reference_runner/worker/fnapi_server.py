@@ -41,6 +41,8 @@ class Connection:
         self._inboxes: dict[str, Inbox] = {}
         self._lock = threading.Lock()
         self.gone: str | None = None
+        #: descriptor id -> ProcessBundleDescriptor, served by GetProcessBundleDescriptor
+        self.descriptors: dict[str, beam_fn_api_pb2.ProcessBundleDescriptor] = {}
 
     # -- control ----------------------------------------------------------------------------
     def instruct(self, request: beam_fn_api_pb2.InstructionRequest) -> futures.Future:
@@ -204,7 +206,21 @@ class FnApiServer(
         yield from _drain(connection.control_out)
 
     def GetProcessBundleDescriptor(self, request, context):
-        context.abort(grpc.StatusCode.NOT_FOUND, "descriptors are registered with RegisterRequest")
+        # Every SDK fetches descriptors this way; not all of them take a RegisterRequest (the
+        # TypeScript SDK's worker refuses it), so the runner never sends one to a remote worker.
+        # The worker's id when it sent one (the TypeScript SDK sends it on its control stream
+        # alone); descriptor ids name their job, so any connection's copy is the one asked for.
+        worker_id, wanted = _worker_id(context), request.process_bundle_descriptor_id
+        with self._arrived:
+            mine = self._connections.get(worker_id)
+            candidates = [mine] if mine else list(self._connections.values())
+        descriptor = next((c.descriptors[wanted] for c in candidates if wanted in c.descriptors), None)
+        if descriptor is None:
+            context.abort(
+                grpc.StatusCode.NOT_FOUND,
+                f"no process bundle descriptor {wanted!r} for SDK worker {worker_id!r}",
+            )
+        return descriptor
 
     def Data(self, request_iterator, context):
         worker_id = _worker_id(context)

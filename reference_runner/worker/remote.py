@@ -48,8 +48,9 @@ class RemoteWorker(BundleControl):
         self._ports: dict[str, _Ports] = {}
 
     def register(self, descriptor: beam_fn_api_pb2.ProcessBundleDescriptor) -> None:
+        """Offered, not pushed: the worker fetches it with GetProcessBundleDescriptor."""
         self._ports[descriptor.id] = _Ports(descriptor)
-        self._control(register=beam_fn_api_pb2.RegisterRequest(process_bundle_descriptor=[descriptor]))
+        self._connection.descriptors[descriptor.id] = descriptor
 
     def new_instruction_id(self) -> str:
         return f"bundle-{next(_IDS)}"
@@ -108,7 +109,9 @@ class RemoteWorker(BundleControl):
         return error
 
     def stop(self) -> None:
-        """The worker outlives the job (the pool decides when it goes)."""
+        """The worker outlives the job (the pool decides when it goes); the job's descriptors do not."""
+        for descriptor_id in self._ports:
+            self._connection.descriptors.pop(descriptor_id, None)
 
     def _control(self, **request) -> beam_fn_api_pb2.InstructionResponse:
         future = self._connection.instruct(
