@@ -127,6 +127,14 @@ def pytest_addoption(parser):
         metavar="DIR",
         help="where results-<target>.json is written (default ./reports)",
     )
+    group.addoption(
+        "--sdks",
+        default="",
+        metavar="LIST",
+        help="run the cross-SDK cases (cases/test_sdk_pipelines.py) of these SDKs: a comma-separated "
+        "subset of java, go, typescript, or 'all'. Each SDK's program is built into the cache on first "
+        "use (Maven, go build, npm). Default: none, and those cases are deselected",
+    )
     group.addoption("--no-results", action="store_true", help="do not write results-<target>.json")
     group.addoption(
         "--pipeline-shape",
@@ -158,6 +166,7 @@ class CaseInfo:
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "capability(id): the capability a conformance case exercises")
+    config.addinivalue_line("markers", "sdk(name): a case whose pipeline another SDK wrote (runs with --sdks)")
     for group in capabilities.GROUPS:
         config.addinivalue_line("markers", f"{group}: conformance cases of the {group} capabilities")
     for name, text in capabilities.EXTRA_MARKERS.items():
@@ -203,6 +212,18 @@ def settings_of(config) -> targets.TargetSettings:
         trust_unconfirmed_checks=config.getoption("trust_unconfirmed_checks"),
         pipeline_shape=config.getoption("pipeline_shape"),
     )
+
+
+def _sdks(option: str) -> tuple[str, ...]:
+    from conformance.sdk_pipelines.programs import PROGRAMS
+
+    named = [s.strip().lower() for s in option.split(",") if s.strip()]
+    if named == ["all"]:
+        return tuple(PROGRAMS)
+    unknown = sorted(set(named) - set(PROGRAMS))
+    if unknown:
+        raise pytest.UsageError(f"--sdks: unknown SDK {unknown[0]!r}; known: {', '.join(PROGRAMS)} or all")
+    return tuple(named)
 
 
 def _load_expectations(config) -> Expectations:
@@ -268,7 +289,18 @@ def _is_case(item) -> bool:
     return module is not None and module.__name__.startswith(CASES_PACKAGE)
 
 
+def _deselect_other_sdks(config, items) -> None:
+    """Cases of another SDK's pipelines run only when --sdks names that SDK: unselected, they are
+    not part of the run at all (no skip that would take a --per-capability slot or a matrix cell)."""
+    enabled = set(_sdks(config.getoption("sdks")))
+    dropped = [i for i in items if (m := i.get_closest_marker("sdk")) is not None and m.args[0] not in enabled]
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = [i for i in items if i not in dropped]
+
+
 def pytest_collection_modifyitems(session, config, items):
+    _deselect_other_sdks(config, items)
     expectations = config.stash[_EXPECTATIONS]
     timeout = config.getoption("case_timeout")
     seen: dict[str, str] = {}

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import hashlib
 import os
 import shutil
 import subprocess
@@ -160,3 +161,26 @@ def pip_install(requirements: list[str], progress: Progress) -> None:
     """Install pinned Python packages into this interpreter's environment (the tox env's)."""
     progress(f"installing {' '.join(requirements)} into {sys.prefix}")
     _run([sys.executable, "-m", "pip", "install", "--quiet", *requirements], "installing with pip", progress)
+
+
+def source_build(name: str, sources: Path, commands: list[tuple[list[str], str]], progress: Progress) -> Path:
+    """A copy of the directory ``sources`` in the cache, built by running ``commands`` (argv, what
+    it does) in it; the copy's path. The copy is named by a hash of the sources, so an edited
+    source builds anew and an unchanged one is built once."""
+    digest = hashlib.sha256()
+    for path in sorted(p for p in sources.rglob("*") if p.is_file() and "node_modules" not in p.parts):
+        digest.update(str(path.relative_to(sources)).encode() + b"\0" + path.read_bytes())
+    home = cache_dir() / "sdk-pipelines" / f"{name}-{digest.hexdigest()[:16]}"
+    built = home / ".built"
+    if built.exists():
+        return home
+    with _locked(home):
+        if built.exists():  # another session built it while we waited
+            return home
+        shutil.copytree(sources, home, dirs_exist_ok=True, ignore=shutil.ignore_patterns("node_modules", "target"))
+        for argv, what in commands:
+            _require(argv[0], what)
+            progress(f"{what}: {' '.join(argv)}")
+            _run(argv, what, progress, cwd=home)
+        built.touch()
+    return home

@@ -109,6 +109,11 @@ class Target:
     def run_proto(self, runner, proto, options):
         return runner.run_portable_pipeline(proto, options)
 
+    def sdk_job_endpoint(self) -> str:
+        """The Job API endpoint that pipelines of other SDKs are submitted to (their programs run
+        LOOPBACK workers of their own); raises TargetUnavailable with the reason when there is none."""
+        raise TargetUnavailable(f"target {self.spec!r} runs only Python pipelines, in process (no Job API endpoint)")
+
     def explain_failure(self, error_text: str) -> str | None:
         """A note for a runner error whose text alone would mislead (None: nothing to add)."""
         return None

@@ -148,6 +148,9 @@ class GrpcTarget(Target):
             args.append(f"--environment_config={self.environment_config}")
         return args + super().option_args(streaming)
 
+    def sdk_job_endpoint(self) -> str:
+        return self.endpoint
+
     def describe(self) -> dict:
         info = super().describe()
         info.update(endpoint=self.endpoint, environment_type=self.environment_type)

@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 from conformance.targets.base import Target, TargetUnavailable
+from conformance.targets.own_job_server import InProcessJobServer
 
 
 class ReferenceTarget(Target):
@@ -25,6 +26,18 @@ class ReferenceTarget(Target):
             self.knobs = read_spec(spec.partition(":")[2])
         except ScheduleError as e:
             raise TargetUnavailable(f"{e} (in {spec!r})") from None
+        self._job_server: InProcessJobServer | None = None
+
+    def sdk_job_endpoint(self) -> str:
+        if self._job_server is None:
+            from reference_runner.knobs import Knobs
+
+            self._job_server = InProcessJobServer(knobs=Knobs.parse(self.knobs))
+        return self._job_server.endpoint()
+
+    def stop(self) -> None:
+        if self._job_server is not None:
+            self._job_server.stop()
 
     def runner(self):
         from reference_runner import ReferenceRunner

@@ -6,6 +6,7 @@ micro-batch boundaries and bundle sizes, as --spark_seed)."""
 from __future__ import annotations
 
 from conformance.targets.base import Target, TargetUnavailable
+from conformance.targets.own_job_server import InProcessJobServer
 
 
 class SparkTarget(Target):
@@ -34,6 +35,12 @@ class SparkTarget(Target):
             raise TargetUnavailable(f"Spark target {spec!r}: {e}") from None
         self.bundle_size: int | None = read.get("bundle_size")  # None: the backend's default
         self.seed: int | None = read.get("seed")
+        self._job_server: InProcessJobServer | None = None
+
+    def sdk_job_endpoint(self) -> str:
+        if self._job_server is None:
+            self._job_server = InProcessJobServer(backend="spark", spark_master=self.master)
+        return self._job_server.endpoint()
 
     def start(self) -> None:
         try:
@@ -45,6 +52,8 @@ class SparkTarget(Target):
     def stop(self) -> None:
         from reference_runner.spark import session
 
+        if self._job_server is not None:
+            self._job_server.stop()
         session.stop()
 
     def runner(self):

@@ -31,8 +31,24 @@ def check(
     for env_id, env in graph.components.environments.items() if environments else ():
         if env.urn not in urns.EMBEDDABLE_ENVIRONMENTS:
             problems.append(f"environment {env_id}: {env.urn}")
+        elif _foreign_sdk(env):
+            problems.append(
+                f"environment {env_id}: the {_foreign_sdk(env)} SDK; this backend runs user code only in "
+                "its own embedded Python SDK harness (the reference runner's job server runs every SDK)"
+            )
     if problems:
         raise UnsupportedPipeline(list(dict.fromkeys(problems)), backend)
+
+
+def _foreign_sdk(env) -> str:
+    """The SDK an environment says it is (its sdk_base capability), when that is not Python."""
+    for capability in env.capabilities:
+        if capability.startswith(_SDK_BASE) and "beam_python" not in capability:
+            return capability[len(_SDK_BASE) :]
+    return ""
+
+
+_SDK_BASE = "beam:version:sdk_base:"
 
 
 def _transform_problems(graph: PipelineGraph, t, streaming: bool) -> list[str]:

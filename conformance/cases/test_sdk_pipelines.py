@@ -1,0 +1,137 @@
+"""Pipelines of Beam's other SDKs: Java, Go and TypeScript (selected with --sdks).
+
+A portable runner runs every SDK's pipelines. It decodes only the model's standard coders, and
+it leaves the SDK's own coders, functions and window functions to that SDK's workers. Each case
+here is one small pipeline written in each SDK (conformance/sdk_pipelines/), submitted over the
+target's Job API with a LOOPBACK environment; what the pipeline's last PCollection held comes
+back as records, and is compared with what the Beam model says of that pipeline.
+
+The pipelines are the same in every SDK, so their expectations are written once:
+- Create gives each element the minimum timestamp, the global window and no pane (NO_FIRING);
+  element-wise transforms keep all three.
+- A batch GroupByKey or Combine with the default trigger emits one ON_TIME pane per key and
+  window, at the window's max timestamp (END_OF_WINDOW is every SDK's default timestamp combiner).
+- An event-time timer's output carries the timer's timestamp.
+- AfterWatermark with early count firings, accumulating, in batch: see _early_count_panes.
+
+Where an SDK's own output differs from the model for a reason of that SDK (its Create, its
+rounding of Beam's extreme instants), the program or sdk_pipelines/capture.py says so.
+"""
+
+import collections
+import dataclasses
+import subprocess
+import sys
+
+import pytest
+
+from conformance.api import ANY, GLOBAL, CaseFailure, capability, created, el, grouped, satisfies
+from conformance.elements import compare
+from conformance.peers.artifacts import ArtifactUnavailable
+from conformance.sdk_pipelines import capture
+from conformance.sdk_pipelines.programs import PROGRAMS
+from conformance.targets import TargetUnavailable
+
+_JOB_TIMEOUT_S = 300  # a program's whole run: submission, the job, and its LOOPBACK worker's start
+
+
+def _early_count_panes(records) -> bool:
+    """AfterWatermark(early=AfterCount(2)), accumulating, allowed lateness 0, in batch, over
+    a: 1..5 at 1..5 s and 11 at 11 s, b: 7 at 3 s, in 10 s fixed windows. Per key and window: any
+    EARLY panes (each with at least 2 elements more than the pane before), then exactly one ON_TIME
+    pane, the last, holding every element of the window; indices from 0; every pane at the
+    window's max timestamp (test_triggers_batch.py says why no EARLY pane is required)."""
+    expected = {("a", 0): [1, 2, 3, 4, 5], ("a", 10_000): [11], ("b", 0): [7]}
+    panes = collections.defaultdict(list)
+    for r in records:
+        key, _, values = r.value.partition(":")
+        panes[(key, r.window.start_ms)].append((r, sorted(int(v) for v in values.split(",") if v)))
+    assert set(panes) == set(expected), f"panes for {sorted(panes)}, windows with data {sorted(expected)}"
+    for where, found in sorted(panes.items()):
+        found.sort(key=lambda rv: rv[0].pane.index)
+        label = f"key {where[0]!r}, window at {where[1] / 1000:g}s"
+        assert [r.pane.index for r, _ in found] == list(range(len(found))), f"{label}: pane indices not 0..n-1"
+        previous: list = []
+        for r, values in found:
+            final = r is found[-1][0]
+            assert r.pane.first == (r.pane.index == 0) and r.pane.last == final, f"{label}: first/last wrong in {r!r}"
+            assert r.timestamp_ms == r.window.end_ms - 1, f"{label}: {r!r} is not at the window's max timestamp"
+            timing = ("ON_TIME", 0) if final else ("EARLY", -1)
+            assert (r.pane.timing, r.pane.nonspec) == timing, f"{label}: {r!r} should be {timing[0]}"
+            new = collections.Counter(values) - collections.Counter(previous)
+            assert sum(new.values()) == len(values) - len(previous), f"{label}: {r!r} does not contain the pane before"
+            assert final or len(values) - len(previous) >= 2, f"{label}: EARLY pane {r!r} fired before 2 new elements"
+            previous = values
+        assert previous == expected[where], f"{label}: the last pane holds {previous}, the window {expected[where]}"
+    return True
+
+
+# case -> (capability, what the model says the pipeline's last PCollection holds)
+EXPECTED = {
+    "pardo": ("pardo.basic", created(["a", "b", "b", "c", "c"])),
+    "flatten": ("flatten.basic", created(["x", "y", "z"])),
+    "group_by_key": ("gbk.global", grouped(["a:1,3", "b:2"])),
+    "combine_per_key": ("combine.per_key", grouped(["a:4", "b:2"])),
+    "side_input": ("side_inputs.singleton", created(["11", "12", "13"])),
+    "state_timer": ("timers.event_time", [el("a:3", 1, GLOBAL), el("b:5", 1, GLOBAL)]),
+    "windowed_trigger": (
+        "triggers.batch_accumulating",
+        satisfies(_early_count_panes, "per key and window: EARLY panes of 2 or more new elements, then one ON_TIME"),
+    ),
+}
+
+# Where an SDK itself, not the runner, makes its output differ from the model: that field is left
+# unchecked for that SDK's case, and why is said here.
+SDK_LOSES = {
+    ("go", "combine_per_key"): (
+        "pane",
+        "the Go SDK (v2.77.0) builds a combine's outputs without the pane the runner gave them "
+        "(sdks/go/pkg/beam/core/runtime/exec/combine.go): on every runner they read as EARLY, index 0",
+    ),
+}
+
+
+def _expected(sdk: str, case: str):
+    expected = EXPECTED[case][1]
+    lost = SDK_LOSES.get((sdk, case))
+    if lost is None:
+        return expected
+    return [dataclasses.replace(e, **{lost[0]: ANY}) for e in expected]
+
+
+CASES = [
+    pytest.param(
+        program.sdk,
+        case,
+        marks=[capability(EXPECTED[case][0]), pytest.mark.sdk(program.sdk)],
+        id=f"{program.sdk}-{case}",
+    )
+    for program in PROGRAMS.values()
+    for case in program.cases
+]
+
+
+def _progress(line: str) -> None:
+    print(line, file=sys.__stderr__, flush=True)
+
+
+@pytest.mark.parametrize("sdk,case", CASES)
+def test_sdk_pipeline(sdk, case, runner, tmp_path):
+    target = runner.target
+    try:
+        endpoint = target.sdk_job_endpoint()
+        argv = PROGRAMS[sdk].build(_progress)
+    except (TargetUnavailable, ArtifactUnavailable) as e:
+        pytest.skip(str(e))
+    output = tmp_path / "elements.jsonl"
+    command = [*argv, f"--case={case}", f"--endpoint={endpoint}", f"--output={output}"]
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=_JOB_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        raise CaseFailure(f"the {sdk} pipeline {case!r} did not finish within {_JOB_TIMEOUT_S} s") from None
+    if done.returncode != 0:
+        tail = "\n".join((done.stderr or done.stdout).strip().splitlines()[-30:])
+        raise CaseFailure(f"the {sdk} pipeline {case!r} failed (exit code {done.returncode}):\n{tail}")
+    verdict = compare(_expected(sdk, case), capture.read(output))
+    if not verdict.ok:
+        raise CaseFailure(f"output of the {sdk} pipeline {case!r} differs from the Beam model:\n{verdict.text}")

@@ -1,0 +1,176 @@
+package main
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/mtime"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/window"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/window/trigger"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/state"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/timers"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/typex"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
+)
+
+// cases maps a case name to a builder returning the final PCollection<string>.
+var cases = map[string]func(beam.Scope) beam.PCollection{
+	"pardo":            pardoCase,
+	"flatten":          flattenCase,
+	"group_by_key":     groupByKeyCase,
+	"combine_per_key":  combinePerKeyCase,
+	"side_input":       sideInputCase,
+	"state_timer":      stateTimerCase,
+	"windowed_trigger": windowedTriggerCase,
+}
+
+// Registering every function and DoFn lets the worker find them without
+// falling back to reflection over the binary's symbol table.
+func init() {
+	register.Function2x0(splitWords)
+	register.Emitter1[string]()
+	register.Function1x3(parseKV)
+	register.Function1x4(parseTimedKV)
+	register.Function2x1(formatGrouped)
+	register.Iter1[int]()
+	register.Function2x1(sumInts)
+	register.Function2x1(formatSum)
+	register.Function2x1(addSide)
+	register.DoFn5x1[state.Provider, timers.Provider, string, int, func(string), error](&sumThenFireFn{})
+}
+
+func pardoCase(s beam.Scope) beam.PCollection {
+	lines := beam.Create(s, "a b", "b c", "c")
+	return beam.ParDo(s, splitWords, lines)
+}
+
+func splitWords(line string, emit func(string)) {
+	for _, w := range strings.Fields(line) {
+		emit(w)
+	}
+}
+
+func flattenCase(s beam.Scope) beam.PCollection {
+	return beam.Flatten(s, beam.Create(s, "x", "y"), beam.Create(s, "z"))
+}
+
+// keyedInts builds KV<string,int> from "key=value" strings. Strings keep the
+// Create payload on the standard string coder instead of a struct/row coder.
+func keyedInts(s beam.Scope, pairs ...any) beam.PCollection {
+	return beam.ParDo(s, parseKV, beam.Create(s, pairs...))
+}
+
+func parseKV(pair string) (string, int, error) {
+	k, v, _ := strings.Cut(pair, "=")
+	n, err := strconv.Atoi(v)
+	return k, n, err
+}
+
+func groupByKeyCase(s beam.Scope) beam.PCollection {
+	kvs := keyedInts(s, "a=1", "b=2", "a=3")
+	return beam.ParDo(s, formatGrouped, beam.GroupByKey(s, kvs))
+}
+
+// formatGrouped renders a grouped key as "key:v1,v2,..." with values sorted,
+// since GroupByKey gives no order.
+func formatGrouped(key string, values func(*int) bool) string {
+	var vs []int
+	var v int
+	for values(&v) {
+		vs = append(vs, v)
+	}
+	sort.Ints(vs)
+	parts := make([]string, len(vs))
+	for i, n := range vs {
+		parts[i] = strconv.Itoa(n)
+	}
+	return key + ":" + strings.Join(parts, ",")
+}
+
+func combinePerKeyCase(s beam.Scope) beam.PCollection {
+	kvs := keyedInts(s, "a=1", "b=2", "a=3")
+	// A binary func is the SDK's simplest CombineFn; it is still translated
+	// as a beam:transform:combine_per_key:v1 composite.
+	sums := beam.CombinePerKey(s, sumInts, kvs)
+	return beam.ParDo(s, formatSum, sums)
+}
+
+func sumInts(a, b int) int { return a + b }
+
+func formatSum(key string, sum int) string { return fmt.Sprintf("%s:%d", key, sum) }
+
+func sideInputCase(s beam.Scope) beam.PCollection {
+	main := beam.Create(s, 1, 2, 3)
+	side := beam.Create(s, 10)
+	return beam.ParDo(s, addSide, main, beam.SideInput{Input: side})
+}
+
+// addSide's plain int second parameter makes the side input a singleton.
+func addSide(x, side int) string { return strconv.Itoa(x + side) }
+
+func stateTimerCase(s beam.Scope) beam.PCollection {
+	kvs := keyedInts(s, "a=1", "a=2", "b=5")
+	return beam.ParDo(s, &sumThenFireFn{
+		Sum:  state.MakeValueState[int]("sum"),
+		Fire: timers.InEventTime("fire"),
+	}, kvs)
+}
+
+// sumThenFireFn keeps a running sum per key and emits "key:sum" from an
+// event-time timer at 1s, i.e. once the watermark has passed all input.
+type sumThenFireFn struct {
+	Sum  state.Value[int]
+	Fire timers.EventTime
+}
+
+var fireAt = mtime.FromMilliseconds(1000).ToTime()
+
+// ProcessElement never emits, but the SDK requires it to declare the same
+// emitters as OnTimer.
+func (fn *sumThenFireFn) ProcessElement(sp state.Provider, tp timers.Provider, key string, v int, _ func(string)) error {
+	sum, _, err := fn.Sum.Read(sp)
+	if err != nil {
+		return err
+	}
+	if err := fn.Sum.Write(sp, sum+v); err != nil {
+		return err
+	}
+	fn.Fire.Set(tp, fireAt)
+	return nil
+}
+
+func (fn *sumThenFireFn) OnTimer(sp state.Provider, tp timers.Provider, key string, timer timers.Context, emit func(string)) error {
+	sum, _, err := fn.Sum.Read(sp)
+	if err != nil {
+		return err
+	}
+	emit(formatSum(key, sum))
+	return nil
+}
+
+func windowedTriggerCase(s beam.Scope) beam.PCollection {
+	lines := beam.Create(s,
+		"a=1@1000", "a=2@2000", "a=3@3000", "a=4@4000", "a=5@5000",
+		"a=11@11000", "b=7@3000")
+	kvs := beam.ParDo(s, parseTimedKV, lines)
+	windowed := beam.WindowInto(s, window.NewFixedWindows(10*time.Second), kvs,
+		beam.Trigger(trigger.AfterEndOfWindow().EarlyFiring(trigger.AfterCount(2))),
+		beam.PanesAccumulate(),
+		beam.AllowedLateness(0))
+	return beam.ParDo(s, formatGrouped, beam.GroupByKey(s, windowed))
+}
+
+// parseTimedKV parses "key=value@millis" and gives the element that event time.
+func parseTimedKV(line string) (typex.EventTime, string, int, error) {
+	pair, at, _ := strings.Cut(line, "@")
+	ms, err := strconv.ParseInt(at, 10, 64)
+	if err != nil {
+		return 0, "", 0, err
+	}
+	k, v, err := parseKV(pair)
+	return mtime.FromMilliseconds(ms), k, v, err
+}

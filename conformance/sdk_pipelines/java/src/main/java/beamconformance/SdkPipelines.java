@@ -1,0 +1,300 @@
+package beamconformance;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.Paths;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.function.Function;
+import org.apache.beam.runners.portability.PortableRunner;
+import org.apache.beam.sdk.Pipeline;
+import org.apache.beam.sdk.PipelineResult;
+import org.apache.beam.sdk.coders.KvCoder;
+import org.apache.beam.sdk.coders.StringUtf8Coder;
+import org.apache.beam.sdk.coders.VarIntCoder;
+import org.apache.beam.sdk.options.PipelineOptionsFactory;
+import org.apache.beam.sdk.options.PortablePipelineOptions;
+import org.apache.beam.sdk.state.StateSpec;
+import org.apache.beam.sdk.state.StateSpecs;
+import org.apache.beam.sdk.state.TimeDomain;
+import org.apache.beam.sdk.state.Timer;
+import org.apache.beam.sdk.state.TimerSpec;
+import org.apache.beam.sdk.state.TimerSpecs;
+import org.apache.beam.sdk.state.ValueState;
+import org.apache.beam.sdk.transforms.Combine;
+import org.apache.beam.sdk.transforms.Create;
+import org.apache.beam.sdk.transforms.DoFn;
+import org.apache.beam.sdk.transforms.FlatMapElements;
+import org.apache.beam.sdk.transforms.Flatten;
+import org.apache.beam.sdk.transforms.GroupByKey;
+import org.apache.beam.sdk.transforms.MapElements;
+import org.apache.beam.sdk.transforms.ParDo;
+import org.apache.beam.sdk.transforms.Sum;
+import org.apache.beam.sdk.transforms.View;
+import org.apache.beam.sdk.transforms.windowing.AfterPane;
+import org.apache.beam.sdk.transforms.windowing.AfterWatermark;
+import org.apache.beam.sdk.transforms.windowing.FixedWindows;
+import org.apache.beam.sdk.transforms.windowing.Window;
+import org.apache.beam.sdk.values.KV;
+import org.apache.beam.sdk.values.PCollection;
+import org.apache.beam.sdk.values.PCollectionList;
+import org.apache.beam.sdk.values.PCollectionView;
+import org.apache.beam.sdk.values.TimestampedValue;
+import org.apache.beam.sdk.values.TypeDescriptors;
+import org.joda.time.Duration;
+import org.joda.time.Instant;
+
+/**
+ * Runs one named Java SDK test pipeline on a Beam Job API endpoint with the LOOPBACK environment
+ * and writes every element of its final PCollection, with timestamp, window and pane, as JSON
+ * lines (see {@link CaptureFn}).
+ *
+ * <pre>SdkPipelines --case=NAME --endpoint=HOST:PORT --output=PATH [other Beam options]</pre>
+ *
+ * <p>Exit codes: 0 job DONE, 1 job not DONE (or submission failed), 2 usage error / unknown case.
+ */
+public final class SdkPipelines {
+
+  private static final KvCoder<String, Integer> KV_CODER =
+      KvCoder.of(StringUtf8Coder.of(), VarIntCoder.of());
+
+  /** Case name -> builder of the pipeline; each returns the PCollection to capture. */
+  private static final Map<String, Function<Pipeline, PCollection<String>>> CASES =
+      new LinkedHashMap<>();
+
+  static {
+    CASES.put("pardo", SdkPipelines::pardo);
+    CASES.put("flatten", SdkPipelines::flatten);
+    CASES.put("group_by_key", SdkPipelines::groupByKey);
+    CASES.put("combine_per_key", SdkPipelines::combinePerKey);
+    CASES.put("side_input", SdkPipelines::sideInput);
+    CASES.put("state_timer", SdkPipelines::stateTimer);
+    CASES.put("windowed_trigger", SdkPipelines::windowedTrigger);
+  }
+
+  private SdkPipelines() {}
+
+  public static void main(String[] args) throws Exception {
+    // Timestamped log lines (slf4j-simple, stderr) make slow runner steps visible.
+    System.setProperty(
+        "org.slf4j.simpleLogger.showDateTime",
+        System.getProperty("org.slf4j.simpleLogger.showDateTime", "true"));
+    System.setProperty(
+        "org.slf4j.simpleLogger.dateTimeFormat",
+        System.getProperty("org.slf4j.simpleLogger.dateTimeFormat", "HH:mm:ss.SSS"));
+    String caseName = null;
+    String endpoint = null;
+    String output = null;
+    List<String> beamArgs = new ArrayList<>();
+    for (String arg : args) {
+      if (arg.equals("--list")) {
+        CASES.keySet().forEach(System.out::println);
+        System.exit(0);
+      } else if (arg.startsWith("--case=")) {
+        caseName = arg.substring("--case=".length());
+      } else if (arg.startsWith("--endpoint=")) {
+        endpoint = arg.substring("--endpoint=".length());
+      } else if (arg.startsWith("--output=")) {
+        output = arg.substring("--output=".length());
+      } else {
+        beamArgs.add(arg); // anything else is a Beam pipeline option
+      }
+    }
+    if (caseName == null || endpoint == null || output == null) {
+      System.err.println(
+          "usage: SdkPipelines --case=NAME --endpoint=HOST:PORT --output=PATH [beam options]"
+              + " | --list");
+      System.exit(2);
+    }
+    Function<Pipeline, PCollection<String>> builder = CASES.get(caseName);
+    if (builder == null) {
+      System.err.println("unknown case: " + caseName + "; known cases:");
+      CASES.keySet().forEach(System.err::println);
+      System.exit(2);
+    }
+
+    PortablePipelineOptions options =
+        PipelineOptionsFactory.fromArgs(beamArgs.toArray(new String[0]))
+            .as(PortablePipelineOptions.class);
+    options.setRunner(PortableRunner.class);
+    options.setJobEndpoint(endpoint);
+    // LOOPBACK: PortableRunner starts a worker pool service in this JVM, and the runner asks it
+    // for SDK harnesses instead of launching a container or process.
+    options.setDefaultEnvironmentType("LOOPBACK");
+    options.setJobName("sdk-pipelines-" + caseName.replace('_', '-'));
+
+    // Start from an empty file so that reruns do not mix outputs; a job that emits nothing
+    // still leaves an (empty) file behind.
+    Path outputPath = Paths.get(output).toAbsolutePath();
+    Files.write(outputPath, new byte[0]);
+
+    Pipeline pipeline = Pipeline.create(options);
+    builder.apply(pipeline).apply("Capture", ParDo.of(new CaptureFn(outputPath.toString())));
+
+    PipelineResult result = null;
+    PipelineResult.State state = null;
+    Throwable error = null;
+    try {
+      result = pipeline.run();
+      // Throws when the job ends in a state other than DONE and the runner sent an error message.
+      state = result.waitUntilFinish();
+    } catch (RuntimeException e) {
+      error = e;
+    }
+    if (state == null && result != null) {
+      try {
+        state = result.getState();
+      } catch (RuntimeException e) {
+        // The job service may be gone by now; the original error is what matters.
+      }
+    }
+    if (state == PipelineResult.State.DONE && error == null) {
+      System.exit(0);
+    }
+    System.err.println(
+        state == null
+            ? "Job for case " + caseName + " did not reach a terminal state (submission failed?)"
+            : "Job for case " + caseName + " ended in state " + state);
+    if (error != null) {
+      System.err.println("Error:");
+      error.printStackTrace(System.err);
+    }
+    // gRPC threads of the runner and worker service may still be alive: exit explicitly.
+    System.exit(1);
+  }
+
+  // ---------------------------------------------------------------- cases
+
+  static PCollection<String> pardo(Pipeline p) {
+    return p.apply(Create.of("a b", "b c", "c"))
+        .apply(
+            "Split",
+            FlatMapElements.into(TypeDescriptors.strings())
+                .via((String line) -> Arrays.asList(line.split(" "))));
+  }
+
+  static PCollection<String> flatten(Pipeline p) {
+    PCollection<String> first = p.apply("CreateXY", Create.of("x", "y"));
+    PCollection<String> second = p.apply("CreateZ", Create.of("z"));
+    return PCollectionList.of(first).and(second).apply(Flatten.pCollections());
+  }
+
+  static PCollection<String> groupByKey(Pipeline p) {
+    return createKvs(p).apply(GroupByKey.create()).apply("Format", formatGroups());
+  }
+
+  static PCollection<String> combinePerKey(Pipeline p) {
+    return createKvs(p)
+        .apply(Combine.perKey(Sum.ofIntegers()))
+        .apply(
+            "Format",
+            MapElements.into(TypeDescriptors.strings())
+                .via((KV<String, Integer> kv) -> kv.getKey() + ":" + kv.getValue()));
+  }
+
+  static PCollection<String> sideInput(Pipeline p) {
+    PCollectionView<Integer> side = p.apply("CreateSide", Create.of(10)).apply(View.asSingleton());
+    return p.apply("CreateMain", Create.of(1, 2, 3))
+        .apply("AddSide", ParDo.of(new AddSideFn(side)).withSideInputs(side));
+  }
+
+  static PCollection<String> stateTimer(Pipeline p) {
+    return p.apply(Create.of(KV.of("a", 1), KV.of("a", 2), KV.of("b", 5)).withCoder(KV_CODER))
+        .apply("SumThenFlush", ParDo.of(new SumUntilTimerFn()));
+  }
+
+  static PCollection<String> windowedTrigger(Pipeline p) {
+    return p.apply(
+            Create.timestamped(
+                    at("a", 1, 1),
+                    at("a", 2, 2),
+                    at("a", 3, 3),
+                    at("a", 4, 4),
+                    at("a", 5, 5),
+                    at("a", 11, 11),
+                    at("b", 7, 3))
+                .withCoder(KV_CODER))
+        .apply(
+            Window.<KV<String, Integer>>into(FixedWindows.of(Duration.standardSeconds(10)))
+                .triggering(
+                    AfterWatermark.pastEndOfWindow()
+                        .withEarlyFirings(AfterPane.elementCountAtLeast(2)))
+                .withAllowedLateness(Duration.ZERO)
+                .accumulatingFiredPanes())
+        .apply(GroupByKey.create())
+        .apply("Format", formatGroups());
+  }
+
+  // ---------------------------------------------------------------- helpers
+
+  private static PCollection<KV<String, Integer>> createKvs(Pipeline p) {
+    return p.apply(Create.of(KV.of("a", 1), KV.of("b", 2), KV.of("a", 3)).withCoder(KV_CODER));
+  }
+
+  private static TimestampedValue<KV<String, Integer>> at(String key, int value, long seconds) {
+    return TimestampedValue.of(KV.of(key, value), new Instant(seconds * 1000));
+  }
+
+  /** "key:v1,v2,..." with the values sorted, since GroupByKey gives no order. */
+  private static MapElements<KV<String, Iterable<Integer>>, String> formatGroups() {
+    return MapElements.into(TypeDescriptors.strings())
+        .via(
+            (KV<String, Iterable<Integer>> kv) -> {
+              List<Integer> values = new ArrayList<>();
+              kv.getValue().forEach(values::add);
+              values.sort(null);
+              StringBuilder sb = new StringBuilder(kv.getKey()).append(':');
+              for (int i = 0; i < values.size(); i++) {
+                sb.append(i == 0 ? "" : ",").append(values.get(i));
+              }
+              return sb.toString();
+            });
+  }
+
+  /** Adds the singleton side input to each main-input element. */
+  static class AddSideFn extends DoFn<Integer, String> {
+    private final PCollectionView<Integer> side;
+
+    AddSideFn(PCollectionView<Integer> side) {
+      this.side = side;
+    }
+
+    @ProcessElement
+    public void process(ProcessContext c) {
+      c.output(String.valueOf(c.element() + c.sideInput(side)));
+    }
+  }
+
+  /**
+   * Sums values per key in state and emits "key:sum" from an event-time timer at 1000 ms, so the
+   * output carries the timer's timestamp rather than the elements' (minimum) timestamp.
+   */
+  static class SumUntilTimerFn extends DoFn<KV<String, Integer>, String> {
+    @StateId("sum")
+    private final StateSpec<ValueState<Integer>> sumSpec = StateSpecs.value(VarIntCoder.of());
+
+    @TimerId("flush")
+    private final TimerSpec flushSpec = TimerSpecs.timer(TimeDomain.EVENT_TIME);
+
+    @ProcessElement
+    public void process(
+        @Element KV<String, Integer> element,
+        @StateId("sum") ValueState<Integer> sum,
+        @TimerId("flush") Timer flush) {
+      Integer current = sum.read();
+      sum.write((current == null ? 0 : current) + element.getValue());
+      flush.set(new Instant(1000));
+    }
+
+    @OnTimer("flush")
+    public void onFlush(
+        @Key String key, @StateId("sum") ValueState<Integer> sum, OutputReceiver<String> out) {
+      Integer total = sum.read();
+      out.output(key + ":" + (total == null ? 0 : total));
+      sum.clear();
+    }
+  }
+}
