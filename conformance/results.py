@@ -10,6 +10,7 @@ import re
 import time
 
 from conformance import capabilities
+from conformance.peers.artifacts import cache_dir
 
 FORMAT = "beam-conformance-results/1"
 OUTCOMES = ("passed", "failed", "expected-failure", "unexpected-pass", "skipped", "error")
@@ -39,11 +40,15 @@ def case_record(nodeid: str, props: dict, duration_s: float) -> dict:
 
 
 _SITE_PACKAGES = re.compile(r"/[^\s\"']*/site-packages/")
+# The kit's own modules, by their path from the checkout (or installation) that holds them
+_KIT_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 
 
 def portable_paths(text: str) -> str:
-    """Tracebacks name installed modules from site-packages on, not by this machine's paths."""
-    return _SITE_PACKAGES.sub("<site-packages>/", text)
+    """Tracebacks and tool output name installed modules from site-packages on, the kit's own
+    modules from the kit's root, and what the kit built from <cache>/: not by this machine's paths."""
+    text = _SITE_PACKAGES.sub("<site-packages>/", text)
+    return text.replace(str(cache_dir()) + os.sep, "<cache>/").replace(_KIT_ROOT, "")
 
 
 def _relative(path: str) -> str:

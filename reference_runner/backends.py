@@ -160,8 +160,9 @@ class SparkBackend:
         self.settings = settings or SparkSettings()
 
     def prepare(self, proto: beam_runner_api_pb2.Pipeline) -> planning.Plan:
-        # Spark's Python workers run the user code themselves, whatever the environments say
-        return planning.prepare(proto, self.profile)
+        # Spark's Python workers run every environment's user code themselves, as the in-process
+        # runner does: the environments are judged alike (another SDK's is refused by name)
+        return planning.prepare(proto, self.profile, environments=True)
 
     def run(self, plan: planning.Plan, control: Control) -> Outcome:
         from reference_runner.spark.runner import run_plan

@@ -216,3 +216,15 @@ def test_a_streaming_case_refused_for_its_test_stream_is_not_judged_in_its_own_r
     sessions = m.row_cell("Session windows", "r")
     assert sessions.verdict == "Yes" and [c["id"] for c in sessions.not_judged] == ["gbk/sessions_in_a_stream"]
     assert m.row_cell("TestStream", "r").verdict == "No"
+
+
+def test_results_name_the_kits_modules_and_cached_builds_without_machine_paths(monkeypatch, tmp_path):
+    import reference_runner.worker.embedded as embedded
+    from conformance.results import portable_paths
+
+    monkeypatch.setenv("BEAM_CONFORMANCE_CACHE", str(tmp_path))
+    text = f'File "{embedded.__file__}", line 139; at main ({tmp_path}/sdk-pipelines/ts-1/pipelines.js:154:3)'
+    expected = (
+        'File "reference_runner/worker/embedded.py", line 139; at main (<cache>/sdk-pipelines/ts-1/pipelines.js:154:3)'
+    )
+    assert portable_paths(text) == expected

@@ -117,21 +117,21 @@ def _progress(line: str) -> None:
 
 @pytest.mark.parametrize("sdk,case", CASES)
 def test_sdk_pipeline(sdk, case, runner, tmp_path):
-    target = runner.target
+    what = f"the {sdk} pipeline {case!r} (Beam {PROGRAMS[sdk].beam})"
     try:
-        endpoint = target.sdk_job_endpoint()
+        endpoint = runner.target.sdk_job_endpoint()
         argv = PROGRAMS[sdk].build(_progress)
-    except (TargetUnavailable, ArtifactUnavailable) as e:
-        pytest.skip(str(e))
+    except (TargetUnavailable, ArtifactUnavailable) as e:  # no Job API endpoint, or no toolchain to build with
+        pytest.skip(f"{what} cannot run here: {e}")
     output = tmp_path / "elements.jsonl"
     command = [*argv, f"--case={case}", f"--endpoint={endpoint}", f"--output={output}"]
     try:
         done = subprocess.run(command, capture_output=True, text=True, timeout=_JOB_TIMEOUT_S)
     except subprocess.TimeoutExpired:
-        raise CaseFailure(f"the {sdk} pipeline {case!r} did not finish within {_JOB_TIMEOUT_S} s") from None
+        raise CaseFailure(f"{what} did not finish within {_JOB_TIMEOUT_S} s") from None
     if done.returncode != 0:
         tail = "\n".join((done.stderr or done.stdout).strip().splitlines()[-30:])
-        raise CaseFailure(f"the {sdk} pipeline {case!r} failed (exit code {done.returncode}):\n{tail}")
+        raise CaseFailure(f"{what} failed (exit code {done.returncode}):\n{tail}")
     verdict = compare(_expected(sdk, case), capture.read(output))
     if not verdict.ok:
-        raise CaseFailure(f"output of the {sdk} pipeline {case!r} differs from the Beam model:\n{verdict.text}")
+        raise CaseFailure(f"output of {what} differs from the Beam model:\n{verdict.text}")

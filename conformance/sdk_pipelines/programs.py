@@ -10,6 +10,7 @@ it did not (the reason on stderr), 2 on a usage error.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,44 +21,20 @@ SOURCES = Path(__file__).parent
 
 @dataclass(frozen=True)
 class SdkProgram:
-    sdk: str  # as it appears in case ids: java, go, typescript
-    directory: str  # under conformance/sdk_pipelines/
+    sdk: str  # as in case ids, and the name of its directory here: java, go, typescript
     beam: str  # the SDK release the program is built with
     cases: tuple[str, ...]  # the kit's cases this SDK can express
-    why_not: str = ""  # why the SDK has no version of the other cases
+    build_steps: tuple[tuple[list[str], str], ...]  # (argv, what it does), run in the cache's copy
+    command: Callable[[Path], list[str]]  # the built copy's directory -> the argv that runs it
 
     def build(self, progress: artifacts.Progress) -> list[str]:
         """Build the program into the cache if needed; the argv that runs it."""
-        if self.sdk == "typescript":
-            home = artifacts.source_build(
-                "typescript",
-                SOURCES / self.directory,
-                [(["npm", "install", "--no-audit", "--no-fund", "--loglevel=error"], "installing the TypeScript SDK")],
-                progress,
-            )
-            return ["node", str(home / "pipelines.js")]
-        if self.sdk == "go":
-            home = artifacts.source_build(
-                "go",
-                SOURCES / self.directory,
-                [(["go", "build", "-o", "pipelines", "."], "building the Go pipelines")],
-                progress,
-            )
-            return [str(home / "pipelines")]
-        home = artifacts.source_build(
-            "java",
-            SOURCES / self.directory,
-            [
-                (["mvn", "-q", "-B", "package", "-DskipTests"], "building the Java pipelines"),
-                (
-                    ["mvn", "-q", "-B", "dependency:build-classpath", "-Dmdep.outputFile=classpath.txt"],
-                    "resolving the Java pipelines' classpath",
-                ),
-            ],
-            progress,
-        )
-        classpath = f"{home / 'target' / 'classes'}:{(home / 'classpath.txt').read_text().strip()}"
-        return ["java", "-cp", classpath, "beamconformance.SdkPipelines"]
+        return self.command(artifacts.source_build(self.sdk, SOURCES / self.sdk, list(self.build_steps), progress))
+
+
+def _java_command(home: Path) -> list[str]:
+    classpath = f"{home / 'target' / 'classes'}:{(home / 'classpath.txt').read_text().strip()}"
+    return ["java", "-cp", classpath, "beamconformance.SdkPipelines"]
 
 
 _ALL = ("pardo", "flatten", "group_by_key", "combine_per_key", "side_input", "state_timer", "windowed_trigger")
@@ -65,14 +42,32 @@ _ALL = ("pardo", "flatten", "group_by_key", "combine_per_key", "side_input", "st
 PROGRAMS = {
     p.sdk: p
     for p in (
-        SdkProgram("java", "java", "2.65.0", _ALL),
-        SdkProgram("go", "go", "2.77.0", _ALL),
+        SdkProgram(
+            "java",
+            "2.65.0",
+            _ALL,
+            (
+                (["mvn", "-q", "-B", "package", "-DskipTests"], "building the Java pipelines"),
+                (
+                    ["mvn", "-q", "-B", "dependency:build-classpath", "-Dmdep.outputFile=classpath.txt"],
+                    "resolving the Java pipelines' classpath",
+                ),
+            ),
+            _java_command,
+        ),
+        SdkProgram(
+            "go",
+            "2.77.0",
+            _ALL,
+            ((["go", "build", "-o", "pipelines", "."], "building the Go pipelines"),),
+            lambda home: [str(home / "pipelines")],
+        ),
         SdkProgram(
             "typescript",
-            "typescript",
             "2.49.0",
-            tuple(c for c in _ALL if c != "state_timer"),
-            why_not="the TypeScript SDK has no user state or timers",
+            tuple(c for c in _ALL if c != "state_timer"),  # the TypeScript SDK has no user state or timers
+            ((["npm", "install", "--no-audit", "--no-fund", "--loglevel=error"], "installing the TypeScript SDK"),),
+            lambda home: ["node", str(home / "pipelines.js")],
         ),
     )
 }

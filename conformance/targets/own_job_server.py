@@ -11,6 +11,8 @@ import threading
 
 
 class InProcessJobServer:
+    """Made with its target, started by the first ``endpoint()`` (most sessions never ask)."""
+
     def __init__(self, **settings):
         self._settings = settings  # reference_runner.jobserver.server.JobServer's arguments
         self._server = None

@@ -20,24 +20,19 @@ class ReferenceTarget(Target):
     def __init__(self, spec, settings):
         super().__init__(spec, settings)
         from reference_runner.bundling import ScheduleError
-        from reference_runner.knobs import read_spec
+        from reference_runner.knobs import Knobs, read_spec
 
         try:
             self.knobs = read_spec(spec.partition(":")[2])
         except ScheduleError as e:
             raise TargetUnavailable(f"{e} (in {spec!r})") from None
-        self._job_server: InProcessJobServer | None = None
+        self._job_server = InProcessJobServer(knobs=Knobs.parse(self.knobs))
 
     def sdk_job_endpoint(self) -> str:
-        if self._job_server is None:
-            from reference_runner.knobs import Knobs
-
-            self._job_server = InProcessJobServer(knobs=Knobs.parse(self.knobs))
         return self._job_server.endpoint()
 
     def stop(self) -> None:
-        if self._job_server is not None:
-            self._job_server.stop()
+        self._job_server.stop()
 
     def runner(self):
         from reference_runner import ReferenceRunner

@@ -35,11 +35,9 @@ class SparkTarget(Target):
             raise TargetUnavailable(f"Spark target {spec!r}: {e}") from None
         self.bundle_size: int | None = read.get("bundle_size")  # None: the backend's default
         self.seed: int | None = read.get("seed")
-        self._job_server: InProcessJobServer | None = None
+        self._job_server = InProcessJobServer(backend="spark", spark_master=self.master)
 
     def sdk_job_endpoint(self) -> str:
-        if self._job_server is None:
-            self._job_server = InProcessJobServer(backend="spark", spark_master=self.master)
         return self._job_server.endpoint()
 
     def start(self) -> None:
@@ -52,8 +50,7 @@ class SparkTarget(Target):
     def stop(self) -> None:
         from reference_runner.spark import session
 
-        if self._job_server is not None:
-            self._job_server.stop()
+        self._job_server.stop()
         session.stop()
 
     def runner(self):

@@ -31,9 +31,9 @@ def check(
     for env_id, env in graph.components.environments.items() if environments else ():
         if env.urn not in urns.EMBEDDABLE_ENVIRONMENTS:
             problems.append(f"environment {env_id}: {env.urn}")
-        elif _foreign_sdk(env):
+        elif sdk := _foreign_sdk(env):
             problems.append(
-                f"environment {env_id}: the {_foreign_sdk(env)} SDK; this backend runs user code only in "
+                f"environment {env_id}: the {sdk} SDK; this backend runs user code only in "
                 "its own embedded Python SDK harness (the reference runner's job server runs every SDK)"
             )
     if problems:
@@ -43,12 +43,9 @@ def check(
 def _foreign_sdk(env) -> str:
     """The SDK an environment says it is (its sdk_base capability), when that is not Python."""
     for capability in env.capabilities:
-        if capability.startswith(_SDK_BASE) and "beam_python" not in capability:
-            return capability[len(_SDK_BASE) :]
+        if capability.startswith(urns.SDK_BASE_CAPABILITY) and "beam_python" not in capability:
+            return capability[len(urns.SDK_BASE_CAPABILITY) :]
     return ""
-
-
-_SDK_BASE = "beam:version:sdk_base:"
 
 
 def _transform_problems(graph: PipelineGraph, t, streaming: bool) -> list[str]:

@@ -90,12 +90,13 @@ class PipelineGraph:
             if proto.subtransforms:
                 for sub in proto.subtransforms:
                     visit(sub)
-            elif (proto.spec.urn and not proto.outputs) or not set(proto.outputs.values()) <= set(
-                proto.inputs.values()
-            ):
-                # A composite that expanded to nothing passes its input through: skipped. A sink
-                # (a ParDo without outputs, as the Go SDK ends a pipeline) is a leaf all the same.
-                found.append(Transform(tid, proto))
+            else:
+                # A composite that expanded to nothing passes its input through (no URN, its
+                # outputs among its inputs): skipped. A sink (a ParDo without outputs, as the Go
+                # SDK ends a pipeline) has a URN and no outputs: a leaf all the same.
+                outputs = set(proto.outputs.values())
+                if not outputs <= set(proto.inputs.values()) or (proto.spec.urn and not outputs):
+                    found.append(Transform(tid, proto))
 
         for root in self.proto.root_transform_ids:
             visit(root)

@@ -107,6 +107,9 @@ SUPPORTED_REQUIREMENTS: set[str] = {
     "beam:requirement:pardo:finalization:v1",
 }
 
+# An environment's capability naming its SDK and release (beam:version:sdk_base:IMAGE)
+SDK_BASE_CAPABILITY = "beam:version:sdk_base:"
+
 # Environments the embedded worker can serve: every Python environment runs in process.
 EMBEDDABLE_ENVIRONMENTS = {
     "beam:env:embedded_python:v1",
