@@ -28,24 +28,34 @@ def check(
             problems.append(f"requirement {requirement}")
     for t in graph.transforms:
         problems += _transform_problems(graph, t, streaming)
+        if environments:
+            problems += _foreign_function_problems(graph, t)
     for env_id, env in graph.components.environments.items() if environments else ():
         if env.urn not in urns.EMBEDDABLE_ENVIRONMENTS:
             problems.append(f"environment {env_id}: {env.urn}")
-        elif sdk := _foreign_sdk(env):
-            problems.append(
-                f"environment {env_id}: the {sdk} SDK; this backend runs user code only in "
-                "its own embedded Python SDK harness (the reference runner's job server runs every SDK)"
-            )
     if problems:
         raise UnsupportedPipeline(list(dict.fromkeys(problems)), backend)
 
 
-def _foreign_sdk(env) -> str:
-    """The SDK an environment says it is (its sdk_base capability), when that is not Python."""
-    for capability in env.capabilities:
-        if capability.startswith(urns.SDK_BASE_CAPABILITY) and "beam_python" not in capability:
-            return capability[len(urns.SDK_BASE_CAPABILITY) :]
-    return ""
+def _foreign_function_problems(graph: PipelineGraph, t) -> list[str]:
+    """A backend that embeds the user's code runs it in a Python SDK harness: a DoFn or CombineFn
+    of another SDK (Java, Go, TypeScript) cannot run there. Named with the SDK its environment
+    declares (its sdk_base capability), when it declares one."""
+    payload = t.pardo_payload()
+    if payload is not None:
+        fn = payload.do_fn.urn
+    elif t.urn in urns.COMBINE_TRANSFORMS:
+        fn = beam_runner_api_pb2.CombinePayload.FromString(t.proto.spec.payload).combine_fn.urn
+    else:
+        return []
+    if fn in urns.PYTHON_USER_FUNCTIONS:
+        return []
+    env = graph.components.environments.get(t.proto.environment_id)
+    sdk = next((c for c in env.capabilities if c.startswith(urns.SDK_BASE_CAPABILITY)), "") if env else ""
+    return [
+        f"transform '{t.name}': user code of another SDK ({fn}{', ' + sdk if sdk else ''}); this backend runs "
+        "user code only in its embedded Python SDK harness (the reference runner's job server runs every SDK)"
+    ]
 
 
 def _transform_problems(graph: PipelineGraph, t, streaming: bool) -> list[str]:

@@ -1,5 +1,7 @@
 """The URNs the front end understands, in one place."""
 
+from apache_beam.portability import python_urns
+
 IMPULSE = "beam:transform:impulse:v1"
 PAR_DO = "beam:transform:pardo:v1"
 GROUP_BY_KEY = "beam:transform:group_by_key:v1"
@@ -109,6 +111,23 @@ SUPPORTED_REQUIREMENTS: set[str] = {
 
 # An environment's capability naming its SDK and release (beam:version:sdk_base:IMAGE)
 SDK_BASE_CAPABILITY = "beam:version:sdk_base:"
+# Transforms whose payload is a CombinePayload carrying the user's CombineFn
+COMBINE_TRANSFORMS = {
+    COMBINE_PER_KEY,
+    COMBINE_PRECOMBINE,
+    COMBINE_MERGE_ACCUMULATORS,
+    COMBINE_EXTRACT_OUTPUTS,
+    "beam:transform:combine_grouped_values:v1",
+    "beam:transform:combine_globally:v1",
+}
+# The user functions an embedded Python SDK harness runs: every DoFn and CombineFn form of the Python SDK
+PYTHON_USER_FUNCTIONS = {
+    python_urns.PICKLED_DOFN,
+    python_urns.PICKLED_DOFN_INFO,
+    python_urns.KEY_WITH_NONE_DOFN,
+    python_urns.PICKLED_COMBINE_FN,
+    python_urns.PACKED_COMBINE_FN,
+}
 
 # Environments the embedded worker can serve: every Python environment runs in process.
 EMBEDDABLE_ENVIRONMENTS = {

@@ -1,0 +1,28 @@
+import apache_beam as beam
+import pytest
+from apache_beam.portability.api import beam_runner_api_pb2
+
+from reference_runner.graph.check import UnsupportedPipeline
+from reference_runner.graph.prepare import SPARK, prepare
+
+
+def _with_a_java_dofn():
+    p = beam.Pipeline()
+    _ = p | beam.Create([1]) | "JavaFn" >> beam.Map(str)
+    proto = p.to_runner_api()
+    [t] = [t for t in proto.components.transforms.values() if t.unique_name == "JavaFn"]
+    payload = beam_runner_api_pb2.ParDoPayload.FromString(t.spec.payload)
+    payload.do_fn.urn = "beam:dofn:javasdk:0.1"
+    t.spec.payload = payload.SerializeToString()
+    return proto
+
+
+def test_a_backend_that_embeds_user_code_refuses_another_sdks_dofn_by_name():
+    with pytest.raises(
+        UnsupportedPipeline, match=r"transform 'JavaFn': user code of another SDK \(beam:dofn:javasdk:0.1"
+    ):
+        prepare(_with_a_java_dofn(), SPARK, environments=True)
+
+
+def test_a_backend_with_the_environments_own_workers_takes_it():
+    prepare(_with_a_java_dofn(), SPARK, environments=False)  # (the job server's workers run it)
