@@ -16,7 +16,7 @@ from reference_runner.jobserver.jobs import pooled_workers
 from reference_runner.jobserver.service import JobService, ProvisionService
 from reference_runner.jobserver.workers import WorkerPool
 from reference_runner.knobs import Knobs
-from reference_runner.worker.fnapi_server import FnApiServer
+from reference_runner.worker.fnapi_server import PERMIT_CLIENT_KEEPALIVE, FnApiServer
 
 _LOG = logging.getLogger(__name__)
 MiB = 1 << 20
@@ -58,7 +58,8 @@ class JobServer:
         limit = max(max_pipeline_bytes, 4 * MiB) + MiB
         self._server = grpc.server(
             futures.ThreadPoolExecutor(max_workers=64),
-            options=[("grpc.max_receive_message_length", limit), ("grpc.max_send_message_length", limit)],
+            options=[("grpc.max_receive_message_length", limit), ("grpc.max_send_message_length", limit)]
+            + PERMIT_CLIENT_KEEPALIVE,
         )
         self.port = self._server.add_insecure_port(f"{host}:{port}")
         if not self.port:

@@ -20,6 +20,15 @@ from apache_beam.portability.api import beam_fn_api_pb2, beam_fn_api_pb2_grpc
 _LOG = logging.getLogger(__name__)
 _CLOSE = object()  # ends an outgoing stream
 _FORGOTTEN_KEPT = 1024  # forgotten worker ids remembered, to turn away one that connects late
+# SDK workers and Job API clients keep their streams alive with pings (Beam's Python harness every
+# 20 s, idle or not). gRPC servers by default take a ping more often than every 5 minutes without
+# data as abuse and answer the third with GOAWAY "too_many_pings", which breaks a worker's streams
+# mid-job whenever a bundle or a job waits long (seen under load: "SDK worker disconnected").
+PERMIT_CLIENT_KEEPALIVE = [
+    ("grpc.keepalive_permit_without_calls", 1),
+    ("grpc.http2.min_recv_ping_interval_without_data_ms", 5_000),
+    ("grpc.http2.max_ping_strikes", 0),
+]
 
 
 class WorkerGone(RuntimeError):
@@ -141,7 +150,8 @@ class FnApiServer(
     def __init__(self, host: str = "127.0.0.1", max_workers: int = 32):
         self._server = grpc.server(
             futures.ThreadPoolExecutor(max_workers=max_workers),
-            options=[("grpc.max_receive_message_length", -1), ("grpc.max_send_message_length", -1)],
+            options=[("grpc.max_receive_message_length", -1), ("grpc.max_send_message_length", -1)]
+            + PERMIT_CLIENT_KEEPALIVE,
         )
         for add in (
             beam_fn_api_pb2_grpc.add_BeamFnControlServicer_to_server,
