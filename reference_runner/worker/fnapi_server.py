@@ -147,7 +147,11 @@ class FnApiServer(
     beam_fn_api_pb2_grpc.BeamFnStateServicer,
     beam_fn_api_pb2_grpc.BeamFnLoggingServicer,
 ):
-    def __init__(self, host: str = "127.0.0.1", max_workers: int = 32):
+    def __init__(self, host: str = "127.0.0.1", max_workers: int = 1024):
+        # Every connected SDK worker holds four streams (control, data, state, logging), each a
+        # thread for its life, and fetches descriptors with one more call: a pool smaller than
+        # what the connected workers hold starves that call and the bundle waits forever. The
+        # threads start only as calls arrive, so the cap costs nothing until it is used.
         self._server = grpc.server(
             futures.ThreadPoolExecutor(max_workers=max_workers),
             options=[("grpc.max_receive_message_length", -1), ("grpc.max_send_message_length", -1)]
