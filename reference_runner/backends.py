@@ -150,22 +150,38 @@ class _WorkerCancel:
 
 class SparkBackend:
     """Spark through PySpark (reference_runner/spark/): batch pipelines as one Spark job,
-    streaming ones as micro-batches; user code on Spark's own Python workers."""
+    streaming ones as micro-batches. User code runs where spark/user_code.py decides: on
+    Spark's own Python workers, or, given the ``job_server``'s address and its registry of
+    ``held`` workers (spark/held_workers.py), on the workers of the job's environment, which
+    each executor starts."""
 
     profile = SPARK
 
-    def __init__(self, settings=None):
+    def __init__(self, settings=None, job_server: str | None = None, held=None):
         from reference_runner.spark.runner import SparkSettings
 
         self.settings = settings or SparkSettings()
+        self.job_server, self.held = job_server, held  # None in process
 
     def prepare(self, proto: beam_runner_api_pb2.Pipeline) -> planning.Plan:
-        # Spark's Python workers run every environment's user code themselves, as the in-process
+        # embedded, the executors run every environment's user code themselves, as the in-process
         # runner does: the environments are judged alike (another SDK's is refused by name)
-        return planning.prepare(proto, self.profile, environments=True)
+        code = self.user_code(proto.components)
+        return planning.prepare(proto, self.profile, environments=code.embedded)
 
     def run(self, plan: planning.Plan, control: Control) -> Outcome:
         from reference_runner.spark.runner import run_plan
 
-        control.message(f"running on Spark ({self.settings.master})")
-        return Outcome(drained=run_plan(plan, self.settings, control))
+        code = self.user_code(plan.components)
+        control.message(f"running on Spark ({self.settings.master}); user code on {code.description}")
+        return Outcome(drained=run_plan(plan, self.settings, control, code, self.held))
+
+    def user_code(self, components: beam_runner_api_pb2.Components):
+        from reference_runner.graph.check import UnsupportedPipeline
+        from reference_runner.spark import user_code
+        from reference_runner.worker.pool import EnvironmentUnsupported
+
+        try:
+            return user_code.choose(components, self.job_server, self.settings.master)
+        except EnvironmentUnsupported as e:
+            raise UnsupportedPipeline([str(e)], self.profile.name) from None

@@ -14,6 +14,7 @@ from google.protobuf import timestamp_pb2
 
 from reference_runner.backends import Control
 from reference_runner.execute import JobCancelled
+from reference_runner.worker.pool import environment_of
 
 _LOG = logging.getLogger(__name__)
 State = beam_job_api_pb2.JobState
@@ -183,7 +184,7 @@ def pooled_workers(pool, pipeline):
     so that DoFn teardown has run by then."""
 
     def acquire(plan, state, control):
-        env = pool.environment_of(pipeline)
+        env = environment_of(pipeline.components)
         worker, token = pool.acquire(env, state, control.worker_log)
         control.message(f"running on {_describe(env)}; {len(plan.stages)} stages")
         return worker, lambda healthy: pool.release(token, env, healthy)

@@ -8,15 +8,15 @@ import tempfile
 from concurrent import futures
 
 import grpc
-from apache_beam.portability.api import beam_artifact_api_pb2_grpc, beam_job_api_pb2_grpc, beam_provision_api_pb2_grpc
+from apache_beam.portability.api import beam_artifact_api_pb2_grpc, beam_job_api_pb2_grpc
 
 from reference_runner.backends import ReferenceBackend, SparkBackend
 from reference_runner.jobserver.artifacts import RetrievalService, StagingService, StagingSessions
 from reference_runner.jobserver.jobs import pooled_workers
-from reference_runner.jobserver.service import JobService, ProvisionService
-from reference_runner.jobserver.workers import WorkerPool
+from reference_runner.jobserver.service import JobService
 from reference_runner.knobs import Knobs
 from reference_runner.worker.fnapi_server import PERMIT_CLIENT_KEEPALIVE, FnApiServer
+from reference_runner.worker.pool import WorkerPool
 
 _LOG = logging.getLogger(__name__)
 MiB = 1 << 20
@@ -66,19 +66,22 @@ class JobServer:
             raise OSError(f"cannot listen on {host}:{port}")
         self.address = f"{host}:{self.port}"
         sessions = StagingSessions(self.staging_dir, max_artifact_bytes)
+        self.fn.artifact_endpoint = self.address
         self.pool = WorkerPool(
             self.fn,
-            provision_endpoint=self.address,
-            artifact_endpoint=self.address,
             connect_timeout=worker_timeout,
             bundle_timeout=bundle_timeout,
             max_idle=spare_workers,
             spare_idle_seconds=spare_idle_seconds,
         )
-        if backend == "spark":  # user code runs in Spark's Python workers; each job's --spark_* options
+        if backend == "spark":  # each job's --spark_* options; its environment's workers started by executors
+            from reference_runner.spark.held_workers import Registry
+
+            held = Registry()
+            self._server.add_generic_rpc_handlers((held.handler(),))
 
             def backend_for(options, pipeline):
-                return SparkBackend(spark_settings.for_job(options))
+                return SparkBackend(spark_settings.for_job(options), self.address, held)
         else:  # each job's knobs, its SDK workers from the pool
 
             def backend_for(options, pipeline):
@@ -95,9 +98,6 @@ class JobServer:
         beam_artifact_api_pb2_grpc.add_ArtifactStagingServiceServicer_to_server(StagingService(sessions), self._server)
         beam_artifact_api_pb2_grpc.add_ArtifactRetrievalServiceServicer_to_server(
             RetrievalService(self.staging_dir), self._server
-        )
-        beam_provision_api_pb2_grpc.add_ProvisionServiceServicer_to_server(
-            ProvisionService(self.fn.address, self.address), self._server
         )
 
     def start(self) -> JobServer:

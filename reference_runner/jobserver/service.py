@@ -1,4 +1,4 @@
-"""The Beam JobService and ProvisionService of our job server.
+"""The Beam JobService of our job server (workers are provisioned by the Fn API server).
 
 Every request is checked before it is used: unknown ids, malformed pipelines and oversized
 requests get a gRPC error status; nothing a client sends can take the server down.
@@ -15,8 +15,6 @@ import grpc
 from apache_beam.portability.api import (
     beam_job_api_pb2,
     beam_job_api_pb2_grpc,
-    beam_provision_api_pb2,
-    beam_provision_api_pb2_grpc,
     beam_runner_api_pb2,
     endpoints_pb2,
 )
@@ -166,22 +164,6 @@ class JobService(beam_job_api_pb2_grpc.JobServiceServicer):
         return job
 
 
-class ProvisionService(beam_provision_api_pb2_grpc.ProvisionServiceServicer):
-    """What a PROCESS worker's boot program asks for before it starts its harness."""
-
-    def __init__(self, fn_endpoint: str, artifact_endpoint: str):
-        self.fn_endpoint = fn_endpoint
-        self.artifact_endpoint = artifact_endpoint
-
-    def GetProvisionInfo(self, request, context):
-        info = beam_provision_api_pb2.ProvisionInfo(
-            logging_endpoint=endpoints_pb2.ApiServiceDescriptor(url=self.fn_endpoint),
-            control_endpoint=endpoints_pb2.ApiServiceDescriptor(url=self.fn_endpoint),
-            artifact_endpoint=endpoints_pb2.ApiServiceDescriptor(url=self.artifact_endpoint),
-        )
-        return beam_provision_api_pb2.GetProvisionInfoResponse(info=info)
-
-
 def _describe_options() -> list:
     import argparse
 
@@ -204,4 +186,4 @@ def _slug(name: str) -> str:
     return "".join(c if c.isalnum() or c in "-_" else "-" for c in (name or "job"))[:40] or "job"
 
 
-__all__ = ["JobService", "ProvisionService"]
+__all__ = ["JobService"]

@@ -30,12 +30,11 @@ from reference_runner.engine.spec import Bundle, StageSpec
 from reference_runner.engine.stages import GroupStage, SdkStage, Stage
 from reference_runner.engine.userstate import UserStateStore
 from reference_runner.graph.plan import StageKind
-from reference_runner.spark import tasks
+from reference_runner.spark import sdk_workers, tasks
 from reference_runner.spark.plan import StagePlan, coders_of
 from reference_runner.spark.stateful import keyed_stage
-from reference_runner.worker import merging, stage_specs, warm
+from reference_runner.worker import merging, stage_specs
 from reference_runner.worker.bundles import BundleError
-from reference_runner.worker.embedded import EmbeddedWorker
 from reference_runner.worker.state import StateService
 
 STATE, ELEMENT, OUTPUT, REPORT = "S", "E", "O", "R"
@@ -187,9 +186,10 @@ class _Partition:
 class _GroupPartition(_Partition):
     def run(self, blobs: list, inputs: dict):
         plan, info = self.plan, self.info
-        worker = EmbeddedWorker(StateService()) if plan.stage.group.merge_in_sdk else None
+        merging_in_sdk = plan.stage.group.merge_in_sdk
+        merger = sdk_workers.lease(plan.user_code, StateService(), plan.job_id) if merging_in_sdk else None
         try:
-            spec = _spec(plan, tasks._window_merger(plan, worker) if worker else None)
+            spec = _spec(plan, tasks.window_merger(plan, merger) if merger else None)
             stage, user = self._load(spec, blobs, lambda: GroupStage(spec))
             assert isinstance(stage, GroupStage)
             fired = []
@@ -206,8 +206,8 @@ class _GroupPartition(_Partition):
             active = not stage.buffer.idle()
             yield from self._finish(spec, stage, user, active, [])
         finally:
-            if worker is not None:
-                worker.stop()
+            if merger is not None:
+                merger.release(True)
 
 
 class _SdkPartition(_Partition):
@@ -229,8 +229,8 @@ class _SdkPartition(_Partition):
         state = StateService()
         state.user = user
         metrics: list = []
-        worker, descriptor = tasks.sdk_worker(plan, info.sides, state, warm_worker=not plan.stage.side_inputs)
-        runner = tasks.bundle_runner(plan, worker, state, _Collected(metrics))
+        leased, descriptor = tasks.sdk_worker(plan, info.sides, state, warm_worker=not plan.stage.side_inputs)
+        runner = tasks.bundle_runner(plan, leased.worker, state, _Collected(metrics))
         positions = {p: i for i, p in enumerate(plan.outputs)}
         truncator = None
         succeeded = False
@@ -269,7 +269,7 @@ class _SdkPartition(_Partition):
                 bundle = Bundle(f"p{bundles}", spec.id, stage.start(items), timers=timers, truncate=truncate)
                 if truncate:
                     if truncator is None:
-                        truncator = _truncation(plan, worker)
+                        truncator = _truncation(plan, leased)
                     described = truncator
                 else:
                     described = descriptor
@@ -297,10 +297,7 @@ class _SdkPartition(_Partition):
             for committed in unfinalized:
                 committed.finalize()
         finally:
-            if plan.stage.side_inputs:
-                worker.stop()
-            else:
-                warm.release(worker, succeeded)
+            leased.release(succeeded)  # (an embedded worker reading side inputs is never kept warm)
 
 
 def _bundling(info: PassInfo):
@@ -339,10 +336,10 @@ class _Collected:
         self._into.extend(infos)
 
 
-def _truncation(plan: StagePlan, worker):
-    """The stage's SDF truncation (drain), registered on ``worker``."""
-    described = plan.stage.truncation.instantiate(f"{plan.id}/truncate")
-    worker.register(described.proto)
+def _truncation(plan: StagePlan, leased: sdk_workers.Lease):
+    """The stage's SDF truncation (drain), registered on the leased worker."""
+    described = plan.stage.truncation.instantiate(f"{plan.id}/truncate", leased.endpoint)
+    leased.worker.register(described.proto)
     return described
 
 

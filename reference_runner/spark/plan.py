@@ -1,9 +1,10 @@
 """A Plan's stages as Spark's executors get them: picklable, named uniquely across jobs.
 
 The driver prepares the pipeline with the shared front end (graph/plan.py) and wraps each
-PlannedStage with the pipeline's serialized components and its stage's instantiated descriptor;
-executors rebuild coders and SDK workers from that, once per Python worker process (PySpark
-reuses its workers), never the driver's objects.
+PlannedStage with the pipeline's serialized components and where its user code runs;
+executors rebuild coders, descriptors (pointed at their own Fn API server when the user code
+runs on the environment's workers) and SDK workers from that, once per Python worker process
+(PySpark reuses its workers) or per task, never the driver's objects.
 """
 
 from __future__ import annotations
@@ -16,19 +17,28 @@ from dataclasses import dataclass
 
 from apache_beam.portability.api import beam_runner_api_pb2
 
+from reference_runner.graph.descriptors import StageDescriptor
 from reference_runner.graph.plan import Plan, PlannedStage, StageKind
+from reference_runner.spark.user_code import EMBEDDED_CODE, UserCode
 from reference_runner.worker import codecs
 
 
 @dataclass
 class StagePlan:
     id: str  # the stage's id prefixed with the job's: Python workers outlive a job
+    job_id: str  # the Spark run's own id (Translation.job_id)
     stage: PlannedStage  # every fact about the stage (kind, inputs, side inputs, grouping ...)
     components: bytes  # the pipeline's Components, serialized
-    descriptor: bytes = b""  # SDK stage: its ProcessBundleDescriptor, serialized ...
-    descriptor_id: str = ""  # ... and its id: a digest of its content for a stateless stage, so that
-    # the same stage of a later job finds the bundle processors a warm executor worker already built
     streaming: bool = False  # the pipeline has TestStreams (the engine's streaming behaviour)
+    user_code: UserCode = EMBEDDED_CODE  # where its user code runs (the embedded harness, or the environment's workers)
+
+    def described(self, endpoint: str) -> StageDescriptor:
+        """The SDK stage's descriptor, its data and state ports naming ``endpoint`` (the Fn API
+        server its worker talks to; "embedded" in process)."""
+        assert self.stage.descriptor is not None
+        stateless = not self.stage.keyed_head  # named by content: warm workers reuse its processors
+        named = self.stage.id if stateless else self.id
+        return self.stage.descriptor.instantiate(named, endpoint, by_content=stateless)
 
     @property
     def kind(self) -> StageKind:
@@ -43,17 +53,11 @@ class StagePlan:
         return self.stage.outputs
 
 
-def plan(prepared: Plan, job_id: str) -> list[StagePlan]:
+def plan(prepared: Plan, job_id: str, user_code: UserCode = EMBEDDED_CODE) -> list[StagePlan]:
     components = prepared.components.SerializeToString()
-    plans = []
-    for stage in prepared.stages:
-        p = StagePlan(f"{job_id}/{stage.id}", stage, components, streaming=prepared.streaming)
-        if stage.descriptor is not None:
-            stateless = not stage.keyed_head
-            described = stage.descriptor.instantiate(stage.id if stateless else p.id, by_content=stateless)
-            p.descriptor, p.descriptor_id = described.proto.SerializeToString(), described.proto.id
-        plans.append(p)
-    return plans
+    return [
+        StagePlan(f"{job_id}/{s.id}", job_id, s, components, prepared.streaming, user_code) for s in prepared.stages
+    ]
 
 
 @functools.lru_cache(maxsize=64)

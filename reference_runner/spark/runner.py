@@ -16,6 +16,7 @@ from reference_runner.graph.plan import Plan
 from reference_runner.spark import plan as planning
 from reference_runner.spark import session, streaming
 from reference_runner.spark.translate import Translation
+from reference_runner.spark.user_code import EMBEDDED_CODE, UserCode
 
 MiB = 1 << 20
 
@@ -120,15 +121,27 @@ class SparkSettings:
         return dataclasses.replace(self, **changes)
 
 
-def run_plan(prepared: Plan, settings: SparkSettings, control: Control) -> bool:
+def run_plan(
+    prepared: Plan, settings: SparkSettings, control: Control, user_code: UserCode = EMBEDDED_CODE, held=None
+) -> bool:
     """Run a prepared pipeline on Spark; its user metrics go to ``control`` as committed (in
     batch each stage partition's latest complete run counts once, however often Spark ran it:
     retries, recomputation; tasks.PartitionRun) and attempted. The run is Spark job group
     ``control.job_id`` when given, which ``control.cancel()`` cancels. Pipelines that stream
     (TestStreams, unbounded input, splittable DoFns) run as micro-batches (spark/streaming.py).
-    True when the run ended because it was drained."""
+    ``user_code``: where the user code runs (spark/user_code.py); ``held``: the registry of the
+    environment workers executors keep (held_workers.Registry), whose workers of this run are
+    stopped when it ends, before this returns. True when the run ended because it was drained."""
+    job_id = Translation.job_id()
+    try:
+        return _run(prepared, settings, control, planning.plan(prepared, job_id, user_code))
+    finally:
+        if held is not None and not user_code.embedded:
+            held.release(job_id)
+
+
+def _run(prepared: Plan, settings: SparkSettings, control: Control, plans: list) -> bool:
     spark = session.get(settings.master, settings.conf)
-    plans = planning.plan(prepared, Translation.job_id())
     parallelism = settings.parallelism or spark.sparkContext.defaultParallelism
     if control.job_id:
         spark.sparkContext.setJobGroup(control.job_id, f"Beam job {control.job_id}", interruptOnCancel=True)

@@ -44,9 +44,10 @@ def run_stateful_stage(plan: StagePlan, side_values, bundle_size: int, reports, 
     """Sorted partition number ``partition`` of ((key, timestamp), element) pairs -> the stage's
     outputs, streamed; metrics and finalization as tasks.run_sdk_stage's."""
     state = StateService()
-    worker, descriptor = sdk_worker(plan, side_values.value if side_values is not None else {}, state)
+    leased, descriptor = sdk_worker(plan, side_values.value if side_values is not None else {}, state)
     task = PartitionRun(plan, reports, partition)
-    run = _KeyedRun(plan, bundle_runner(plan, worker, state, task), descriptor, task)
+    run = _KeyedRun(plan, bundle_runner(plan, leased.worker, state, task), descriptor, task)
+    succeeded = False
     try:
         pending, in_chunk = [], 0
         for _, group in itertools.groupby(pairs, key=lambda kv: kv[0][0]):
@@ -62,8 +63,9 @@ def run_stateful_stage(plan: StagePlan, side_values, bundle_size: int, reports, 
         yield from run.elements(pending)
         yield from run.end_of_chunk()
         task.close()
+        succeeded = True
     finally:
-        worker.stop()
+        leased.release(succeeded)
 
 
 class _KeyedRun:

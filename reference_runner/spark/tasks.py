@@ -7,17 +7,16 @@ from __future__ import annotations
 import itertools
 import zlib
 
-from apache_beam.portability.api import beam_fn_api_pb2
 from pyspark import AccumulatorParam
 
 from reference_runner.engine import grouping, panes
 from reference_runner.engine.manager import PLUS_INFINITY
 from reference_runner.engine.windows import MIN_TIMESTAMP
 from reference_runner.graph.descriptors import StageDescriptor
+from reference_runner.spark import sdk_workers
 from reference_runner.spark.plan import PerStage, StagePlan, coders_of
-from reference_runner.worker import codecs, merging, stage_specs, warm
+from reference_runner.worker import codecs, merging, stage_specs
 from reference_runner.worker.bundles import BundleError, BundleRunner
-from reference_runner.worker.embedded import EmbeddedWorker
 from reference_runner.worker.state import SideInputIndex, StateService
 
 
@@ -26,20 +25,19 @@ class StageFailed(RuntimeError):
 
 
 def sdk_worker(plan: StagePlan, side_values: dict, state: StateService, warm_worker: bool = False):
-    """An SDK worker for one partition of the stage, its side inputs loaded from the broadcast,
-    and the descriptor it runs; ``state``: the service answering its state requests (user state
-    too, for a stateful stage); ``warm_worker``: take one this Python worker process kept from an
-    earlier task (warm.py)."""
+    """An SDK worker for one partition of the stage (sdk_workers.Lease), its side inputs loaded
+    from the broadcast, and the descriptor it runs; ``state``: the service answering its state
+    requests (user state too, for a stateful stage); ``warm_worker``: an embedded one may be
+    one this Python worker process kept from an earlier task (warm.py)."""
     coders = coders_of(plan.components)
     for side in plan.stage.side_inputs:
         state.side_inputs[(side.transform_id, side.tag)] = SideInputIndex(
             side_values[side.pcoll], coders, side.pcoll, side.multimap
         )
-    worker = warm.acquire(state) if warm_worker else EmbeddedWorker(state)
-    proto = beam_fn_api_pb2.ProcessBundleDescriptor.FromString(plan.descriptor)
-    worker.register(proto)
-    planned = plan.stage.descriptor
-    return worker, StageDescriptor(proto, planned.input_transform, dict(planned.output_transforms))
+    leased = sdk_workers.lease(plan.user_code, state, plan.job_id, warm_worker)
+    described = plan.described(leased.endpoint)
+    leased.worker.register(described.proto)
+    return leased, described
 
 
 def bundle_runner(plan: StagePlan, worker, state: StateService, metrics) -> BundleRunner:
@@ -107,11 +105,11 @@ def run_sdk_stage(plan: StagePlan, side_values, bundle_size: int, reports, parti
     # Not with side inputs: the SDK keeps a global window's side input values in the bundle
     # processor, and the same stage of another job may read other values
     state = StateService()
-    worker, descriptor = sdk_worker(
+    leased, descriptor = sdk_worker(
         plan, side_values.value if side_values is not None else {}, state, warm_worker=not plan.stage.side_inputs
     )
     task = PartitionRun(plan, reports, partition)
-    runner = bundle_runner(plan, worker, state, task)
+    runner = bundle_runner(plan, leased.worker, state, task)
     outputs = Outputs(plan)
     succeeded = False
     try:
@@ -124,9 +122,9 @@ def run_sdk_stage(plan: StagePlan, side_values, bundle_size: int, reports, parti
         task.close()
         succeeded = True
     finally:
-        # Kept for the next task only if no DoFn in it has a setup or teardown: those are torn
-        # down when their partition is done
-        warm.release(worker, succeeded)
+        # An embedded worker is kept for the next task only if no DoFn in it has a setup or
+        # teardown: those are torn down when their partition is done (a remote one always is)
+        leased.release(succeeded)
 
 
 def run_bundle(runner: BundleRunner, plan: StagePlan, descriptor: StageDescriptor, elements, timers=(), keyed=None):
@@ -180,9 +178,9 @@ def group_partition(plan: StagePlan, pairs):
     by the trigger, then the watermark jumps to +inf (on-time and final panes). The front end
     refuses processing-time triggers in batch (graph/check.py): nothing drives that clock here."""
     group = plan.stage.group
-    worker = EmbeddedWorker(StateService()) if group.merge_in_sdk else None
+    merger = sdk_workers.lease(plan.user_code, StateService(), plan.job_id) if group.merge_in_sdk else None
     try:
-        spec = stage_specs.grouping_of(group, _codec(plan), _window_merger(plan, worker) if worker else None)
+        spec = stage_specs.grouping_of(group, _codec(plan), window_merger(plan, merger) if merger else None)
         for _, key_group in itertools.groupby(pairs, key=lambda kv: kv[0]):
             try:
                 # (the key's encoded elements are decoded as the shuffle reads them, not listed
@@ -191,8 +189,8 @@ def group_partition(plan: StagePlan, pairs):
             except merging.MergeFailed as e:
                 raise StageFailed(f"GroupByKey {plan.id}: {e}") from None
     finally:
-        if worker is not None:
-            worker.stop()
+        if merger is not None:
+            merger.release(True)
 
 
 def _group_one_key(spec: grouping.Grouping, elements) -> list:
@@ -204,13 +202,15 @@ def _group_one_key(spec: grouping.Grouping, elements) -> list:
     return triggered.add(elements, MIN_TIMESTAMP, 0) + triggered.on_watermark(PLUS_INFINITY, 0)
 
 
-def _window_merger(plan: StagePlan, worker: EmbeddedWorker) -> merging.WindowMerger:
-    """The SDK's merge_windows transform for the GroupByKey's WindowFn, on ``worker``."""
+def window_merger(plan: StagePlan, leased: sdk_workers.Lease) -> merging.WindowMerger:
+    """The SDK's merge_windows transform for the GroupByKey's WindowFn, on the leased worker."""
     coders = coders_of(plan.components)
     components = coders.components
     [main] = plan.inputs
     ws = components.windowing_strategies[components.pcollections[main].windowing_strategy_id]
-    return merging.WindowMerger(worker, f"{plan.id}/merge_windows", ws, components, coders.window_coder(main))
+    return merging.WindowMerger(
+        leased.worker, f"{plan.id}/merge_windows", ws, components, coders.window_coder(main), leased.endpoint
+    )
 
 
 _codecs = PerStage(lambda plan: stage_specs.group_codec(coders_of(plan.components), plan.stage))

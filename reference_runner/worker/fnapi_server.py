@@ -1,6 +1,9 @@
 """The runner's Fn API endpoint for SDK workers in other threads or processes.
 
-One gRPC server carries the control, data, state and logging services. A worker names itself
+One gRPC server carries the control, data, state, logging and provision services. Provision
+answers with this server's own address for control and logging: an SDK may take those from it
+over the flags it was started with (Beam's Java harness does), so each runner process that
+starts workers (the job server, each Spark executor) must be its own provisioner. A worker names itself
 with the ``worker_id`` metadata every Beam SDK harness sends; its control stream is its life:
 when that stream ends, everything the runner was waiting for from it fails at once.
 """
@@ -15,7 +18,13 @@ import threading
 from concurrent import futures
 
 import grpc
-from apache_beam.portability.api import beam_fn_api_pb2, beam_fn_api_pb2_grpc
+from apache_beam.portability.api import (
+    beam_fn_api_pb2,
+    beam_fn_api_pb2_grpc,
+    beam_provision_api_pb2,
+    beam_provision_api_pb2_grpc,
+    endpoints_pb2,
+)
 
 _LOG = logging.getLogger(__name__)
 _CLOSE = object()  # ends an outgoing stream
@@ -146,8 +155,10 @@ class FnApiServer(
     beam_fn_api_pb2_grpc.BeamFnDataServicer,
     beam_fn_api_pb2_grpc.BeamFnStateServicer,
     beam_fn_api_pb2_grpc.BeamFnLoggingServicer,
+    beam_provision_api_pb2_grpc.ProvisionServiceServicer,
 ):
-    def __init__(self, host: str = "127.0.0.1", max_workers: int = 1024):
+    def __init__(self, host: str = "127.0.0.1", max_workers: int = 1024, artifact_endpoint: str = "", handlers=()):
+        """``handlers``: more gRPC generic handlers served on the same port (a runner's own calls)."""
         # Every connected SDK worker holds four streams (control, data, state, logging), each a
         # thread for its life, and fetches descriptors with one more call: a pool smaller than
         # what the connected workers hold starves that call and the bundle waits forever. The
@@ -162,10 +173,13 @@ class FnApiServer(
             beam_fn_api_pb2_grpc.add_BeamFnDataServicer_to_server,
             beam_fn_api_pb2_grpc.add_BeamFnStateServicer_to_server,
             beam_fn_api_pb2_grpc.add_BeamFnLoggingServicer_to_server,
+            beam_provision_api_pb2_grpc.add_ProvisionServiceServicer_to_server,
         ):
             add(self, self._server)
+        self._server.add_generic_rpc_handlers(tuple(handlers))
         self.port = self._server.add_insecure_port(f"{host}:0")
         self.address = f"{host}:{self.port}"
+        self.artifact_endpoint = artifact_endpoint  # where workers retrieve the job's staged files
         self._connections: dict[str, Connection] = {}
         self._forgotten: collections.OrderedDict[str, None] = collections.OrderedDict()
         self._arrived = threading.Condition()
@@ -270,6 +284,14 @@ class FnApiServer(
                 except Exception:  # noqa: BLE001 - a log sink must never break the worker
                     _LOG.exception("log sink failed")
         return iter(())
+
+    def GetProvisionInfo(self, request, context):
+        """What a worker's boot program (or a harness that asks) needs to reach the runner."""
+        here = endpoints_pb2.ApiServiceDescriptor(url=self.address)
+        info = beam_provision_api_pb2.ProvisionInfo(logging_endpoint=here, control_endpoint=here)
+        if self.artifact_endpoint:
+            info.artifact_endpoint.url = self.artifact_endpoint
+        return beam_provision_api_pb2.GetProvisionInfoResponse(info=info)
 
 
 def _drain(outgoing: queue.Queue):

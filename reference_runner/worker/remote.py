@@ -47,6 +47,15 @@ class RemoteWorker(BundleControl):
         self._timeout = timeout
         self._ports: dict[str, _Ports] = {}
 
+    def serve(self, state) -> None:
+        """Answer the next bundles' state requests from ``state`` (a worker kept for its job's
+        next task)."""
+        self._state = state
+
+    @property
+    def gone(self) -> bool:
+        return self._connection.gone is not None
+
     def register(self, descriptor: beam_fn_api_pb2.ProcessBundleDescriptor) -> None:
         """Offered, not pushed: the worker fetches it with GetProcessBundleDescriptor."""
         self._ports[descriptor.id] = _Ports(descriptor)

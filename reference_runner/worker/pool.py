@@ -1,4 +1,5 @@
-"""SDK workers for jobs, as each pipeline's environment asks, reused across jobs when idle.
+"""SDK workers for jobs, as each pipeline's environment asks, reused across jobs when idle (the
+job server's pool, and each Spark executor's).
 
 - EXTERNAL (what Beam's LOOPBACK becomes): ask the client's worker pool to start a harness
   that connects back to our Fn API endpoint.
@@ -46,6 +47,19 @@ class EnvironmentUnsupported(ValueError):
     pass
 
 
+def environment_of(components: beam_runner_api_pb2.Components) -> beam_runner_api_pb2.Environment:
+    """The one environment a pipeline's SDK transforms run in."""
+    used = {t.environment_id for t in components.transforms.values() if t.environment_id and not t.subtransforms}
+    if len(used) > 1:
+        raise EnvironmentUnsupported(
+            f"the pipeline uses {len(used)} environments ({', '.join(sorted(used))}); "
+            "this runner runs one environment per job"
+        )
+    if not used:
+        return beam_runner_api_pb2.Environment(urn=python_urns.EMBEDDED_PYTHON)
+    return components.environments[used.pop()]
+
+
 class _Started:
     """A started remote worker: its id, its connection once it called in, the process we own."""
 
@@ -60,41 +74,22 @@ class WorkerPool:
     def __init__(
         self,
         server: FnApiServer,
-        provision_endpoint: str,
-        artifact_endpoint: str,
         connect_timeout: float = 60,
         bundle_timeout: float = 600,
         max_idle: int = 4,
         spare_idle_seconds: float = 300,
+        id_prefix: str = "worker-",
     ):
-        self.server = server
-        self.provision_endpoint = provision_endpoint
-        self.artifact_endpoint = artifact_endpoint
+        self.server = server  # the workers' Fn API, provision included (their artifacts: its artifact_endpoint)
         self.connect_timeout = connect_timeout
         self.bundle_timeout = bundle_timeout
         self.max_idle = max_idle
         self.spare_idle_seconds = spare_idle_seconds
+        self.id_prefix = id_prefix  # worker ids must differ between processes sharing a worker pool
         self._idle: dict[bytes, list[_Started]] = {}
         self._all: list[_Started] = []
         self._jobs_served: collections.OrderedDict[bytes, int] = collections.OrderedDict()
         self._lock = threading.Lock()
-
-    @staticmethod
-    def environment_of(pipeline: beam_runner_api_pb2.Pipeline) -> beam_runner_api_pb2.Environment:
-        """The one environment the pipeline's SDK transforms run in."""
-        used = {
-            t.environment_id
-            for t in pipeline.components.transforms.values()
-            if t.environment_id and not t.subtransforms
-        }
-        if len(used) > 1:
-            raise EnvironmentUnsupported(
-                f"the pipeline uses {len(used)} environments ({', '.join(sorted(used))}); "
-                "this job server runs one environment per job"
-            )
-        if not used:
-            return beam_runner_api_pb2.Environment(urn=python_urns.EMBEDDED_PYTHON)
-        return pipeline.components.environments[used.pop()]
 
     def acquire(self, env: beam_runner_api_pb2.Environment, state, on_log=None):
         """A worker for one job, serving ``state``, its log entries going to ``on_log``; give it
@@ -187,7 +182,7 @@ class WorkerPool:
             self._discard(s)
 
     def _start(self, env: beam_runner_api_pb2.Environment) -> _Started:
-        worker_id = f"worker-{next(_IDS)}"
+        worker_id = f"{self.id_prefix}{next(_IDS)}"
         if env.urn == EXTERNAL:
             payload = beam_runner_api_pb2.ExternalPayload.FromString(env.payload)
             with grpc.insecure_channel(payload.endpoint.url) as channel:
@@ -197,8 +192,8 @@ class WorkerPool:
                         params=payload.params,
                         control_endpoint=endpoints_pb2.ApiServiceDescriptor(url=self.server.address),
                         logging_endpoint=endpoints_pb2.ApiServiceDescriptor(url=self.server.address),
-                        artifact_endpoint=endpoints_pb2.ApiServiceDescriptor(url=self.artifact_endpoint),
-                        provision_endpoint=endpoints_pb2.ApiServiceDescriptor(url=self.provision_endpoint),
+                        artifact_endpoint=endpoints_pb2.ApiServiceDescriptor(url=self.server.artifact_endpoint),
+                        provision_endpoint=endpoints_pb2.ApiServiceDescriptor(url=self.server.address),
                     ),
                     timeout=self.connect_timeout,
                 )
@@ -214,8 +209,8 @@ class WorkerPool:
                 f"--id={worker_id}",
                 f"--control_endpoint={self.server.address}",
                 f"--logging_endpoint={self.server.address}",
-                f"--artifact_endpoint={self.artifact_endpoint}",
-                f"--provision_endpoint={self.provision_endpoint}",
+                f"--artifact_endpoint={self.server.artifact_endpoint}",
+                f"--provision_endpoint={self.server.address}",
             ]
             try:
                 process = subprocess.Popen(
@@ -250,4 +245,4 @@ class WorkerPool:
             self._discard(started)
 
 
-__all__ = ["WorkerPool", "EnvironmentUnsupported"]
+__all__ = ["WorkerPool", "EnvironmentUnsupported", "environment_of"]

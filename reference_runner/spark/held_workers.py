@@ -1,0 +1,83 @@
+"""Environment workers an executor keeps for the rest of their job, and their release at its end.
+
+An executor's task starts a worker of the job's environment (spark/sdk_workers.py) and keeps
+it for that job's later tasks in the same Python worker process. A worker per task would cost
+a worker start per task, and would not work at all for Beam's Java SDK: its LOOPBACK service
+gives all the workers it starts one shared executor service, which the first worker to stop
+shuts down, so the client's other workers fail from then on.
+
+So the executor tells the driver that it holds workers of the job (Holding). When the job
+ends, and before it reports its end, the driver asks each such executor to stop them
+(Release), which tears their DoFns down. Both calls are small JSON messages on gRPC services of
+our own, served beside the Job API (driver) and the Fn API (executor).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from collections.abc import Callable
+
+import grpc
+
+_LOG = logging.getLogger(__name__)
+_SERVICE = "reference_runner.spark.HeldWorkers"
+
+
+def _handler(method: str, serve: Callable[[dict], None]) -> grpc.GenericRpcHandler:
+    def call(request: dict, context) -> dict:
+        serve(request)
+        return {}
+
+    return grpc.method_handlers_generic_handler(
+        _SERVICE,
+        {
+            method: grpc.unary_unary_rpc_method_handler(
+                call, request_deserializer=json.loads, response_serializer=lambda r: json.dumps(r).encode()
+            )
+        },
+    )
+
+
+def _call(address: str, method: str, request: dict, timeout: float) -> None:
+    with grpc.insecure_channel(address) as channel:
+        channel.unary_unary(f"/{_SERVICE}/{method}", request_serializer=lambda r: json.dumps(r).encode())(
+            request, timeout=timeout
+        )
+
+
+class Registry:
+    """The driver's side: which executors hold workers of which job."""
+
+    def __init__(self):
+        self._holders: dict[str, set[str]] = {}
+        self._lock = threading.Lock()
+
+    def handler(self) -> grpc.GenericRpcHandler:
+        return _handler("Holding", self._holding)
+
+    def _holding(self, request: dict) -> None:
+        with self._lock:
+            self._holders.setdefault(str(request["job"]), set()).add(str(request["executor"]))
+
+    def release(self, job: str, timeout: float = 60) -> None:
+        """Stop every worker the executors hold for ``job``; an executor that has gone took its
+        workers with it."""
+        with self._lock:
+            executors = self._holders.pop(job, set())
+        for executor in sorted(executors):
+            try:
+                _call(executor, "Release", {"job": job}, timeout)
+            except grpc.RpcError as e:
+                _LOG.info("executor %s did not release the workers of %s: %s", executor, job, e.code())
+
+
+def announce(driver: str, job: str, executor: str, timeout: float = 30) -> None:
+    """The executor's side: it now holds workers of ``job``, released through ``executor``."""
+    _call(driver, "Holding", {"job": job, "executor": executor}, timeout)
+
+
+def release_handler(release: Callable[[str], None]) -> grpc.GenericRpcHandler:
+    """The executor's side: ``release(job)`` when the driver says the job has ended."""
+    return _handler("Release", lambda request: release(str(request["job"])))

@@ -1,0 +1,128 @@
+"""A Spark task's SDK worker, in the executor's Python worker process, as the job's UserCode says.
+
+- Embedded: Beam's Python SDK harness in this process, warm between tasks where that is safe
+  (worker/warm.py).
+- The environment's own workers: this process keeps one Fn API server (which provisions them
+  too) and one worker pool (worker/pool.py, the job server's kind) for its life. The first task
+  of a job here starts a worker of the environment; later tasks of the job reuse it, and it is
+  stopped when the driver releases the job's workers at its end (spark/held_workers.py), or at
+  once if a task on it fails.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from apache_beam.portability.api import beam_runner_api_pb2
+
+from reference_runner.spark import held_workers
+from reference_runner.spark.user_code import UserCode
+from reference_runner.worker import warm
+from reference_runner.worker.embedded import EmbeddedWorker
+from reference_runner.worker.fnapi_server import FnApiServer
+from reference_runner.worker.pool import WorkerPool
+from reference_runner.worker.remote import RemoteWorker
+from reference_runner.worker.state import StateService
+
+EMBEDDED_ENDPOINT = "embedded"
+
+
+@dataclass
+class Lease:
+    """A worker for one task. ``endpoint``: the Fn API address its descriptors must name."""
+
+    worker: EmbeddedWorker | RemoteWorker
+    endpoint: str
+    _release: Callable[[bool], None]
+
+    def release(self, succeeded: bool) -> None:
+        """The task is done with the worker (``succeeded``: it may serve another task)."""
+        self._release(succeeded)
+
+
+def lease(code: UserCode, state: StateService, job: str, warm_worker: bool = False) -> Lease:
+    """A worker answering ``state`` for a task of ``job``; ``warm_worker``: an embedded one may
+    come from, and go back to, this process's warm workers."""
+    if code.embedded:
+        if warm_worker:
+            kept = warm.acquire(state)
+            return Lease(kept, EMBEDDED_ENDPOINT, lambda ok: warm.release(kept, ok))
+        fresh = EmbeddedWorker(state)
+        return Lease(fresh, EMBEDDED_ENDPOINT, lambda ok: fresh.stop())
+    pool = _pool(code)
+    key = (job, code.environment)
+    with _lock:
+        held = _held.get(key)
+    if held is not None and held.worker.gone:
+        _drop(key, healthy=False)
+        held = None
+    if held is None:
+        env = beam_runner_api_pb2.Environment.FromString(code.environment)
+        worker, token = pool.acquire(env, state)
+        held = _Held(worker, token, env, pool)
+        with _lock:
+            _held[key] = held
+            first_of_job = job not in _announced
+            _announced.add(job)
+        if first_of_job:
+            held_workers.announce(code.job_server, job, pool.server.address)
+    else:
+        held.worker.serve(state)
+
+    def release(ok: bool) -> None:
+        if not ok:  # a failed task may leave its worker in any state: the retry gets another
+            _drop(key, healthy=False)
+
+    return Lease(held.worker, pool.server.address, release)
+
+
+@dataclass
+class _Held:
+    worker: RemoteWorker
+    token: object
+    env: beam_runner_api_pb2.Environment
+    pool: WorkerPool
+
+
+_held: dict[tuple[str, bytes], _Held] = {}  # (job, environment) -> its worker in this process
+_announced: set[str] = set()  # jobs the driver knows this process holds workers of
+_pools: dict[tuple, WorkerPool] = {}
+_lock = threading.Lock()
+
+
+def _drop(key: tuple[str, bytes], healthy: bool) -> None:
+    with _lock:
+        held = _held.pop(key, None)
+    if held is not None:
+        held.worker.stop()
+        held.pool.release(held.token, held.env, healthy)
+
+
+def _release_job(job: str) -> None:
+    """The driver says ``job`` has ended: stop its workers here (their DoFns are torn down)."""
+    with _lock:
+        keys = [k for k in _held if k[0] == job]
+        _announced.discard(job)
+    for key in keys:
+        _drop(key, healthy=True)
+
+
+def _pool(code: UserCode) -> WorkerPool:
+    key = (code.fn_host, code.job_server)
+    with _lock:
+        pool = _pools.get(key)
+        if pool is None:
+            # No spares: Spark may stop this Python worker process at any time, and a spare
+            # started for no task would outlive it.
+            server = FnApiServer(
+                code.fn_host or socket.getfqdn(),
+                artifact_endpoint=code.job_server,
+                handlers=[held_workers.release_handler(_release_job)],
+            )
+            prefix = f"spark-{socket.gethostname()}-{os.getpid()}-"  # one LOOPBACK pool serves every executor
+            pool = _pools[key] = WorkerPool(server, max_idle=0, id_prefix=prefix)
+        return pool
