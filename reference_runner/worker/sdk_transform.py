@@ -99,6 +99,9 @@ def _descriptor(
     strategy.on_time_behavior = beam_runner_api_pb2.OnTimeBehavior.FIRE_IF_NONEMPTY
     for env_id, env in components.environments.items():
         pbd.environments[env_id].CopyFrom(env)
+    # No state is read, but an SDK harness out of process opens the state channel the descriptor
+    # names all the same: without an address, its reading thread fails on the empty one.
+    pbd.state_api_service_descriptor.url = endpoint
     data_port(
         pbd,
         f"{descriptor_id}/input",
