@@ -59,11 +59,18 @@ def read_tail(path: str | None, lines: int = 30) -> str:
         return "(unreadable)"
 
 
-def start_group(argv: list[str], log, what: str, cwd=None) -> subprocess.Popen:
-    """Start ``argv`` as the leader of a new process group, output to ``log``."""
+def start_group(argv: list[str], log, what: str, cwd=None, env=None) -> subprocess.Popen:
+    """Start ``argv`` as the leader of a new process group, output to ``log``; ``env``: its whole
+    environment (default: this process's)."""
     try:
         return subprocess.Popen(
-            argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True, cwd=cwd
+            argv,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+            cwd=cwd,
+            env=env,
         )
     except OSError as e:
         raise TargetUnavailable(f"cannot start the {what} {argv!r}: {e}") from None

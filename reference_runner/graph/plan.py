@@ -44,6 +44,10 @@ class SideInput:
     # readers see each window's latest pane (streaming, or in batch a producer that fires
     # several panes per window); otherwise the whole PCollection once its producer finished
     by_pane: bool
+    # the SDK's function from a main window to the side window read (SideInput.window_mapping_fn,
+    # a serialized FunctionSpec): what the runner asks the SDK to map with, for a WindowFn it
+    # does not know (worker/sidewindows.py)
+    window_mapping_fn: bytes = b""
 
 
 @dataclass(frozen=True)
@@ -199,7 +203,8 @@ def _descriptor(stage: fusion.Stage, components) -> Descriptor:
 def _side_input(graph: PipelineGraph, pcoll: str, transform_id: str, tag: str, streaming: bool) -> SideInput:
     payload = graph.by_id[transform_id].pardo_payload()
     assert payload is not None, f"{transform_id} reads side inputs, so it is a ParDo"
-    access = payload.side_inputs[tag].access_pattern.urn
+    side = payload.side_inputs[tag]
+    access = side.access_pattern.urn
     ws = graph.windowing_of(pcoll)
     return SideInput(
         pcoll,
@@ -208,6 +213,7 @@ def _side_input(graph: PipelineGraph, pcoll: str, transform_id: str, tag: str, s
         multimap=access == urns.MULTIMAP_SIDE_INPUT,
         globally_windowed=ws.window_fn.urn == urns.GLOBAL_WINDOWS,
         by_pane=streaming or trigger_spec.fires_panes_in_batch(ws.trigger),
+        window_mapping_fn=side.window_mapping_fn.SerializeToString(deterministic=True),
     )
 
 

@@ -11,6 +11,7 @@ ASSIGN_WINDOWS = "beam:transform:assign_windows:v1"  # older name of WINDOW_INTO
 COMBINE_PER_KEY = "beam:transform:combine_per_key:v1"
 TEST_STREAM = "beam:transform:teststream:v1"
 MERGE_WINDOWS = "beam:transform:merge_windows:v1"
+MAP_WINDOWS = "beam:transform:map_windows:v1"  # the SDK maps main windows to a side input's
 # A stage the SDK fused itself (pre_optimize=all), expanded again by graph/unfuse.py
 EXECUTABLE_STAGE = "beam:runner:executable_stage:v1"
 # What the SDK's pre-optimization puts before a Flatten input whose coder differs from the

@@ -107,13 +107,21 @@ def stream_events(plan: Plan, coders: codecs.Coders, stage: PlannedStage) -> lis
 
 
 def engine_spec(
-    plan: Plan, coders: codecs.Coders, stage: PlannedStage, keyed: KeyedStage | None, merge_fn=None
+    plan: Plan,
+    coders: codecs.Coders,
+    stage: PlannedStage,
+    keyed: KeyedStage | None,
+    merge_fn=None,
+    side_mapper: sidewindows.SdkMapper | None = None,
 ) -> manager.StageSpec:
-    """The engine's StageSpec of ``stage``; ``keyed``: its KeyedStage, if it has a keyed head."""
+    """The engine's StageSpec of ``stage``; ``keyed``: its KeyedStage, if it has a keyed head;
+    ``side_mapper``: the SDK's window mapping, for a side input of a user's WindowFn in streaming."""
     side_windows = None
     if plan.streaming and stage.kind == StageKind.SDK and stage.side_inputs:
         # streaming: how the engine finds the side windows a main-input element waits for
-        side_windows = sidewindows.side_window_needs(plan.components, coders, stage.inputs[0], stage.side_pcolls)
+        side_windows = sidewindows.side_window_needs(
+            plan.components, coders, stage.inputs[0], stage.side_inputs, side_mapper
+        )
     return manager.StageSpec(
         stage.id,
         _ENGINE_KIND[stage.kind],
