@@ -8,6 +8,7 @@ WindowFn itself (worker/sidewindows.py). The SDK's answer is the one its DoFn re
 one to wait for, even where it is not the earliest window (Overlapping below)."""
 
 import apache_beam as beam
+import pytest
 from apache_beam.options.pipeline_options import PipelineOptions
 from apache_beam.pvalue import AsList
 from apache_beam.testing import test_stream
@@ -66,10 +67,11 @@ def _stream():
     return stream
 
 
-def test_side_inputs_in_user_window_fns_are_read_in_a_stream_on_a_job_server_that_cannot_import_them(tmp_path):
+@pytest.mark.parametrize("backend", ["reference", "spark"])
+def test_side_inputs_in_user_window_fns_are_read_in_a_stream_on_a_job_server_that_cannot_import_them(tmp_path, backend):
     (tmp_path / "user").mkdir()
     fns = user_module(tmp_path / "user", "user_windows", _MODULE)
-    with job_server_elsewhere(tmp_path) as endpoint:
+    with job_server_elsewhere(tmp_path, "--backend", backend) as endpoint:
         options = PipelineOptions(
             [f"--job_endpoint={endpoint}", "--environment_type=LOOPBACK", "--runner=PortableRunner", "--streaming"]
         )

@@ -31,14 +31,15 @@ def user_module(directory, prefix: str, source: str):
 
 
 @contextlib.contextmanager
-def job_server_elsewhere(tmp_path):
-    """Our job server, started in ``tmp_path/server`` (where no user module is): its endpoint. It
-    runs this checkout's kit: away from the root, ``-m`` would find an installed copy instead."""
+def job_server_elsewhere(tmp_path, *server_args: str):
+    """Our job server, started in ``tmp_path/server`` (where no user module is) with
+    ``server_args``: its endpoint. It runs this checkout's kit: away from the root, ``-m`` would
+    find an installed copy instead."""
     (tmp_path / "server").mkdir()
     port = free_port()
     with open(tmp_path / "server.log", "w+") as log:
         server = start_group(
-            [sys.executable, "-m", "reference_runner.jobserver", "--port", str(port)],
+            [sys.executable, "-m", "reference_runner.jobserver", "--port", str(port), *server_args],
             log,
             "job server",
             cwd=tmp_path / "server",

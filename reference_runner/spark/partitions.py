@@ -213,7 +213,19 @@ class _GroupPartition(_Partition):
 class _SdkPartition(_Partition):
     def run(self, blobs: list, inputs: dict):
         plan, info = self.plan, self.info
-        spec = _spec(plan)
+        state = StateService()
+        leased, descriptor = tasks.sdk_worker(plan, info.sides, state, warm_worker=not plan.stage.side_inputs)
+        succeeded = False
+        try:
+            yield from self._run(blobs, inputs, state, leased, descriptor)
+            succeeded = True
+        finally:
+            leased.release(succeeded)  # (an embedded worker reading side inputs is never kept warm)
+
+    def _run(self, blobs: list, inputs: dict, state: StateService, leased: sdk_workers.Lease, descriptor):
+        plan, info = self.plan, self.info
+        # (a user's side WindowFn is mapped by the SDK, on this task's worker)
+        spec = _spec(plan, side_mapper=tasks.side_mapper(plan, leased))
         keyed = keyed_stage(plan) if plan.stage.keyed_head else None
         expired: list = []
 
@@ -226,78 +238,71 @@ class _SdkPartition(_Partition):
         assert isinstance(stage, SdkStage)
         if isinstance(stage, KeyedSdkStage):
             stage._expired = expired  # (a thawed object reports to this task's list)
-        state = StateService()
         state.user = user
         metrics: list = []
-        leased, descriptor = tasks.sdk_worker(plan, info.sides, state, warm_worker=not plan.stage.side_inputs)
         runner = tasks.bundle_runner(plan, leased.worker, state, _Collected(metrics))
         positions = {p: i for i, p in enumerate(plan.outputs)}
         truncator = None
-        succeeded = False
         unfinalized: list = []
-        try:
-            for pcoll, elements in inputs.items():
-                stage.accept(pcoll, elements, info.now)
+        for pcoll, elements in inputs.items():
+            stage.accept(pcoll, elements, info.now)
+        if info.draining:
+            stage.drain()
+        stage.on_processing_time(info.now)
+        resume = info.resume
+        policy = _bundling(info)
+        bundles = 0
+        while True:
+            stage.advance(info.upstream, info.now)
+            for transform, window in expired:
+                state.release_window(transform, window)
+            expired.clear()
+            if stage.held is not None:
+                stage.release_held(functools.partial(_side_ready, info.side_marks))
+            truncate = False
+            items, timers = None, []
             if info.draining:
-                stage.drain()
-            stage.on_processing_time(info.now)
-            resume = info.resume
-            policy = _bundling(info)
-            bundles = 0
-            while True:
-                stage.advance(info.upstream, info.now)
-                for transform, window in expired:
-                    state.release_window(transform, window)
-                expired.clear()
-                if stage.held is not None:
-                    stage.release_held(functools.partial(_side_ready, info.side_marks))
-                truncate = False
-                items, timers = None, []
-                if info.draining:
-                    items = stage.take_truncation()
-                    truncate = items is not None
-                if items is None:
-                    work = stage.take(policy, info.now)
-                    if work is not None:
-                        items, timers = work
-                if items is None and resume:
-                    items = stage.take_deferred(info.now)
-                    resume = False  # one resumption per pass: what it hands back waits for the next
-                if items is None:
-                    break
-                bundles += 1
-                bundle = Bundle(f"p{bundles}", spec.id, stage.start(items), timers=timers, truncate=truncate)
-                if truncate:
-                    if truncator is None:
-                        truncator = _truncation(plan, leased)
-                    described = truncator
-                else:
-                    described = descriptor
-                try:
-                    committed = runner.run(
-                        plan.stage, described, bundle.inputs, timers, None if truncate else keyed, truncate
-                    )
-                except BundleError as e:
-                    raise tasks.StageFailed(str(e)) from None
-                stage.commit(bundle, committed.residuals, committed.timers, committed.deferred, info.draining, info.now)
-                for pcoll, elements in committed.outputs.items():
-                    position = positions.get(pcoll)
-                    if position is not None:
-                        self.emitted[position] += len(elements)
-                        for element in elements:
-                            yield OUTPUT, position, element
-                unfinalized.append(committed)
-            if keyed is not None and stage.output_watermark >= manager.PLUS_INFINITY:
-                state.release(keyed.transform)  # every window is done: its state is dropped
-            active = _sdk_active(stage, state.user)
-            succeeded = True
-            yield from self._finish(spec, stage, state.user, active, metrics)
-            # only once Spark took the task's whole output (and its new state) can no failure
-            # of this task lose a bundle's outputs: finalize then
-            for committed in unfinalized:
-                committed.finalize()
-        finally:
-            leased.release(succeeded)  # (an embedded worker reading side inputs is never kept warm)
+                items = stage.take_truncation()
+                truncate = items is not None
+            if items is None:
+                work = stage.take(policy, info.now)
+                if work is not None:
+                    items, timers = work
+            if items is None and resume:
+                items = stage.take_deferred(info.now)
+                resume = False  # one resumption per pass: what it hands back waits for the next
+            if items is None:
+                break
+            bundles += 1
+            bundle = Bundle(f"p{bundles}", spec.id, stage.start(items), timers=timers, truncate=truncate)
+            if truncate:
+                if truncator is None:
+                    truncator = _truncation(plan, leased)
+                described = truncator
+            else:
+                described = descriptor
+            try:
+                committed = runner.run(
+                    plan.stage, described, bundle.inputs, timers, None if truncate else keyed, truncate
+                )
+            except BundleError as e:
+                raise tasks.StageFailed(str(e)) from None
+            stage.commit(bundle, committed.residuals, committed.timers, committed.deferred, info.draining, info.now)
+            for pcoll, elements in committed.outputs.items():
+                position = positions.get(pcoll)
+                if position is not None:
+                    self.emitted[position] += len(elements)
+                    for element in elements:
+                        yield OUTPUT, position, element
+            unfinalized.append(committed)
+        if keyed is not None and stage.output_watermark >= manager.PLUS_INFINITY:
+            state.release(keyed.transform)  # every window is done: its state is dropped
+        active = _sdk_active(stage, state.user)
+        yield from self._finish(spec, stage, state.user, active, metrics)
+        # only once Spark took the task's whole output (and its new state) can no failure
+        # of this task lose a bundle's outputs: finalize then
+        for committed in unfinalized:
+            committed.finalize()
 
 
 def _bundling(info: PassInfo):
@@ -402,14 +407,23 @@ class _PlanView:
 _specs: dict = {}
 
 
-def _spec(plan: StagePlan, merge_fn=None) -> StageSpec:
-    """The stage's engine spec, built once per Python worker process (with a custom window merge,
-    once per task: the merge runs on the task's SDK worker)."""
+def _spec(plan: StagePlan, merge_fn=None, side_mapper=None) -> StageSpec:
+    """The stage's engine spec, built once per Python worker process (with a custom window merge
+    or a user's side WindowFn, once per task: the SDK's calls run on the task's worker)."""
     if merge_fn is None and plan.id in _specs:
         return _specs[plan.id]
     keyed = keyed_stage(plan) if plan.stage.keyed_head else None
-    spec = stage_specs.engine_spec(_PlanView(plan), coders_of(plan.components), plan.stage, keyed, merge_fn)
-    if merge_fn is None:
+    mapped: list = []
+
+    def mapper(side):
+        mapped.append(side)
+        return side_mapper(side)
+
+    coders = coders_of(plan.components)
+    spec = stage_specs.engine_spec(
+        _PlanView(plan), coders, plan.stage, keyed, merge_fn, mapper if side_mapper is not None else None
+    )
+    if merge_fn is None and not mapped:
         if len(_specs) > 256:
             _specs.clear()
         _specs[plan.id] = spec

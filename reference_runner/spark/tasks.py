@@ -7,6 +7,7 @@ from __future__ import annotations
 import itertools
 import zlib
 
+from apache_beam.portability.api import beam_runner_api_pb2
 from pyspark import AccumulatorParam
 
 from reference_runner.engine import grouping, panes
@@ -15,7 +16,7 @@ from reference_runner.engine.windows import MIN_TIMESTAMP
 from reference_runner.graph.descriptors import StageDescriptor
 from reference_runner.spark import sdk_workers
 from reference_runner.spark.plan import PerStage, StagePlan, coders_of
-from reference_runner.worker import codecs, merging, stage_specs
+from reference_runner.worker import codecs, merging, stage_specs, window_mapping
 from reference_runner.worker.bundles import BundleError, BundleRunner
 from reference_runner.worker.state import SideInputIndex, StateService
 
@@ -211,6 +212,24 @@ def window_merger(plan: StagePlan, leased: sdk_workers.Lease) -> merging.WindowM
     return merging.WindowMerger(
         leased.worker, f"{plan.id}/merge_windows", ws, components, coders.window_coder(main), leased.endpoint
     )
+
+
+def side_mapper(plan: StagePlan, leased: sdk_workers.Lease):
+    """A side input of a user's WindowFn -> the SDK's mapping of main windows to its windows, on
+    the leased worker (streaming)."""
+
+    def mapper(side) -> window_mapping.WindowMapper:
+        return window_mapping.WindowMapper(
+            leased.worker,
+            f"{plan.id}/map_windows/{side.transform_id}/{side.tag}",
+            beam_runner_api_pb2.FunctionSpec.FromString(side.window_mapping_fn),
+            coders_of(plan.components),
+            plan.stage.inputs[0],
+            side.pcoll,
+            leased.endpoint,
+        )
+
+    return mapper
 
 
 _codecs = PerStage(lambda plan: stage_specs.group_codec(coders_of(plan.components), plan.stage))
