@@ -70,14 +70,14 @@ def lease(code: UserCode, state: StateService, job: str, warm_worker: bool = Fal
             _announced.add(job)
         if first_of_job:
             held_workers.announce(code.job_server, job, pool.server.address)
-    else:
-        held.worker.serve(state)
 
     def release(ok: bool) -> None:
         if not ok:  # a failed task may leave its worker in any state: the retry gets another
             _drop(key, healthy=False)
 
-    return Lease(held.worker, pool.server.address, release)
+    # (Spark runs the pipelined stages of a task as nested generators: several leases of the
+    # job's worker are alive at once, each with its task's state)
+    return Lease(held.worker.bound(state), pool.server.address, release)
 
 
 @dataclass

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import itertools
 import threading
 import time
@@ -47,10 +48,13 @@ class RemoteWorker(BundleControl):
         self._timeout = timeout
         self._ports: dict[str, _Ports] = {}
 
-    def serve(self, state) -> None:
-        """Answer the next bundles' state requests from ``state`` (a worker kept for its job's
-        next task)."""
-        self._state = state
+    def bound(self, state) -> RemoteWorker:
+        """This worker, its bundles' state requests answered from ``state``: one worker serves
+        several users at once (the tasks of one job that Spark pipelines in one process), each
+        with its own state; they share the connection and the registered descriptors."""
+        view = copy.copy(self)
+        view._state = state
+        return view
 
     @property
     def gone(self) -> bool:
