@@ -5,7 +5,7 @@ from __future__ import annotations
 from apache_beam.portability.api import beam_runner_api_pb2
 
 from reference_runner.graph import python_coders, trigger_spec, urns
-from reference_runner.graph.pipeline import PipelineGraph, is_stateful
+from reference_runner.graph.pipeline import PipelineGraph, is_stateful, test_stream_output
 
 
 class UnsupportedPipeline(ValueError):
@@ -97,7 +97,7 @@ def _test_stream_problems(t, where: str) -> list[str]:
         for e in payload.events
         if e.WhichOneof("event") in ("element_event", "watermark_event")
     }
-    unknown = sorted(tags - set(t.proto.outputs))
+    unknown = sorted(repr(tag) for tag in tags if test_stream_output(t.proto, tag) is None)
     return [f"{where}: TestStream events for outputs it does not have ({', '.join(unknown)})"] if unknown else []
 
 

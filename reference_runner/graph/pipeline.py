@@ -63,6 +63,16 @@ def is_stateful(t: Transform) -> bool:
     )
 
 
+def test_stream_output(transform: beam_runner_api_pb2.PTransform, tag: str) -> str | None:
+    """The PCollection a TestStream event tagged ``tag`` goes to, None if it has none. An empty
+    tag names the transform's only output: the Go SDK tags no event (its output is "i0")."""
+    if tag in transform.outputs:
+        return transform.outputs[tag]
+    if not tag and len(transform.outputs) == 1:
+        return next(iter(transform.outputs.values()))
+    return None
+
+
 class PipelineGraph:
     """Leaf transforms in topological order, with who produces and consumes each PCollection."""
 

@@ -13,6 +13,7 @@ from apache_beam.utils.timestamp import Timestamp
 
 from reference_runner.engine import grouping, manager
 from reference_runner.graph import trigger_spec
+from reference_runner.graph.pipeline import test_stream_output
 from reference_runner.graph.plan import GroupSpec, Plan, PlannedStage, StageKind
 from reference_runner.worker import codecs, sidewindows
 from reference_runner.worker.keyed import KeyedStage
@@ -80,7 +81,7 @@ def stream_events(plan: Plan, coders: codecs.Coders, stage: PlannedStage) -> lis
     for event in payload.events:
         kind = event.WhichOneof("event")
         if kind == "element_event":
-            pcoll = transform.outputs[event.element_event.tag]
+            pcoll = test_stream_output(transform, event.element_event.tag)
             impl = coders.windowed(pcoll).get_impl()
             read = coders.outer_reader(payload.coder_id)  # (graph/transcode.py: the output has its coder)
             elements = [
@@ -97,7 +98,7 @@ def stream_events(plan: Plan, coders: codecs.Coders, stage: PlannedStage) -> lis
             events.append(
                 (
                     manager.WATERMARK,
-                    transform.outputs[event.watermark_event.tag],
+                    test_stream_output(transform, event.watermark_event.tag),
                     event.watermark_event.new_watermark * 1000,
                 )
             )
