@@ -111,6 +111,10 @@ def _stateful_problems(graph: PipelineGraph, t, payload, where: str) -> list[str
         kind = spec.WhichOneof("spec")
         if kind in _UNSUPPORTED_STATE:
             problems.append(f"{where}: {_UNSUPPORTED_STATE[kind]} ({state_id})")
+        elif kind == "set_spec" and payload.do_fn.urn not in urns.PYTHON_USER_FUNCTIONS:
+            # Python keeps a set in bag state, which the runner serves; other SDKs (Go, Java)
+            # keep it in multimap state, which it does not
+            problems.append(f"{where}: set state of another SDK, kept as multimap state ({state_id})")
     expiry = payload.on_window_expiration_timer_family_spec
     if expiry and expiry not in payload.timer_family_specs:
         problems.append(f"{where}: OnWindowExpiration names an unknown timer family {expiry}")

@@ -26,3 +26,31 @@ def test_a_backend_that_embeds_user_code_refuses_another_sdks_dofn_by_name():
 
 def test_a_backend_with_the_environments_own_workers_takes_it():
     prepare(_with_a_java_dofn(), SPARK, environments=False)  # (the job server's workers run it)
+
+
+class _WithSetState(beam.DoFn):
+    SEEN = beam.transforms.userstate.SetStateSpec("seen", beam.coders.StrUtf8Coder())
+
+    def process(self, kv, seen=beam.DoFn.StateParam(SEEN)):
+        yield kv
+
+
+def _with_set_state(dofn_urn: str | None):
+    p = beam.Pipeline()
+    _ = p | beam.Create([("k", "v")]) | "Stateful" >> beam.ParDo(_WithSetState())
+    proto = p.to_runner_api()
+    if dofn_urn:
+        [t] = [t for t in proto.components.transforms.values() if t.unique_name == "Stateful"]
+        payload = beam_runner_api_pb2.ParDoPayload.FromString(t.spec.payload)
+        payload.do_fn.urn = dofn_urn
+        t.spec.payload = payload.SerializeToString()
+    return proto
+
+
+def test_set_state_of_another_sdk_is_refused_at_prepare_naming_it():
+    # (the Go and Java SDKs keep a set in multimap state, which the runner does not serve)
+    with pytest.raises(
+        UnsupportedPipeline, match=r"'Stateful': set state of another SDK, kept as multimap state \(seen\)"
+    ):
+        prepare(_with_set_state("beam:go:transform:dofn:v1"), SPARK, environments=False)
+    prepare(_with_set_state(None), SPARK, environments=False)  # Python's set lives in bag state: served
