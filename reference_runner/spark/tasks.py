@@ -16,7 +16,7 @@ from reference_runner.engine.windows import MIN_TIMESTAMP
 from reference_runner.graph.descriptors import StageDescriptor
 from reference_runner.spark import sdk_workers
 from reference_runner.spark.plan import PerStage, StagePlan, coders_of
-from reference_runner.worker import codecs, merging, stage_specs, window_mapping
+from reference_runner.worker import codecs, merging, side_snapshots, stage_specs, window_mapping
 from reference_runner.worker.bundles import BundleError, BundleRunner
 from reference_runner.worker.state import SideInputIndex, StateService
 
@@ -37,6 +37,11 @@ def sdk_worker(plan: StagePlan, side_values: dict, state: StateService, warm_wor
         )
     leased = sdk_workers.lease(plan.user_code, state, plan.job_id, warm_worker)
     described = plan.described(leased.endpoint)
+    sides = plan.stage.side_inputs
+    if not plan.user_code.embedded and sides and all(s.globally_windowed for s in sides):
+        # the job's worker keeps its processors from task to task, and with them the values of
+        # globally windowed side inputs: other contents need another processor
+        described = side_snapshots.snapshot_variant(described, [side_values[s.pcoll] for s in sides])
     leased.worker.register(described.proto)
     return leased, described
 

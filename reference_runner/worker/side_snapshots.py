@@ -45,16 +45,30 @@ class SideSnapshots:
                 self._digests[key] = _digest(contents)
         if not global_sides:
             return described
-        digest = hashlib.sha1(b"".join(self._digests[(s.transform_id, s.tag)] for s in stage.side_inputs))
-        variant_id = f"{described.proto.id}~{digest.hexdigest()[:16]}"
+        variant_id = _variant_id(described, [self._digests[(s.transform_id, s.tag)] for s in stage.side_inputs])
         variant = self._variants.get(variant_id)
         if variant is None:
-            proto = type(described.proto)()
-            proto.CopyFrom(described.proto)
-            proto.id = variant_id
-            variant = self._variants[variant_id] = dataclasses.replace(described, proto=proto)
-            self._worker.register(proto)
+            variant = self._variants[variant_id] = _renamed(described, variant_id)
+            self._worker.register(variant.proto)
         return variant
+
+
+def snapshot_variant(described: StageDescriptor, contents: list) -> StageDescriptor:
+    """``described`` under an id naming a digest of its globally windowed side inputs' contents
+    (``contents``, one per side input, in the stage's order), for a worker that keeps bundle
+    processors between uses of the same stage."""
+    return _renamed(described, _variant_id(described, [_digest(c) for c in contents]))
+
+
+def _variant_id(described: StageDescriptor, digests: list[bytes]) -> str:
+    return f"{described.proto.id}~{hashlib.sha1(b''.join(digests)).hexdigest()[:16]}"
+
+
+def _renamed(described: StageDescriptor, descriptor_id: str) -> StageDescriptor:
+    proto = type(described.proto)()
+    proto.CopyFrom(described.proto)
+    proto.id = descriptor_id
+    return dataclasses.replace(described, proto=proto)
 
 
 def _digest(contents) -> bytes:
