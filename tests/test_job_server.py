@@ -105,6 +105,23 @@ def test_unsupported_pipeline_is_refused_at_prepare_naming_the_feature(server):
         p.run().wait_until_finish()
 
 
+def test_a_long_refusal_is_cut_to_fit_a_clients_headers(server):
+    # Java's gRPC client refuses response headers over 10 KiB, and the error's details travel in
+    # one: 300 unknown transforms would name them all in some 20 KB
+    p = beam.Pipeline()
+    pcoll = p | beam.Create([("k", 1)])
+    for i in range(300):
+        pcoll = pcoll | f"Unknown{i}" >> UnknownPrimitive()
+    with pytest.raises(grpc.RpcError) as info:
+        _stub(server).Prepare(
+            beam_job_api_pb2.PrepareJobRequest(job_name="long", pipeline=p.to_runner_api()), timeout=30
+        )
+    assert info.value.code() == grpc.StatusCode.UNIMPLEMENTED
+    details = info.value.details()
+    assert f"unknown transform {UNKNOWN_URN}" in details and "Unknown0" in details
+    assert len(details) < 4200 and details.endswith("more characters (the job server's log has them all)")
+
+
 def _stub(server):
     return beam_job_api_pb2_grpc.JobServiceStub(grpc.insecure_channel(server.address))
 

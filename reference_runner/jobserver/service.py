@@ -7,6 +7,7 @@ requests get a gRPC error status; nothing a client sends can take the server dow
 from __future__ import annotations
 
 import itertools
+import logging
 import threading
 import uuid
 from collections.abc import Callable
@@ -25,6 +26,7 @@ from reference_runner.jobserver.artifacts import StagingSessions
 from reference_runner.jobserver.jobs import TERMINAL, JobRecord
 from reference_runner.runner import ReferenceOptions
 
+_LOG = logging.getLogger(__name__)
 _JOB_IDS = itertools.count(1)
 MAX_PREPARED = 1000  # preparations waiting for Run; a client cannot pile up more
 
@@ -66,11 +68,11 @@ class JobService(beam_job_api_pb2_grpc.JobServiceServicer):
             # Plan); the worker pool judges environments.
             self.backend_for(request.pipeline_options, request.pipeline).prepare(request.pipeline)
         except UnsupportedPipeline as e:
-            context.abort(grpc.StatusCode.UNIMPLEMENTED, str(e))
+            context.abort(grpc.StatusCode.UNIMPLEMENTED, _fit(str(e)))
         except ScheduleError as e:
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"bad runner option: {e}")
         except Exception as e:  # noqa: BLE001 - a malformed pipeline, whatever is wrong with it
-            context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"malformed pipeline: {type(e).__name__}: {e}")
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, _fit(f"malformed pipeline: {type(e).__name__}: {e}"))
         preparation_id = f"{_slug(request.job_name)}-{uuid.uuid4().hex[:12]}"
         pipeline = beam_runner_api_pb2.Pipeline()
         pipeline.CopyFrom(request.pipeline)
@@ -180,6 +182,18 @@ def _describe_options() -> list:
         )
         for action in parser._actions
     ]
+
+
+MAX_ERROR_CHARS = 4000  # an error's details travel in a response header: Java's client takes 10 KiB at most
+
+
+def _fit(text: str) -> str:
+    """An error for a client, short enough for its headers (the whole text goes to the log)."""
+    if len(text) <= MAX_ERROR_CHARS:
+        return text
+    _LOG.info("error sent to the client cut to %d characters; whole: %s", MAX_ERROR_CHARS, text)
+    kept = text[:MAX_ERROR_CHARS].rsplit("\n", 1)[0]
+    return f"{kept}\n  ... and {len(text) - len(kept)} more characters (the job server's log has them all)"
 
 
 def _slug(name: str) -> str:
