@@ -7,6 +7,7 @@ servers' work: accepting the job, starting a worker through the pool, running it
 between the servers so machine noise hits both.
 
     python -m benchmarks.jobserver --jobs 20 --json reports/benchmark-jobserver.json
+    python -m benchmarks.jobserver --spark      # also our Spark job server (executors start the workers)
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ SERVERS = {
     "reference-job-server": "{python} -m reference_runner.jobserver --port {port}",
     "beam-local-job-service": "{python} -m apache_beam.runners.portability.local_job_service_main --port {port}",
 }
+SPARK = {"spark-job-server": "{python} -m reference_runner.jobserver --port {port} --backend spark"}
 DONE, FAILED = beam_job_api_pb2.JobState.DONE, beam_job_api_pb2.JobState.FAILED
 
 
@@ -90,7 +92,13 @@ def main(argv=None) -> int:
         "--jobs", type=int, default=20, help="jobs per server (default 20; the first of each is warm-up)"
     )
     parser.add_argument("--json", default=None, metavar="PATH", help="also write the figures as JSON to PATH")
+    parser.add_argument(
+        "--spark",
+        action="store_true",
+        help="also time our Spark job server (local[2]; its executors start the environment's workers)",
+    )
     args = parser.parse_args(argv)
+    servers = {**SERVERS, **(SPARK if args.spark else {})}
     # The pool starts each worker as `python -c ...`: that must be this interpreter.
     env = {**os.environ, "PATH": os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")}
     processes = []
@@ -101,11 +109,11 @@ def main(argv=None) -> int:
         processes.append(pool)
         pipeline = tiny_pipeline(pool_address)
         stubs = {}
-        for name, command in SERVERS.items():
+        for name, command in servers.items():
             process, address = start_listening(command)
             processes.append(process)
             stubs[name] = beam_job_api_pb2_grpc.JobServiceStub(grpc.insecure_channel(address))
-        times: dict[str, list[float]] = {name: [] for name in SERVERS}
+        times: dict[str, list[float]] = {name: [] for name in servers}
         for n in range(args.jobs):
             for name, stub in stubs.items():
                 times[name].append(round_trip(stub, pipeline))
@@ -116,11 +124,14 @@ def main(argv=None) -> int:
             os.killpg(process.pid, signal.SIGKILL)
             process.wait()
     medians = {name: statistics.median(values[1:] or values) for name, values in times.items()}
-    ratio = medians["beam-local-job-service"] / medians["reference-job-server"]
+    peer = medians["beam-local-job-service"]
+    ratios = {name: peer / median for name, median in medians.items() if name != "beam-local-job-service"}
+    ratio = ratios["reference-job-server"]
     print(f"tiny job round trip, median of {args.jobs - 1} warm jobs (Create 3, Map, GroupByKey, check):")
     for name, median in medians.items():
         print(f"  {name:24s} {median * 1000:8.1f} ms")
-    print(f"  ratio (Beam local job service / ours): {ratio:.2f}x")
+    for name, each in ratios.items():
+        print(f"  ratio (Beam local job service / {name}): {each:.2f}x")
     write_json(
         args.json,
         {
@@ -129,6 +140,7 @@ def main(argv=None) -> int:
             "median_seconds": medians,
             "all_seconds": times,
             "ratio_beam_over_ours": ratio,
+            "ratios_beam_over_each": ratios,
         },
     )
     return 0
