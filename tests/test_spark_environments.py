@@ -12,6 +12,7 @@ import pytest
 from apache_beam.options.pipeline_options import PipelineOptions
 from apache_beam.portability.api import beam_job_api_pb2, beam_job_api_pb2_grpc
 from apache_beam.testing.util import assert_that, equal_to
+
 from user_modules import job_server_elsewhere, user_module
 
 pytest.importorskip("pyspark")
