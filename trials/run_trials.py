@@ -29,6 +29,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -203,6 +204,9 @@ def run_program(argv: list[str], cwd: Path, timeout: float, env: dict | None = N
         except subprocess.TimeoutExpired:
             stop_group(process)
             returncode = None
+        except BaseException:  # interrupted: the program goes with us
+            stop_group(process)
+            raise
     seconds = time.monotonic() - started
     read = lambda name: (cwd / name).read_text(errors="replace")  # noqa: E731
     return Finished(returncode, seconds, read("stdout.txt"), read("stderr.txt"))
@@ -367,25 +371,50 @@ def go_trial(binary: Path, test: str, server: JobServer, work: Path, timeout: fl
 
 
 def _go_error(output: str, test: str) -> str:
-    """The message of the test's first t.Fatal/t.Error (with its indented continuation lines), else
-    a panic, else an ERROR log line; the head and the tail of it when it is long (the cause of a
-    failed job is at its end)."""
+    """What a failed test said: its first t.Fatal/t.Error message (with its indented continuation
+    lines) cut to the job's failure and its last cause, else a panic, else an ERROR log line."""
     lines = output.splitlines()
     for i, line in enumerate(lines):
         m = re.match(r"^(\s+)\S+\.go:\d+: (.*)", line)
         if m:
-            block = [m.group(2)]
+            block = [m.group(2).strip()]
             for follow in lines[i + 1 :]:
                 if not follow.startswith(m.group(1) + " ") and not follow.startswith("\t"):
                     break
                 block.append(follow.strip())
-            return _ends(" ".join(block).removeprefix("Failed to execute job: "))
+            return _go_summary(block)
     for pattern in (re.compile(r"^panic: (.*)"), re.compile(r".*level=ERROR msg=\"?(.*)")):
         for line in lines:
             m = pattern.match(line)
             if m:
                 return _ends(m.group(1).replace("\\n", " ").replace("\\t", " "))
     return first_error_line(output)
+
+
+def _go_summary(block: list[str]) -> str:
+    """The first line of a test's failure message (the job's failure, without the bundle's plan)
+    and its last "caused by" (with the list of reasons a refusing runner gives after it), or a
+    passert mismatch's counts."""
+    head = block[0].removeprefix("Failed to execute job: ")
+    if len(block) > 1 and head.endswith(":"):
+        head += " " + block[1]
+    head = re.split(r" (?:for instruction|: while executing) ", head)[0]
+    joined = "\n".join(block)
+    if "does not match expected values" in joined:
+        counts = re.findall(r"^(\d+) (correct|unexpected|missing) entries", joined, re.M)
+        cause = (
+            "passert: actual PCollection does not match expected values ("
+            + ", ".join(f"{n} {what}" for n, what in counts)
+            + ")"
+        )
+    else:
+        causes = [i for i, line in enumerate(block) if line == "caused by:"]
+        if not causes:
+            return _ends(" ".join(block).removeprefix("Failed to execute job: "))
+        rest = block[causes[-1] + 1 :]
+        cause = rest[0].split(" goroutine ")[0] if rest else ""
+        cause += "".join(" " + line for line in rest[1:] if line.startswith("- "))
+    return _short(f"{_short(head, 110)} -> {cause}", 400)
 
 
 def _ends(text: str, head: int = 90, tail: int = 190) -> str:
@@ -719,6 +748,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     os.chdir(ROOT)
+    # a terminated run still stops the job servers and the program it started
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
     return run(args)
 
 
