@@ -485,19 +485,28 @@ def ts_trial(program: Path, server: JobServer, work: Path, timeout: float) -> Ou
 
 def run(args) -> int:
     started = datetime.datetime.now(datetime.timezone.utc)
+    copied: dict[tuple[str, str], dict[str, Outcome]] = {}
+    if args.peers_from:  # the peers' columns come from an earlier run: only ours runs now
+        earlier = json.loads(Path(args.peers_from).read_text())
+        args.peer = earlier["runners"][1:]
+        args.peers_copied = f"{args.peers_from} (run {earlier['started']})"
+        for r in earlier["rows"]:
+            copied[(r["sdk"], r["program"])] = {k: Outcome(**o) for k, o in r["outcomes"].items() if k != "ours"}
     runners = ["ours", *args.peer]
+    running = ["ours"] if args.peers_from else runners
     runs = artifacts.cache_dir() / "trials" / args.backend
     base = runs / f"{started:%Y%m%d-%H%M%S}-{os.getpid()}"  # one directory per run: runs may overlap
     logs = base / "logs"
     logs.mkdir(parents=True)
     for old in sorted(p for p in runs.iterdir() if p.is_dir())[:-KEEP_RUNS]:
-        shutil.rmtree(old, ignore_errors=True)
+        if time.time() - old.stat().st_mtime > 6 * 3600:  # never a run that may still be going
+            shutil.rmtree(old, ignore_errors=True)
     rows: list[Row] = []
     problems: list[str] = []
 
     def servers() -> dict[str, JobServer]:
         made = {"ours": our_server(args.backend, logs)}
-        for peer in args.peer:
+        for peer in running[1:]:
             made[peer] = peer_server(peer, logs)
         return made
 
@@ -509,6 +518,9 @@ def run(args) -> int:
                 row = Row(sdk, name, note)
                 rows.append(row)
                 for runner in runners:
+                    if runner not in running:
+                        row.outcomes[runner] = copied.get((sdk, name), {}).get(runner, Outcome("not run"))
+                        continue
                     server = by_runner[runner]
                     refused = server.ensure()
                     if refused:
@@ -615,6 +627,7 @@ def render(args, runners, rows, problems, started, ended) -> str:
         f"(`python -m reference_runner.jobserver serve --backend {args.backend}`) and, side by side, "
         "against "
         + ", ".join(PEERS[p] for p in args.peer)
+        + (f" (their columns copied from {args.peers_copied}; only ours ran now)" if args.peers_from else "")
         + ". Written by `python -m trials.run_trials "
         + " ".join(sys.argv[1:])
         + f"`, {started:%Y-%m-%d %H:%M} to {ended:%H:%M} UTC (times are wall seconds on a shared two-core machine).",
@@ -721,6 +734,13 @@ def main(argv: list[str] | None = None) -> int:
         + PEERS["prism"]
         + "; local = "
         + PEERS["local"],
+    )
+    parser.add_argument(
+        "--peers-from",
+        metavar="JSON",
+        help="do not run the peers: copy their columns from an earlier run's OUT/<backend>.json (its peers "
+        "replace --peer); only our job server runs. The peers do not depend on --backend, so a run of the "
+        "other backend can reuse them",
     )
     parser.add_argument(
         "--only",
