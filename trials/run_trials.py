@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import collections
 import datetime
+import itertools
 import json
 import os
 import re
@@ -229,9 +230,11 @@ def last_line(text: str) -> str:
 def first_error_line(text: str) -> str:
     lines = [line.strip() for line in text.splitlines() if line.strip() and not _NOISE.match(line)]
     for pattern in _ERROR_LINE:
-        for line in lines:
+        for i, line in enumerate(lines):
             if pattern.match(line):
-                return _short(line)
+                if line.endswith(":"):  # a list of reasons follows (a runner refusing a pipeline)
+                    line += "".join(" " + r for r in itertools.takewhile(lambda r: r.startswith("- "), lines[i + 1 :]))
+                return _short(line, 400)
     return _short(lines[-1]) if lines else "(no output)"
 
 
@@ -504,15 +507,16 @@ def run(args) -> int:
     rows: list[Row] = []
     problems: list[str] = []
 
-    def servers() -> dict[str, JobServer]:
-        made = {"ours": our_server(args.backend, logs)}
+    def servers(sdk: str) -> dict[str, JobServer]:
+        (logs / sdk).mkdir()
+        made = {"ours": our_server(args.backend, logs / sdk)}
         for peer in running[1:]:
-            made[peer] = peer_server(peer, logs)
+            made[peer] = peer_server(peer, logs / sdk)
         return made
 
     def section(sdk: str, programs: list[tuple[str, str, Callable[[JobServer, Path], Outcome]]]) -> None:
         """Run each (program, note, trial) on every runner, one job server per runner per SDK."""
-        by_runner = servers()
+        by_runner = servers(sdk)
         try:
             for name, note, trial in programs:
                 row = Row(sdk, name, note)
@@ -687,7 +691,8 @@ def render(args, runners, rows, problems, started, ended) -> str:
     lines += [
         "Each program's command, output and work files:"
         " `<cache>/trials/<backend>/<run>/work/<sdk>/<runner>/<program>/` "
-        "(`<cache>` is `~/.cache/beam-conformance`); the job servers' logs: `<cache>/trials/<backend>/<run>/logs/`.",
+        "(`<cache>` is `~/.cache/beam-conformance`); the job servers' logs:"
+        " `<cache>/trials/<backend>/<run>/logs/<sdk>/`.",
         "",
     ]
     return "\n".join(lines)
