@@ -416,6 +416,8 @@ def _go_summary(block: list[str]) -> str:
             return _ends(" ".join(block).removeprefix("Failed to execute job: "))
         rest = block[causes[-1] + 1 :]
         cause = rest[0].split(" goroutine ")[0] if rest else ""
+        if cause.endswith(":") and len(rest) > 1:  # e.g. "DoFn[...] failed:", then why
+            cause += " " + rest[1]
         cause += "".join(" " + line for line in rest[1:] if line.startswith("- "))
     return _short(f"{_short(head, 110)} -> {cause}", 400)
 
