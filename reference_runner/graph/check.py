@@ -37,18 +37,22 @@ def check(
         raise UnsupportedPipeline(list(dict.fromkeys(problems)), backend)
 
 
+def _user_function(t) -> str | None:
+    """The URN of a transform's DoFn or CombineFn, None if it has neither."""
+    payload = t.pardo_payload()
+    if payload is not None:
+        return payload.do_fn.urn
+    if t.urn in urns.COMBINE_TRANSFORMS:
+        return beam_runner_api_pb2.CombinePayload.FromString(t.proto.spec.payload).combine_fn.urn
+    return None
+
+
 def _foreign_function_problems(graph: PipelineGraph, t) -> list[str]:
     """A backend that embeds the user's code runs it in a Python SDK harness: a DoFn or CombineFn
     of another SDK (Java, Go, TypeScript) cannot run there. Named with the SDK its environment
     declares (its sdk_base capability), when it declares one."""
-    payload = t.pardo_payload()
-    if payload is not None:
-        fn = payload.do_fn.urn
-    elif t.urn in urns.COMBINE_TRANSFORMS:
-        fn = beam_runner_api_pb2.CombinePayload.FromString(t.proto.spec.payload).combine_fn.urn
-    else:
-        return []
-    if fn in urns.PYTHON_USER_FUNCTIONS:
+    fn = _user_function(t)
+    if fn is None or fn in urns.PYTHON_USER_FUNCTIONS:
         return []
     env = graph.components.environments.get(t.proto.environment_id)
     sdk = next((c for c in env.capabilities if c.startswith(urns.SDK_BASE_CAPABILITY)), "") if env else ""
@@ -58,8 +62,23 @@ def _foreign_function_problems(graph: PipelineGraph, t) -> list[str]:
     ]
 
 
+def _transcode_problems(graph: PipelineGraph, t, where: str) -> list[str]:
+    """The runner's re-encodings run as the SDK's identity transform (graph/transcode.py), which
+    only Beam's Python SDK implements: the environment must be one that runs Python user code."""
+    env = t.proto.environment_id
+    if any(_user_function(o) in urns.PYTHON_USER_FUNCTIONS for o in graph.transforms if o.proto.environment_id == env):
+        return []
+    return [
+        f"{where}: its input must be re-encoded with another coder, which this runner has the SDK do "
+        f"({urns.IDENTITY_DOFN}); only Beam's Python SDK offers that transform, and environment {env!r} runs "
+        "no Python user code"
+    ]
+
+
 def _transform_problems(graph: PipelineGraph, t, streaming: bool) -> list[str]:
     where = f"transform '{t.name}'"
+    if t.urn == urns.IDENTITY_DOFN:
+        return _transcode_problems(graph, t, where)
     if t.urn == urns.TEST_STREAM:
         if not streaming:
             return [f"{where}: TestStream ({t.urn}) needs streaming execution, which this backend does not have yet"]

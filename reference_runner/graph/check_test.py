@@ -54,3 +54,21 @@ def test_set_state_of_another_sdk_is_refused_at_prepare_naming_it():
     ):
         prepare(_with_set_state("beam:go:transform:dofn:v1"), SPARK, environments=False)
     prepare(_with_set_state(None), SPARK, environments=False)  # Python's set lives in bag state: served
+
+
+def test_a_re_encoding_in_an_sdk_without_the_identity_transform_is_refused_naming_it():
+    # the runner has the SDK re-encode (beam:dofn:identity:0.1), which only Beam's Python SDK offers
+    from reference_runner.graph.prepare import REFERENCE
+
+    p = beam.Pipeline()
+    _ = (p | "Ints" >> beam.Create([1]), p | "Strs" >> beam.Create(["a"])) | beam.Flatten()
+    proto = p.to_runner_api()
+    for t in proto.components.transforms.values():
+        payload = t.spec.urn == "beam:transform:pardo:v1" and beam_runner_api_pb2.ParDoPayload.FromString(
+            t.spec.payload
+        )
+        if payload:
+            payload.do_fn.urn = "beam:go:transform:dofn:v1"  # as if Go had written every DoFn
+            t.spec.payload = payload.SerializeToString()
+    with pytest.raises(UnsupportedPipeline, match=r"re-encoded with another coder.*beam:dofn:identity:0.1"):
+        prepare(proto, REFERENCE, environments=False)
