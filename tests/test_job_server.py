@@ -224,6 +224,21 @@ def test_artifacts_are_staged_inside_the_staging_directory(server):
     assert staged and all(open(f, "rb").read() == b"x" for f in staged)
 
 
+def test_an_environment_without_dependencies_is_still_resolved(server):
+    # the conversation always has an exchange, as with Beam's own staging service: ended at once,
+    # it sometimes went unseen by the TypeScript SDK's client, which waited after "Staging artifacts"
+    pipeline = beam_runner_api_pb2.Pipeline()
+    pipeline.components.environments["env"].urn = "beam:env:embedded_python:v1"
+    token = (
+        _stub(server)
+        .Prepare(beam_job_api_pb2.PrepareJobRequest(pipeline=pipeline, job_name="a"), timeout=10)
+        .staging_session_token
+    )
+    requests = _offer(server, token)
+    assert [r.WhichOneof("request") for r in requests] == ["resolve_artifact"]
+    assert not requests[0].resolve_artifact.artifacts
+
+
 @pytest.mark.parametrize("name", ["../../escape.txt", "/etc/passwd", "..", "a/b", "", "x" * 300])
 def test_hostile_artifact_names_are_refused(server, name):
     token = _prepare_with_artifact(server, name)
