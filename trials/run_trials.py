@@ -243,6 +243,12 @@ def _short(line: str, limit: int = 240) -> str:
     return line if len(line) <= limit else line[: limit - 3] + "..."
 
 
+def _built(cache_name: str, sources: str, command: list[str], what: str) -> Path:
+    """``trials/<sources>`` built into the cache as ``cache_name`` by ``command`` (``what`` says
+    what it does, for the progress line)."""
+    return artifacts.source_build(cache_name, TRIALS / sources, [(command, what)], log)
+
+
 def _work_dir(base: Path, *parts: str) -> Path:
     work = base.joinpath(*(re.sub(r"[^A-Za-z0-9_.-]", "_", p) for p in parts))
     shutil.rmtree(work, ignore_errors=True)
@@ -255,16 +261,11 @@ def _work_dir(base: Path, *parts: str) -> Path:
 
 
 def java_classpath() -> str:
-    home = artifacts.source_build(
+    home = _built(
         "trials-java-examples",
-        TRIALS / "java",
-        [
-            (
-                ["mvn", "-q", "-B", "dependency:build-classpath", "-Dmdep.outputFile=classpath.txt"],
-                f"resolving beam-examples-java {JAVA_EXAMPLES_BEAM} and the portable runner with Maven",
-            )
-        ],
-        log,
+        "java",
+        ["mvn", "-q", "-B", "dependency:build-classpath", "-Dmdep.outputFile=classpath.txt"],
+        f"resolving beam-examples-java {JAVA_EXAMPLES_BEAM} and the portable runner with Maven",
     )
     return (home / "classpath.txt").read_text().strip()
 
@@ -299,16 +300,11 @@ def java_trial(example, server: JobServer, classpath: str, work: Path, timeout: 
 
 
 def go_test_binary() -> Path:
-    home = artifacts.source_build(
+    home = _built(
         "trials-go-primitives",
-        TRIALS / "go",
-        [
-            (
-                ["go", "test", "-c", "-o", "primitives.test", GO_PACKAGE],
-                f"building the Go SDK {GO_SDK}'s primitives integration tests with go test -c",
-            )
-        ],
-        log,
+        "go",
+        ["go", "test", "-c", "-o", "primitives.test", GO_PACKAGE],
+        f"building the Go SDK {GO_SDK}'s primitives integration tests with go test -c",
     )
     return home / "primitives.test"
 
@@ -449,16 +445,11 @@ def ts_expected(text: str) -> collections.Counter:
 
 
 def ts_program() -> Path:
-    home = artifacts.source_build(
+    home = _built(
         "trials-typescript",
-        TRIALS / "typescript",
-        [
-            (
-                ["npm", "install", "--no-audit", "--no-fund", "--loglevel=error"],
-                f"installing npm apache-beam {TS_SDK}",
-            )
-        ],
-        log,
+        "typescript",
+        ["npm", "install", "--no-audit", "--no-fund", "--loglevel=error"],
+        f"installing npm apache-beam {TS_SDK}",
     )
     return home / "wordcount.js"
 
