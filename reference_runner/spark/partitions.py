@@ -30,8 +30,9 @@ from reference_runner.engine.spec import Bundle, StageSpec
 from reference_runner.engine.stages import GroupStage, SdkStage, Stage
 from reference_runner.engine.userstate import UserStateStore
 from reference_runner.graph.plan import StageKind
-from reference_runner.spark import sdk_workers, tasks
+from reference_runner.spark import tasks
 from reference_runner.spark.plan import StagePlan, coders_of
+from reference_runner.spark.sdk_workers import Lease, lease
 from reference_runner.spark.stateful import keyed_stage
 from reference_runner.worker import merging, stage_specs
 from reference_runner.worker.bundles import BundleError
@@ -187,7 +188,7 @@ class _GroupPartition(_Partition):
     def run(self, blobs: list, inputs: dict):
         plan, info = self.plan, self.info
         merging_in_sdk = plan.stage.group.merge_in_sdk
-        merger = sdk_workers.lease(plan.user_code, StateService(), plan.job_id) if merging_in_sdk else None
+        merger = lease(plan.user_code, StateService(), plan.job_id) if merging_in_sdk else None
         try:
             spec = _spec(plan, tasks.window_merger(plan, merger) if merger else None)
             stage, user = self._load(spec, blobs, lambda: GroupStage(spec))
@@ -222,7 +223,7 @@ class _SdkPartition(_Partition):
         finally:
             leased.release(succeeded)  # (an embedded worker reading side inputs is never kept warm)
 
-    def _run(self, blobs: list, inputs: dict, state: StateService, leased: sdk_workers.Lease, descriptor):
+    def _run(self, blobs: list, inputs: dict, state: StateService, leased: Lease, descriptor):
         plan, info = self.plan, self.info
         # (a user's side WindowFn is mapped by the SDK, on this task's worker)
         spec = _spec(plan, side_mapper=tasks.side_mapper(plan, leased))
@@ -341,7 +342,7 @@ class _Collected:
         self._into.extend(infos)
 
 
-def _truncation(plan: StagePlan, leased: sdk_workers.Lease):
+def _truncation(plan: StagePlan, leased: Lease):
     """The stage's SDF truncation (drain), registered on the leased worker."""
     described = plan.stage.truncation.instantiate(f"{plan.id}/truncate", leased.endpoint)
     leased.worker.register(described.proto)

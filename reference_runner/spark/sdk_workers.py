@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from apache_beam.portability.api import beam_runner_api_pb2
 
-from reference_runner.spark import held_workers
+from reference_runner.spark.held_workers import announce, release_handler
 from reference_runner.spark.user_code import UserCode
 from reference_runner.worker import warm
 from reference_runner.worker.embedded import EmbeddedWorker
@@ -69,7 +69,7 @@ def lease(code: UserCode, state: StateService, job: str, warm_worker: bool = Fal
             first_of_job = job not in _announced
             _announced.add(job)
         if first_of_job:
-            held_workers.announce(code.job_server, job, pool.server.address)
+            announce(code.job_server, job, pool.server.address)
 
     def release(ok: bool) -> None:
         if not ok:  # a failed task may leave its worker in any state: the retry gets another
@@ -121,7 +121,7 @@ def _pool(code: UserCode) -> WorkerPool:
             server = FnApiServer(
                 code.fn_host or socket.getfqdn(),
                 artifact_endpoint=code.job_server,
-                handlers=[held_workers.release_handler(_release_job)],
+                handlers=[release_handler(_release_job)],
             )
             prefix = f"spark-{socket.gethostname()}-{os.getpid()}-"  # one LOOPBACK pool serves every executor
             pool = _pools[key] = WorkerPool(server, max_idle=0, id_prefix=prefix)

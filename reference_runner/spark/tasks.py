@@ -14,8 +14,8 @@ from reference_runner.engine import grouping, panes
 from reference_runner.engine.manager import PLUS_INFINITY
 from reference_runner.engine.windows import MIN_TIMESTAMP
 from reference_runner.graph.descriptors import StageDescriptor
-from reference_runner.spark import sdk_workers
 from reference_runner.spark.plan import PerStage, StagePlan, coders_of
+from reference_runner.spark.sdk_workers import Lease, lease
 from reference_runner.worker import codecs, merging, side_snapshots, stage_specs, window_mapping
 from reference_runner.worker.bundles import BundleError, BundleRunner
 from reference_runner.worker.state import SideInputIndex, StateService
@@ -26,7 +26,7 @@ class StageFailed(RuntimeError):
 
 
 def sdk_worker(plan: StagePlan, side_values: dict, state: StateService, warm_worker: bool = False):
-    """An SDK worker for one partition of the stage (sdk_workers.Lease), its side inputs loaded
+    """An SDK worker for one partition of the stage (Lease), its side inputs loaded
     from the broadcast, and the descriptor it runs; ``state``: the service answering its state
     requests (user state too, for a stateful stage); ``warm_worker``: an embedded one may be
     one this Python worker process kept from an earlier task (warm.py)."""
@@ -35,7 +35,7 @@ def sdk_worker(plan: StagePlan, side_values: dict, state: StateService, warm_wor
         state.side_inputs[(side.transform_id, side.tag)] = SideInputIndex(
             side_values[side.pcoll], coders, side.pcoll, side.multimap
         )
-    leased = sdk_workers.lease(plan.user_code, state, plan.job_id, warm_worker)
+    leased = lease(plan.user_code, state, plan.job_id, warm_worker)
     described = plan.described(leased.endpoint)
     sides = plan.stage.side_inputs
     if not plan.user_code.embedded and sides and all(s.globally_windowed for s in sides):
@@ -184,7 +184,7 @@ def group_partition(plan: StagePlan, pairs):
     by the trigger, then the watermark jumps to +inf (on-time and final panes). The front end
     refuses processing-time triggers in batch (graph/check.py): nothing drives that clock here."""
     group = plan.stage.group
-    merger = sdk_workers.lease(plan.user_code, StateService(), plan.job_id) if group.merge_in_sdk else None
+    merger = lease(plan.user_code, StateService(), plan.job_id) if group.merge_in_sdk else None
     try:
         spec = stage_specs.grouping_of(group, _codec(plan), window_merger(plan, merger) if merger else None)
         for _, key_group in itertools.groupby(pairs, key=lambda kv: kv[0]):
@@ -208,7 +208,7 @@ def _group_one_key(spec: grouping.Grouping, elements) -> list:
     return triggered.add(elements, MIN_TIMESTAMP, 0) + triggered.on_watermark(PLUS_INFINITY, 0)
 
 
-def window_merger(plan: StagePlan, leased: sdk_workers.Lease) -> merging.WindowMerger:
+def window_merger(plan: StagePlan, leased: Lease) -> merging.WindowMerger:
     """The SDK's merge_windows transform for the GroupByKey's WindowFn, on the leased worker."""
     coders = coders_of(plan.components)
     components = coders.components
@@ -219,7 +219,7 @@ def window_merger(plan: StagePlan, leased: sdk_workers.Lease) -> merging.WindowM
     )
 
 
-def side_mapper(plan: StagePlan, leased: sdk_workers.Lease):
+def side_mapper(plan: StagePlan, leased: Lease):
     """A side input of a user's WindowFn -> the SDK's mapping of main windows to its windows, on
     the leased worker (streaming)."""
 
