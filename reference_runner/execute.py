@@ -4,17 +4,14 @@ cancelled, or a drain has finished it."""
 
 from __future__ import annotations
 
-import functools
 import logging
 import threading
-
-from apache_beam.portability.api import beam_runner_api_pb2
 
 from reference_runner import bundling
 from reference_runner.backends import Control
 from reference_runner.engine import clock, manager
 from reference_runner.graph.descriptors import StageDescriptor
-from reference_runner.graph.plan import Plan, PlannedStage, SideInput, StageKind
+from reference_runner.graph.plan import Plan, PlannedStage, StageKind
 from reference_runner.knobs import Knobs
 from reference_runner.worker import codecs, merging, stage_specs, warm, window_mapping
 from reference_runner.worker.bundles import BundleError, BundleRunner
@@ -93,7 +90,9 @@ class Job:
         specs = []
         for stage in plan.stages:
             merge_fn = self._merge_fn(stage, worker)
-            side_mapper = functools.partial(self._side_mapper, stage, worker)
+            side_mapper = window_mapping.mapper_for(
+                worker, f"{self.job_id}{stage.id}", stage, self.coders, self.endpoint
+            )
             specs.append(stage_specs.engine_spec(plan, coders, stage, keyed.get(stage.id), merge_fn, side_mapper))
             if stage.descriptor is not None:
                 described[stage.id] = self._instantiate(stage.descriptor, stage.id)
@@ -174,18 +173,6 @@ class Job:
             self.plan.graph.windowing_of(main),
             self.plan.components,
             self.coders.window_coder(main),
-            self.endpoint,
-        )
-
-    def _side_mapper(self, stage: PlannedStage, worker, side: SideInput) -> window_mapping.WindowMapper:
-        """A side input of a user's WindowFn, in streaming: the SDK maps main windows to its windows."""
-        return window_mapping.WindowMapper(
-            worker,
-            f"{self.job_id}{stage.id}/map_windows/{side.transform_id}/{side.tag}",
-            beam_runner_api_pb2.FunctionSpec.FromString(side.window_mapping_fn),
-            self.coders,
-            stage.inputs[0],
-            side.pcoll,
             self.endpoint,
         )
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 import itertools
 import zlib
 
-from apache_beam.portability.api import beam_runner_api_pb2
 from pyspark import AccumulatorParam
 
 from reference_runner.engine import grouping, panes
@@ -222,19 +221,7 @@ def window_merger(plan: StagePlan, leased: Lease) -> merging.WindowMerger:
 def side_mapper(plan: StagePlan, leased: Lease):
     """A side input of a user's WindowFn -> the SDK's mapping of main windows to its windows, on
     the leased worker (streaming)."""
-
-    def mapper(side) -> window_mapping.WindowMapper:
-        return window_mapping.WindowMapper(
-            leased.worker,
-            f"{plan.id}/map_windows/{side.transform_id}/{side.tag}",
-            beam_runner_api_pb2.FunctionSpec.FromString(side.window_mapping_fn),
-            coders_of(plan.components),
-            plan.stage.inputs[0],
-            side.pcoll,
-            leased.endpoint,
-        )
-
-    return mapper
+    return window_mapping.mapper_for(leased.worker, plan.id, plan.stage, coders_of(plan.components), leased.endpoint)
 
 
 _codecs = PerStage(lambda plan: stage_specs.group_codec(coders_of(plan.components), plan.stage))

@@ -187,9 +187,8 @@ def deferred_work(stage: PlannedStage, residual_roots) -> list[tuple[bytes, int 
     is done, the batch behaviour."""
     deferred = []
     for element, residual in zip(residual_inputs(stage, residual_roots), residual_roots, strict=True):
-        marks = [w.seconds * 1_000_000 + w.nanos // 1000 for w in residual.application.output_watermarks.values()]
-        delay = residual.requested_time_delay
-        deferred.append((element, min(marks) if marks else None, delay.seconds * 1_000_000 + delay.nanos // 1000))
+        marks = [codecs.proto_micros(w) for w in residual.application.output_watermarks.values()]
+        deferred.append((element, min(marks) if marks else None, codecs.proto_micros(residual.requested_time_delay)))
     return deferred
 
 

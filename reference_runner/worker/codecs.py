@@ -234,3 +234,8 @@ class KeysFromBytes:
         key_bytes, value = wv.value
         key = self._key.decode_from_stream(create_InputStream(key_bytes), True)
         return encode_nested(self._target, wv.with_value((key, value)))
+
+
+def proto_micros(duration) -> int:
+    """A google.protobuf Duration or Timestamp, in micros (as the SDKs read and write them)."""
+    return duration.seconds * 1_000_000 + duration.nanos // 1000

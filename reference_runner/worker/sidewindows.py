@@ -27,7 +27,7 @@ from apache_beam.utils.windowed_value import PaneInfoTiming
 
 from reference_runner.graph import urns
 from reference_runner.graph.plan import SideInput
-from reference_runner.worker.codecs import Coders
+from reference_runner.worker.codecs import Coders, proto_micros
 
 _MEMO_LIMIT = 10_000  # main windows whose mapping is remembered (a long stream has many)
 #: the window coder of each WindowFn mapped here (the windows built here are encoded with it)
@@ -124,11 +124,11 @@ def _native(ws: beam_runner_api_pb2.WindowingStrategy, side: SideInput, componen
         return lambda main: global_window
     if fn.urn == urns.FIXED_WINDOWS:
         fixed = standard_window_fns_pb2.FixedWindowsPayload.FromString(fn.payload)
-        size, offset = _micros(fixed.size), _micros(fixed.offset)
+        size, offset = proto_micros(fixed.size), proto_micros(fixed.offset)
         return lambda main: _interval(_fixed_start(main.max_timestamp().micros, size, offset), size)
     if fn.urn == urns.SLIDING_WINDOWS:
         sliding = standard_window_fns_pb2.SlidingWindowsPayload.FromString(fn.payload)
-        size, offset, period = _micros(sliding.size), _micros(sliding.offset), _micros(sliding.period)
+        size, offset, period = proto_micros(sliding.size), proto_micros(sliding.offset), proto_micros(sliding.period)
         return lambda main: _interval(_earliest_sliding_start(main.max_timestamp().micros, size, period, offset), size)
     if fn.urn == urns.SESSION_WINDOWS:
         # Sessions have no window mapping in the model: Beam's SDKs refuse them as side inputs
@@ -172,8 +172,3 @@ def _earliest_sliding_start(timestamp: int, size: int, period: int, offset: int)
 
 def _interval(start: int, size: int) -> beam_window.IntervalWindow:
     return beam_window.IntervalWindow(Timestamp(micros=start), Timestamp(micros=start + size))
-
-
-def _micros(duration) -> int:
-    """A google.protobuf Duration or Timestamp, in micros (as the SDKs read window payloads)."""
-    return duration.seconds * 1_000_000 + duration.nanos // 1000

@@ -81,3 +81,22 @@ class WindowMapper:
 
 def _window_coder_id(components: beam_runner_api_pb2.Components, pcoll: str) -> str:
     return components.windowing_strategies[components.pcollections[pcoll].windowing_strategy_id].window_coder_id
+
+
+def mapper_for(worker, stage_prefix: str, stage, runner_coders: Coders, endpoint: str = "embedded"):
+    """A side input of ``stage`` (a PlannedStage) of a user's WindowFn -> the SDK's WindowMapper
+    for it, on ``worker`` (descriptor ids under ``stage_prefix``): what stage_specs.engine_spec
+    takes as side_mapper (called only for a stage reading side inputs, so one with a main input)."""
+
+    def mapper(side) -> WindowMapper:
+        return WindowMapper(
+            worker,
+            f"{stage_prefix}/map_windows/{side.transform_id}/{side.tag}",
+            beam_runner_api_pb2.FunctionSpec.FromString(side.window_mapping_fn),
+            runner_coders,
+            stage.inputs[0],
+            side.pcoll,
+            endpoint,
+        )
+
+    return mapper
