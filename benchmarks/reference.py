@@ -27,7 +27,8 @@ from apache_beam.transforms import environments
 from benchmarks.report import write_json
 from benchmarks.spark_wordcount import beam_word_count
 from reference_runner import ReferenceRunner
-from reference_runner.backends import Control, ReferenceBackend
+from reference_runner.backends import Control
+from reference_runner.executor.backend import ReferenceBackend
 
 
 def _tiny(p):
@@ -84,7 +85,7 @@ def main(argv=None) -> int:
     runners = {"reference": ReferenceRunner, "fnapi": FnApiRunner}
     proto = tiny_proto()
     direct = {
-        "reference": lambda: ReferenceBackend().run(ReferenceBackend().prepare(proto), Control()),
+        "reference": lambda: ReferenceBackend().run(ReferenceBackend().plan(proto), Control()),
         "fnapi": lambda: FnApiRunner().run_via_runner_api(proto, PipelineOptions()),
     }
     for name in runners:  # warm both: imports, caches

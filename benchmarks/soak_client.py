@@ -25,7 +25,7 @@ from apache_beam.portability.api import beam_job_api_pb2, beam_job_api_pb2_grpc,
 from apache_beam.runners.worker.worker_pool_main import BeamFnExternalWorkerPoolServicer
 
 from benchmarks.jobserver import tiny_pipeline
-from reference_runner.jobserver.jobs import TERMINAL
+from reference_runner.lifecycle import TERMINAL
 
 STOPPED = beam_job_api_pb2.JobState.STOPPED
 

@@ -1,8 +1,9 @@
-"""The seam between whoever runs a pipeline (ReferenceRunner, SparkRunner, the job server) and
-what executes it: a Backend turns a pipeline proto into a Plan with its own Profile (so the
-capability check, the job server's Prepare and the run give the same answer) and runs a Plan
-under a Control, through which the caller cancels or drains the run and reads its metrics
-while it runs."""
+"""The seam between whoever runs a pipeline (the in-process runners and the job server, through
+lifecycle.py) and what executes it, and nothing else: a Backend turns a pipeline proto into a
+Plan with its own Profile (so the capability check and the run give the same answer) and runs
+that Plan under a Control, through which the caller cancels or drains the run and reads its
+metrics while it runs. The backends themselves live with their code: executor/backend.py (the
+reference engine) and spark/backend.py."""
 
 from __future__ import annotations
 
@@ -14,9 +15,12 @@ from typing import Protocol
 from apache_beam.portability.api import beam_job_api_pb2, beam_runner_api_pb2
 
 from reference_runner.graph import plan as planning
-from reference_runner.graph.prepare import REFERENCE, SPARK, Profile
-from reference_runner.knobs import Knobs
+from reference_runner.graph.front_end import Profile
 from reference_runner.metrics import merge_user_metrics
+
+
+class JobCancelled(RuntimeError):
+    """Someone cancelled the job; a backend stops with this (the run's end, not a failure)."""
 
 
 class Control:
@@ -85,103 +89,10 @@ class Outcome:
 class Backend(Protocol):
     profile: Profile
 
-    def prepare(self, proto: beam_runner_api_pb2.Pipeline) -> planning.Plan: ...
-
-    def run(self, plan: planning.Plan, control: Control) -> Outcome: ...
-
-
-class ReferenceBackend:
-    """The reference engine on one SDK worker: a warm in-process one, or one ``workers`` gives
-    (``workers(plan, state, control) -> (worker, release(healthy))``; the job server's pool)."""
-
-    profile = REFERENCE
-
-    def __init__(self, knobs: Knobs | None = None, workers=None, endpoint: str = "embedded"):
-        self.knobs = knobs or Knobs()
-        self.workers = workers
-        self._endpoint = endpoint
-
-    def prepare(self, proto: beam_runner_api_pb2.Pipeline) -> planning.Plan:
-        # in process, the runner embeds every environment's user code itself: judge them too
-        return planning.prepare(
-            proto, self.profile, fuse=self.knobs.fuse, lift=self.knobs.lift, environments=self._endpoint == "embedded"
-        )
+    def plan(self, proto: beam_runner_api_pb2.Pipeline) -> planning.Plan:
+        """The checked Plan of ``proto`` (UnsupportedPipeline names every problem)."""
+        ...
 
     def run(self, plan: planning.Plan, control: Control) -> Outcome:
-        from reference_runner.execute import Job, JobCancelled
-
-        job = Job(plan, self.knobs, control, f"{control.job_id}/" if control.job_id else "", self._endpoint)
-        control.attach(job)
-        if control.cancelled.is_set():
-            raise JobCancelled("cancelled before it started")
-        if self.workers is None:
-            job.run()
-            return Outcome(job.drained)
-        worker, release = self.workers(plan, job.state, control)
-        healthy = False
-        try:
-            control.attach(_WorkerCancel(worker))
-            if control.cancelled.is_set():
-                raise JobCancelled("cancelled before it started")
-            job.run(worker)
-            healthy = True
-        except JobCancelled:
-            healthy = control.cancelled.is_set()
-            raise
-        finally:
-            release(healthy)
-        return Outcome(job.drained)
-
-
-class _WorkerCancel:
-    """A remote worker's running bundle is abandoned (and the worker stopped) on cancel."""
-
-    def __init__(self, worker):
-        self._worker = worker
-
-    def cancel(self) -> None:
-        cancelled = getattr(self._worker, "cancelled", None)
-        if cancelled is not None:
-            cancelled.set()
-
-    def drain(self) -> None:
-        pass
-
-
-class SparkBackend:
-    """Spark through PySpark (reference_runner/spark/): batch pipelines as one Spark job,
-    streaming ones as micro-batches. User code runs where spark/user_code.py decides: on
-    Spark's own Python workers, or, given the ``job_server``'s address and its registry of
-    ``held`` workers (spark/held_workers.py), on the workers of the job's environment, which
-    each executor starts."""
-
-    profile = SPARK
-
-    def __init__(self, settings=None, job_server: str | None = None, held=None):
-        from reference_runner.spark.runner import SparkSettings
-
-        self.settings = settings or SparkSettings()
-        self.job_server, self.held = job_server, held  # None in process
-
-    def prepare(self, proto: beam_runner_api_pb2.Pipeline) -> planning.Plan:
-        # embedded, the executors run every environment's user code themselves, as the in-process
-        # runner does: the environments are judged alike (another SDK's is refused by name)
-        code = self.user_code(proto.components)
-        return planning.prepare(proto, self.profile, environments=code.embedded)
-
-    def run(self, plan: planning.Plan, control: Control) -> Outcome:
-        from reference_runner.spark.runner import run_plan
-
-        code = self.user_code(plan.components)
-        control.message(f"running on Spark ({self.settings.master}); user code on {code.description}")
-        return Outcome(drained=run_plan(plan, self.settings, control, code, self.held))
-
-    def user_code(self, components: beam_runner_api_pb2.Components):
-        from reference_runner.graph.check import UnsupportedPipeline
-        from reference_runner.spark import user_code
-        from reference_runner.worker.pool import EnvironmentUnsupported
-
-        try:
-            return user_code.choose(components, self.job_server, self.settings.master)
-        except EnvironmentUnsupported as e:
-            raise UnsupportedPipeline([str(e)], self.profile.name) from None
+        """Run ``plan`` to its end, its drain (Outcome.drained) or its cancellation (JobCancelled)."""
+        ...

@@ -35,37 +35,34 @@ class Split:
         return cls(record["at"], record["fraction"], record.get("after_output", False)) if record else None
 
 
-class ScheduleError(ValueError):
-    """A knob has a value the reference runner does not understand."""
-
-
-@dataclass(frozen=True)
-class Schedule:
-    """The scheduling knobs, read and checked by knobs.Knobs (the one place knobs are parsed)."""
-
-    seed: int = 0
-    bundle_size: str | int = WHOLE  # "whole", "random" or a positive number of elements
-    splits: str = NONE  # "none" or "random"
-    faults: float = 0.0  # probability that an attempt fails part-way
-    clock: str = "virtual"  # processing time: "virtual" (jumps, deterministic) or "wall"
-    max_bundle_size: int | None = None  # no bundle larger (the Spark backend's seeded bundles)
-
-    def policy(self) -> SeededPolicy:
-        return SeededPolicy(self)
+class ReplayMismatch(ValueError):
+    """A replayed trace does not fit the pipeline run: another pipeline, or another schedule."""
 
 
 class SeededPolicy:
-    def __init__(self, schedule: Schedule):
-        self.schedule = schedule
+    """Decisions drawn from the seed. The knobs come read and checked (knobs.Knobs.policy, the
+    one place they are parsed); ``max_bundle_size`` caps every bundle (the Spark backend's
+    seeded bundles)."""
+
+    def __init__(
+        self,
+        seed: int | str = 0,
+        bundle_size: str | int = WHOLE,
+        splits: str = NONE,
+        faults: float = 0.0,
+        max_bundle_size: int | None = None,
+    ):
+        self.bundle_size_knob, self.splits, self.faults = bundle_size, splits, faults
+        self.max_bundle_size = max_bundle_size
         # String seeds hash the same way in every process (unlike hash()).
-        self._sizes = random.Random(f"{schedule.seed}/sizes")
-        self._splits = random.Random(f"{schedule.seed}/splits")
-        self._faults = random.Random(f"{schedule.seed}/faults")
+        self._sizes = random.Random(f"{seed}/sizes")
+        self._splits = random.Random(f"{seed}/splits")
+        self._faults = random.Random(f"{seed}/faults")
 
     def bundle_size(self, stage: str, pending: int) -> int:
-        if self.schedule.max_bundle_size is not None:
-            pending = min(pending, self.schedule.max_bundle_size)
-        size = self.schedule.bundle_size
+        if self.max_bundle_size is not None:
+            pending = min(pending, self.max_bundle_size)
+        size = self.bundle_size_knob
         if size == WHOLE:
             return pending
         if size == RANDOM:
@@ -74,7 +71,7 @@ class SeededPolicy:
         return min(size, pending)
 
     def split(self, stage: str, size: int, splittable: bool = False) -> Split | None:
-        if self.schedule.splits == NONE or self._splits.random() < 0.5:
+        if self.splits == NONE or self._splits.random() < 0.5:
             return None
         fraction = round(self._splits.uniform(0.05, 0.95), 3)
         if splittable and self._splits.random() < 0.5:
@@ -88,7 +85,7 @@ class SeededPolicy:
 
     def fault(self, stage: str, size: int, attempt: int) -> int | None:
         """Where this attempt fails (before reading element N; N == size: after the last), or None."""
-        if attempt >= MAX_INJECTED_FAULTS or self._faults.random() >= self.schedule.faults:
+        if attempt >= MAX_INJECTED_FAULTS or self._faults.random() >= self.faults:
             return None
         return self._faults.randint(0, size)
 
@@ -103,13 +100,13 @@ class Replay:
 
     def _record(self, stage: str) -> dict:
         if self._next >= len(self._records):
-            raise ScheduleError(
+            raise ReplayMismatch(
                 f"the trace has no more bundles, but stage {stage} asks for one: "
                 "the pipeline differs from the traced one"
             )
         record = self._records[self._next]
         if record["stage"] != stage:
-            raise ScheduleError(
+            raise ReplayMismatch(
                 f"trace line {self._next + 1} is for stage {record['stage']}, but the "
                 f"runner is scheduling {stage}: the pipeline differs from the traced one"
             )
@@ -118,7 +115,7 @@ class Replay:
     def bundle_size(self, stage: str, pending: int) -> int:
         size = self._record(stage)["elements"]
         if size > pending:
-            raise ScheduleError(
+            raise ReplayMismatch(
                 f"trace line {self._next + 1} has a bundle of {size} elements, but stage "
                 f"{stage} has {pending} pending: the pipeline differs from the traced one"
             )
@@ -134,7 +131,7 @@ class Replay:
 
     def finish(self) -> None:
         if self._next < len(self._records):
-            raise ScheduleError(
+            raise ReplayMismatch(
                 f"the run ended after {self._next} of the trace's {len(self._records)} "
                 "bundle attempts: the pipeline differs from the traced one"
             )

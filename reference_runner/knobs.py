@@ -3,7 +3,9 @@
 and the options a Job API client sends the job server.
 
 Each knob has one reader that accepts its value as typed or as text and names the knob when it
-refuses one (ScheduleError).
+refuses one (OptionError). The same readers and ``read`` serve the Spark backend's option table
+(spark/settings.py). ``Knobs`` is the one record of a run's schedule: the seeded policy is made
+from it (``Knobs.policy``).
 """
 
 from __future__ import annotations
@@ -13,14 +15,20 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from reference_runner.bundling import NONE, RANDOM, WHOLE, Schedule, ScheduleError
+from reference_runner.bundling import NONE, RANDOM, WHOLE, SeededPolicy
+
+
+class OptionError(ValueError):
+    """A runner option (a knob, a Spark option) is unknown or has a value the runner does not take."""
 
 
 def integer(value) -> int:
     """An integer given as a number (a Job API Struct's are floats) or as text."""
     if isinstance(value, bool):
         raise ValueError
-    if isinstance(value, float) and value.is_integer():
+    if isinstance(value, float):
+        if not value.is_integer():
+            raise ValueError
         return int(value)
     return int(value)
 
@@ -135,16 +143,6 @@ KNOBS: dict[str, Knob] = {
 }
 
 
-# The Spark backend's options (--spark_NAME) that a conformance target name or a Job API client
-# may set per run; its master and Spark configuration belong to the SparkSession.
-SPARK_OPTIONS: dict[str, Knob] = {
-    "bundle_size": Knob(positive_integer, "a positive integer", "elements per bundle inside a partition"),
-    "seed": Knob(integer, "an integer", "streaming: seeded micro-batch boundaries and bundle sizes"),
-    "parallelism": Knob(positive_integer, "a positive integer", "partitions after a shuffle"),
-    "max_side_input_mib": Knob(positive_integer, "a positive integer", "largest side input broadcast, in MiB"),
-}
-
-
 @dataclass(frozen=True)
 class Knobs:
     seed: int = 0
@@ -171,10 +169,8 @@ class Knobs:
         remote = [name for name, knob in KNOBS.items() if knob.remote]
         return cls.parse(job_options(options, "reference_", remote), base)
 
-    def schedule(self) -> Schedule:
-        return Schedule(
-            seed=self.seed, bundle_size=self.bundle_size, splits=self.splits, faults=self.faults, clock=self.clock
-        )
+    def policy(self) -> SeededPolicy:
+        return SeededPolicy(self.seed, self.bundle_size, self.splits, self.faults)
 
 
 def job_options(options, prefix: str, names) -> dict[str, Any]:
@@ -196,17 +192,17 @@ def read_spec(spec: str) -> dict[str, Any]:
 
 
 def read(values: dict[str, Any], table: dict[str, Knob] = KNOBS, prefix: str = "") -> dict[str, Any]:
-    """Every knob of ``table`` given (None: not given), read; ScheduleError names an unknown knob
+    """Every knob of ``table`` given (None: not given), read; OptionError names an unknown knob
     or a bad value (as ``prefix`` + its name: how the user spelled it)."""
     out = {}
     for name, value in values.items():
         knob = table.get(name)
         if knob is None:
-            raise ScheduleError(f"unknown runner option {prefix + name!r}; known: {', '.join(sorted(table))}")
+            raise OptionError(f"unknown runner option {prefix + name!r}; known: {', '.join(sorted(table))}")
         if value is None:
             continue
         try:
             out[name] = knob.read(value)
         except (TypeError, ValueError):
-            raise ScheduleError(f"{prefix}{name} must be {knob.expected}, not {value!r}") from None
+            raise OptionError(f"{prefix}{name} must be {knob.expected}, not {value!r}") from None
     return out

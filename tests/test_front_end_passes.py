@@ -1,4 +1,4 @@
-"""The front end's passes for pipelines as SDKs submit them (graph/prepare.py): executable stages
+"""The front end's passes for pipelines as SDKs submit them (graph/front_end.py): executable stages
 expanded, SDK-lifted combines re-lifted, re-encodings moved into the SDK, unknown coders
 length-prefixed so the runner reads only standard coders."""
 
@@ -12,7 +12,7 @@ from apache_beam.testing import test_stream
 from apache_beam.testing.util import assert_that, equal_to
 
 from reference_runner import ReferenceRunner
-from reference_runner.graph import opaque_coders, prepare, transcode, unfuse, urns
+from reference_runner.graph import front_end, opaque_coders, transcode, unfuse, urns
 from reference_runner.graph.pipeline import PipelineGraph
 from reference_runner.worker.codecs import Coders, OpaqueCoder
 
@@ -48,7 +48,7 @@ def test_sdk_lifted_combine_is_lifted_again_by_encoded_key():
     # The SDK's own precombine merges 1, 1.0 and True (a Python dict); re-lifted, the runner
     # re-keys them by encoding first, and the job gives three sums.
     proto = _pre_optimized(_combine_on_python_equal_keys, "all")
-    graph = prepare.prepare(proto, prepare.REFERENCE)
+    graph = front_end.checked_graph(proto, front_end.REFERENCE)
     names = [t.name for t in graph.transforms]
     assert any(n.endswith("/KeysToBytes") for n in names) and any(n.endswith("/KeysFromBytes") for n in names)
     ReferenceRunner().run_portable_pipeline(proto, PipelineOptions())  # assert_that inside
@@ -64,7 +64,7 @@ def _combine_read_as_a_side_input(p):
 
 def test_sdk_stage_holding_only_a_combines_merge_and_extract_goes_with_them():
     proto = _pre_optimized(_combine_read_as_a_side_input, "all")
-    graph = prepare.prepare(proto, prepare.REFERENCE)
+    graph = front_end.checked_graph(proto, front_end.REFERENCE)
     assert all(t.urn for t in graph.transforms)
     ReferenceRunner().run_portable_pipeline(proto, PipelineOptions())  # assert_that inside
 

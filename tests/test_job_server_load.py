@@ -19,9 +19,9 @@ from apache_beam.portability.api import beam_job_api_pb2, beam_job_api_pb2_grpc,
 from apache_beam.testing.util import assert_that, equal_to
 
 from benchmarks.soak import Soak, growth
-from reference_runner.jobserver.jobs import TERMINAL
 from reference_runner.jobserver.server import JobServer
 from reference_runner.jobserver.service import MAX_PREPARED
+from reference_runner.lifecycle import TERMINAL
 
 State = beam_job_api_pb2.JobState
 

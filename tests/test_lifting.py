@@ -7,7 +7,7 @@ from apache_beam.testing.util import assert_that, equal_to
 from apache_beam.transforms import combiners, trigger, window
 
 from reference_runner import ReferenceRunner
-from reference_runner.backends import ReferenceBackend
+from reference_runner.executor.backend import ReferenceBackend
 from reference_runner.graph import lifting, urns
 from reference_runner.knobs import Knobs
 
@@ -40,7 +40,7 @@ def _leaf_urns(pipeline, lift):
     """URNs of the leaf transforms inside the CombinePerKey, in execution order."""
     return [
         t.urn
-        for t in ReferenceBackend(Knobs(lift=lift)).prepare(pipeline.to_runner_api()).graph.transforms
+        for t in ReferenceBackend(Knobs(lift=lift)).plan(pipeline.to_runner_api()).graph.transforms
         if t.name.startswith("CombinePerKey")
     ]
 
@@ -107,7 +107,7 @@ def test_pickled_str_keys_pass_as_they_are_and_never_meet_other_keys_encodings(f
     from reference_runner.graph import rekey
 
     rekeying = [
-        t for t in ReferenceBackend().prepare(p.to_runner_api()).graph.transforms if t.name.endswith("/KeysToBytes")
+        t for t in ReferenceBackend().plan(p.to_runner_api()).graph.transforms if t.name.endswith("/KeysToBytes")
     ]
     assert rekeying and all(
         b"KeysToBytesUnlessStr" in t.proto.spec.payload or _pickled_class(t) is rekey.KeysToBytesUnlessStr

@@ -9,9 +9,9 @@ from apache_beam.metrics.metric import MetricsFilter
 from apache_beam.testing.util import assert_that, equal_to
 
 from reference_runner import ReferenceRunner
-from reference_runner.bundling import ScheduleError
+from reference_runner.bundling import ReplayMismatch
 from reference_runner.engine import manager
-from reference_runner.knobs import Knobs
+from reference_runner.knobs import Knobs, OptionError
 
 EXPECTED = [(0, 273), (1, 247), (2, 260)]  # sums of range(40) by x % 3
 
@@ -102,10 +102,12 @@ def test_options_from_the_command_line(tmp_path):
         (dict(bundle_size="huge"), "bundle_size"),
         (dict(splits="sometimes"), "splits"),
         (dict(faults=1.5), "faults"),
+        (dict(seed=1.5), "seed must be an integer, not 1.5"),  # not quietly 1
+        (dict(seed="1.5"), "seed must be an integer"),
     ],
 )
 def test_bad_knobs_are_named(knobs, message):
-    with pytest.raises(ScheduleError, match=message):
+    with pytest.raises(OptionError, match=message):
         Knobs.parse(knobs)
 
 
@@ -113,7 +115,7 @@ def test_replay_of_a_different_pipeline_is_refused(tmp_path):
     _run(tmp_path, "orig", bundle_size=1)
     p = beam.Pipeline(runner=ReferenceRunner(replay=str(tmp_path / "orig.jsonl")))
     _ = p | beam.Create([1, 2]) | "Other" >> beam.Map(str)
-    with pytest.raises(ScheduleError, match="differs from the traced one"):
+    with pytest.raises(ReplayMismatch, match="differs from the traced one"):
         p.run()
 
 

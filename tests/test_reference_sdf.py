@@ -11,8 +11,8 @@ from apache_beam.testing.util import assert_that, equal_to
 
 from conformance.cases.test_sdf import CountProvider  # [0, n), unsplit
 from reference_runner import ReferenceRunner
-from reference_runner.backends import ReferenceBackend
-from reference_runner.execute import JobFailed
+from reference_runner.executor.backend import ReferenceBackend
+from reference_runner.executor.job import JobFailed
 from reference_runner.graph import urns
 
 
@@ -46,7 +46,7 @@ def test_self_checkpointing_sdf_emits_every_offset_once_one_call_each(fuse):
 def test_splittable_pardo_is_expanded_and_processing_starts_a_stage():
     p = beam.Pipeline()
     _ = p | beam.Create([2]) | beam.ParDo(_OneOffsetPerCall())
-    plan = ReferenceBackend().prepare(p.to_runner_api())
+    plan = ReferenceBackend().plan(p.to_runner_api())
     leaf_urns = [t.urn for t in plan.graph.transforms]
     for urn in (urns.SDF_PAIR_WITH_RESTRICTION, urns.SDF_SPLIT_AND_SIZE, urns.SDF_PROCESS_SIZED):
         assert leaf_urns.count(urn) == 1

@@ -13,7 +13,7 @@ from apache_beam.utils.timestamp import Timestamp
 pytest.importorskip("pyspark")
 
 from reference_runner.spark import SparkRunner  # noqa: E402
-from reference_runner.spark.runner import SparkJobFailed  # noqa: E402
+from reference_runner.spark.backend import SparkJobFailed  # noqa: E402
 
 
 def test_word_count_with_a_side_input():
@@ -305,11 +305,11 @@ def test_a_warm_executor_never_shows_a_stage_the_side_input_of_an_earlier_job():
 
 def test_reshuffle_is_a_repartition_not_a_group_by_key():
     from reference_runner.graph import plan as planning
-    from reference_runner.graph.prepare import SPARK
+    from reference_runner.graph.front_end import SPARK
 
     p = beam.Pipeline()
     _ = p | beam.Create(range(10)) | beam.Reshuffle() | beam.Map(lambda x: x)
-    stages = planning.prepare(p.to_runner_api(), SPARK).stages
+    stages = planning.build_plan(p.to_runner_api(), SPARK).stages
     assert [s.kind for s in stages].count(planning.StageKind.GROUP) == 0  # Create's and the user's Reshuffle
     assert sum(s.redistribute for s in stages) == 2
     with beam.Pipeline(runner=SparkRunner()) as p:

@@ -61,7 +61,7 @@ def test_a_reused_python_worker_keeps_a_bounded_number_of_stages():
     from apache_beam.transforms import userstate
 
     from reference_runner.graph import plan as planning
-    from reference_runner.graph.prepare import SPARK
+    from reference_runner.graph.front_end import SPARK
     from reference_runner.spark import plan as spark_plan
     from reference_runner.spark import stateful, tasks
 
@@ -73,9 +73,9 @@ def test_a_reused_python_worker_keeps_a_bounded_number_of_stages():
 
     p = beam.Pipeline()
     _ = p | beam.Create([("k", 1)]) | beam.GroupByKey() | beam.Map(lambda kv: (kv[0], 1)) | beam.ParDo(_Stateful())
-    prepared = planning.prepare(p.to_runner_api(), SPARK)
+    prepared = planning.build_plan(p.to_runner_api(), SPARK)
     for job in range(300):
-        for stage in spark_plan.plan(prepared, f"job{job}"):
+        for stage in spark_plan.stage_plans(prepared, f"job{job}"):
             if stage.kind == planning.StageKind.GROUP:
                 tasks._codec(stage)
             elif stage.stage.keyed_head:

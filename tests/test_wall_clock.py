@@ -16,8 +16,7 @@ from apache_beam.utils.timestamp import Duration
 
 from conformance.cases.test_sdf import CountProvider  # [0, n), unsplit
 from reference_runner import ReferenceRunner
-from reference_runner.bundling import ScheduleError
-from reference_runner.knobs import Knobs
+from reference_runner.knobs import Knobs, OptionError
 
 RESULTS: dict = {}
 RESUMED: list = []
@@ -106,5 +105,5 @@ def test_the_clock_option_and_its_validation():
     with beam.Pipeline(runner=ReferenceRunner(), options=options) as p:
         _ = _early_panes(p) | _collect("option")
     assert sorted(RESULTS["option"]) == _PANES
-    with pytest.raises(ScheduleError, match="clock must be"):
+    with pytest.raises(OptionError, match="clock must be"):
         Knobs.parse({"clock": "sundial"})

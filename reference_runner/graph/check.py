@@ -16,18 +16,15 @@ class UnsupportedPipeline(ValueError):
         super().__init__(f"{backend} cannot run this pipeline:\n" + "\n".join(f"  - {p}" for p in problems))
 
 
-def check(
-    graph: PipelineGraph, environments: bool = True, streaming: bool = False, backend: str = "the reference runner"
-) -> None:
+def check(graph: PipelineGraph, environments: bool = True, backend: str = "the reference runner") -> None:
     """``environments``: judge the environments too (the in-process runner embeds them all).
-    ``streaming``: the backend runs TestStream pipelines, triggers and processing time.
     ``backend``: how the error names the runner refusing the pipeline."""
     problems: list[str] = []
     for requirement in graph.proto.requirements:
         if requirement not in urns.SUPPORTED_REQUIREMENTS:
             problems.append(f"requirement {requirement}")
     for t in graph.transforms:
-        problems += _transform_problems(graph, t, streaming)
+        problems += _transform_problems(graph, t)
         if environments:
             problems += _foreign_function_problems(graph, t)
     for env_id, env in graph.components.environments.items() if environments else ():
@@ -75,13 +72,11 @@ def _transcode_problems(graph: PipelineGraph, t, where: str) -> list[str]:
     ]
 
 
-def _transform_problems(graph: PipelineGraph, t, streaming: bool) -> list[str]:
+def _transform_problems(graph: PipelineGraph, t) -> list[str]:
     where = f"transform '{t.name}'"
     if t.urn == urns.IDENTITY_DOFN:
         return _transcode_problems(graph, t, where)
     if t.urn == urns.TEST_STREAM:
-        if not streaming:
-            return [f"{where}: TestStream ({t.urn}) needs streaming execution, which this backend does not have yet"]
         return _test_stream_problems(t, where)
     if t.urn not in urns.SDK_TRANSFORMS | urns.RUNNER_TRANSFORMS:
         return [f"{where}: unknown transform {t.urn or '(no URN)'}"]
@@ -100,7 +95,7 @@ def _transform_problems(graph: PipelineGraph, t, streaming: bool) -> list[str]:
             if side.access_pattern.urn not in (urns.ITERABLE_SIDE_INPUT, urns.MULTIMAP_SIDE_INPUT):
                 problems.append(f"{where}: side input {tag} with access pattern {side.access_pattern.urn}")
     if t.urn == urns.GROUP_BY_KEY:
-        problems += _windowing_problems(where, graph.windowing_of(t.main_inputs()[0]), streaming)
+        problems += _windowing_problems(where, graph.windowing_of(t.main_inputs()[0]))
     return problems
 
 
@@ -156,7 +151,7 @@ def _key_problems(graph: PipelineGraph, t, where: str) -> list[str]:
     return []
 
 
-def _windowing_problems(where: str, ws: beam_runner_api_pb2.WindowingStrategy, streaming: bool) -> list[str]:
+def _windowing_problems(where: str, ws: beam_runner_api_pb2.WindowingStrategy) -> list[str]:
     problems = []
     # Sessions are merged by the runner, Python WindowFns by the SDK (beam:transform:merge_windows:v1).
     if ws.merge_status == beam_runner_api_pb2.MergeStatus.NEEDS_MERGE and ws.window_fn.urn not in (
@@ -165,11 +160,4 @@ def _windowing_problems(where: str, ws: beam_runner_api_pb2.WindowingStrategy, s
     ):
         problems.append(f"{where}: custom merging WindowFn ({ws.window_fn.urn})")
     problems += [f"{where}: {p}" for p in trigger_spec.problems(ws.trigger)]
-    if not streaming and trigger_spec.waits_for_processing_time(ws.trigger):
-        # Bounded input: a key's elements arrive, then the watermark passes every window; nothing
-        # drives processing time, and firing at some arbitrary point would pass for an answer.
-        problems.append(
-            f"{where}: processing-time trigger in a pipeline without TestStream "
-            "(nothing drives the processing-time clock)"
-        )
     return problems

@@ -3,7 +3,7 @@ import pytest
 from apache_beam.portability.api import beam_runner_api_pb2
 
 from reference_runner.graph.check import UnsupportedPipeline
-from reference_runner.graph.prepare import SPARK, prepare
+from reference_runner.graph.front_end import SPARK, checked_graph
 
 
 def _with_a_java_dofn():
@@ -21,11 +21,11 @@ def test_a_backend_that_embeds_user_code_refuses_another_sdks_dofn_by_name():
     with pytest.raises(
         UnsupportedPipeline, match=r"transform 'JavaFn': user code of another SDK \(beam:dofn:javasdk:0.1"
     ):
-        prepare(_with_a_java_dofn(), SPARK, environments=True)
+        checked_graph(_with_a_java_dofn(), SPARK, environments=True)
 
 
 def test_a_backend_with_the_environments_own_workers_takes_it():
-    prepare(_with_a_java_dofn(), SPARK, environments=False)  # (the job server's workers run it)
+    checked_graph(_with_a_java_dofn(), SPARK, environments=False)  # (the job server's workers run it)
 
 
 class _WithSetState(beam.DoFn):
@@ -52,13 +52,13 @@ def test_set_state_of_another_sdk_is_refused_at_prepare_naming_it():
     with pytest.raises(
         UnsupportedPipeline, match=r"'Stateful': set state of another SDK, kept as multimap state \(seen\)"
     ):
-        prepare(_with_set_state("beam:go:transform:dofn:v1"), SPARK, environments=False)
-    prepare(_with_set_state(None), SPARK, environments=False)  # Python's set lives in bag state: served
+        checked_graph(_with_set_state("beam:go:transform:dofn:v1"), SPARK, environments=False)
+    checked_graph(_with_set_state(None), SPARK, environments=False)  # Python's set lives in bag state: served
 
 
 def test_a_re_encoding_in_an_sdk_without_the_identity_transform_is_refused_naming_it():
     # the runner has the SDK re-encode (beam:dofn:identity:0.1), which only Beam's Python SDK offers
-    from reference_runner.graph.prepare import REFERENCE
+    from reference_runner.graph.front_end import REFERENCE
 
     p = beam.Pipeline()
     _ = (p | "Ints" >> beam.Create([1]), p | "Strs" >> beam.Create(["a"])) | beam.Flatten()
@@ -71,4 +71,4 @@ def test_a_re_encoding_in_an_sdk_without_the_identity_transform_is_refused_namin
             payload.do_fn.urn = "beam:go:transform:dofn:v1"  # as if Go had written every DoFn
             t.spec.payload = payload.SerializeToString()
     with pytest.raises(UnsupportedPipeline, match=r"re-encoded with another coder.*beam:dofn:identity:0.1"):
-        prepare(proto, REFERENCE, environments=False)
+        checked_graph(proto, REFERENCE, environments=False)

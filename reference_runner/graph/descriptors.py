@@ -12,6 +12,8 @@ from reference_runner.graph.fusion import Stage
 
 #: where a Plan's descriptors point before a backend instantiates them (plan.Descriptor)
 ENDPOINT_PLACEHOLDER = "@runner-endpoint@"
+#: the Fn API "address" of a worker embedded in this process (it needs no endpoint)
+EMBEDDED_ENDPOINT = "embedded"
 
 
 @dataclass
@@ -25,7 +27,7 @@ def build(
     stage: Stage,
     components: beam_runner_api_pb2.Components,
     descriptor_id: str | None = None,
-    endpoint: str = "embedded",
+    endpoint: str = EMBEDDED_ENDPOINT,
     by_content: bool = False,
 ) -> StageDescriptor:
     """``endpoint``: the runner's Fn API address for a remote worker ("embedded" in process).

@@ -14,12 +14,12 @@ from apache_beam.testing import test_stream
 from apache_beam.transforms import userstate
 from apache_beam.transforms.core import RestrictionProvider
 
-from reference_runner.graph import fusion, prepare, urns
+from reference_runner.graph import front_end, fusion, urns
 from reference_runner.graph.pipeline import PipelineGraph
 
 
 def _fused(p: beam.Pipeline, enabled: bool = True) -> tuple[PipelineGraph, list[fusion.Stage]]:
-    graph = prepare.prepare(p.to_runner_api(), prepare.REFERENCE)
+    graph = front_end.checked_graph(p.to_runner_api(), front_end.REFERENCE)
     return graph, fusion.fuse(graph, enabled=enabled)
 
 

@@ -1,7 +1,7 @@
 """The front end's answer: a submitted pipeline -> a Plan, the stages a backend runs and every
 fact it needs to run them.
 
-``prepare`` normalizes and checks the pipeline (graph/prepare.py: one list of passes, one
+``build_plan`` normalizes and checks the pipeline (graph/front_end.py: one list of passes, one
 capability check, both following the backend's Profile), fuses it (graph/fusion.py) and derives,
 once, what each stage needs at run time: its kind, its descriptor, its side inputs and how they
 are read, how a GroupByKey groups, how a Flatten converts, the stateful ParDo heading a keyed
@@ -14,6 +14,7 @@ executors as it is.
 from __future__ import annotations
 
 import collections
+import dataclasses
 import enum
 import hashlib
 import threading
@@ -21,8 +22,7 @@ from dataclasses import dataclass, field
 
 from apache_beam.portability.api import beam_runner_api_pb2
 
-from reference_runner.graph import descriptors, fusion, sdf, trigger_spec, urns, windowing
-from reference_runner.graph import prepare as front_end
+from reference_runner.graph import descriptors, front_end, fusion, sdf, trigger_spec, urns, windowing
 from reference_runner.graph.pipeline import PipelineGraph, is_stateful
 
 
@@ -76,7 +76,7 @@ class Descriptor:
     _instances: dict = field(default_factory=dict, repr=False, compare=False)
 
     def instantiate(
-        self, descriptor_id: str, endpoint: str = "embedded", by_content: bool = False
+        self, descriptor_id: str, endpoint: str = descriptors.EMBEDDED_ENDPOINT, by_content: bool = False
     ) -> descriptors.StageDescriptor:
         key = (descriptor_id, endpoint, by_content)
         instance = self._instances.get(key)
@@ -130,11 +130,22 @@ class Plan:
     def components(self) -> beam_runner_api_pb2.Components:
         return self.graph.components
 
+    def with_environments(self, environments) -> Plan:
+        """This Plan with the pipeline's environments as given (the job server's artifact staging
+        rewrites their dependencies after the Plan was made); everything else is shared."""
+        if all(self.components.environments.get(k) == env for k, env in environments.items()):
+            return self
+        proto = beam_runner_api_pb2.Pipeline()
+        proto.CopyFrom(self.graph.proto)
+        for env_id, env in environments.items():
+            proto.components.environments[env_id].CopyFrom(env)
+        return dataclasses.replace(self, graph=PipelineGraph(proto))
+
 
 _CONVERSIONS = {urns.KEYS_TO_BYTES: "keys_to_bytes", urns.KEYS_FROM_BYTES: "keys_from_bytes"}
 
 
-def prepare(
+def build_plan(
     proto: beam_runner_api_pb2.Pipeline,
     profile: front_end.Profile,
     fuse: bool = True,
@@ -150,7 +161,7 @@ def prepare(
         if plan is not None:
             _plans.move_to_end(key)
             return plan
-    plan = _plan(front_end.prepare(proto, profile, lift=lift, environments=environments), profile, fuse)
+    plan = _plan(front_end.checked_graph(proto, profile, lift=lift, environments=environments), profile, fuse)
     with _lock:
         _plans[key] = plan
         while len(_plans) > 32:

@@ -8,7 +8,7 @@ from apache_beam.io.restriction_trackers import OffsetRange, OffsetRestrictionTr
 from apache_beam.portability.api import beam_runner_api_pb2
 from apache_beam.transforms.core import RestrictionProvider
 
-from reference_runner.graph import fusion, prepare, sdf, urns
+from reference_runner.graph import front_end, fusion, sdf, urns
 from reference_runner.graph.pipeline import PipelineGraph
 
 
@@ -138,7 +138,7 @@ def test_the_input_is_not_changed_and_a_pipeline_without_splittable_pardos_is_re
 
 
 def test_truncation_stage_runs_the_process_parts_input_through_sdk_truncate():
-    graph = prepare.prepare(_pipeline(with_side_input=True), prepare.REFERENCE)
+    graph = front_end.checked_graph(_pipeline(with_side_input=True), front_end.REFERENCE)
     stages = fusion.fuse(graph)
     [stage] = [s for s in stages if s.transforms[0].urn == urns.SDF_PROCESS_SIZED]
     root = stage.transforms[0]

@@ -8,6 +8,8 @@ import logging
 import signal
 import sys
 
+from reference_runner.spark.settings import DEFAULT_MASTER
+
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
@@ -30,8 +32,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     serve.add_argument(
         "--spark-master",
-        default="local[2]",
-        help="Spark master URL for --backend spark (default local[2]); every job shares it. A job "
+        default=None,
+        help=f"Spark master URL for --backend spark (default {DEFAULT_MASTER}); every job shares it. A job "
         "may set --spark_bundle_size, --spark_seed, --spark_parallelism and --spark_max_side_input_mib "
         "as pipeline options (its SDK must know them: import reference_runner.spark)",
     )

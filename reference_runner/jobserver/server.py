@@ -10,9 +10,8 @@ from concurrent import futures
 import grpc
 from apache_beam.portability.api import beam_artifact_api_pb2_grpc, beam_job_api_pb2_grpc
 
-from reference_runner.backends import ReferenceBackend, SparkBackend
+from reference_runner.executor.backend import ReferenceBackend
 from reference_runner.jobserver.artifacts import RetrievalService, StagingService, StagingSessions
-from reference_runner.jobserver.jobs import pooled_workers
 from reference_runner.jobserver.service import JobService
 from reference_runner.knobs import Knobs
 from reference_runner.worker.fnapi_server import PERMIT_CLIENT_KEEPALIVE, FnApiServer
@@ -34,20 +33,20 @@ class JobServer:
         bundle_timeout: float = 600,
         spare_workers: int = 4,
         backend: str = "reference",
-        spark_master: str = "local[2]",
+        spark_master: str | None = None,
         keep_jobs: int = 100,
         spare_idle_seconds: float = 300,
         knobs: Knobs | None = None,
     ):
         if backend == "spark":
-            from reference_runner.spark import session
-            from reference_runner.spark.runner import SparkSettings
+            from reference_runner.spark.session import get as get_session
+            from reference_runner.spark.settings import SparkSettings
 
-            spark_settings = SparkSettings(master=spark_master)
+            spark_settings = SparkSettings.parse({"master": spark_master})
             # The JVM starts with the server, not with its first job; and before any gRPC server
             # exists: launching it while gRPC's threads run sometimes kills it at birth
             # ("Java gateway process exited before sending its port number").
-            session.get(spark_master)
+            get_session(spark_settings.master)
         elif backend != "reference":
             raise ValueError(f"unknown backend {backend!r}: reference or spark")
         self._tmp = None if staging_dir else tempfile.TemporaryDirectory(prefix="reference-staging-")
@@ -75,25 +74,22 @@ class JobServer:
             spare_idle_seconds=spare_idle_seconds,
         )
         if backend == "spark":  # each job's --spark_* options; its environment's workers started by executors
+            from reference_runner.spark.backend import SparkBackend
             from reference_runner.spark.held_workers import Registry
 
             held = Registry()
             self._server.add_generic_rpc_handlers((held.handler(),))
 
-            def backend_for(options, pipeline):
+            def backend_for(options):
                 return SparkBackend(spark_settings.for_job(options), self.address, held)
         else:  # each job's knobs, its SDK workers from the pool
 
-            def backend_for(options, pipeline):
+            def backend_for(options):
                 return ReferenceBackend(
-                    Knobs.from_job_options(options, base=knobs),
-                    workers=pooled_workers(self.pool, pipeline),
-                    endpoint=self.fn.address,
+                    Knobs.from_job_options(options, base=knobs), pool=self.pool, fn_endpoint=self.fn.address
                 )
 
-        self.jobs = JobService(
-            sessions, self.pool, self.fn.address, self.address, max_pipeline_bytes, backend_for, keep_jobs
-        )
+        self.jobs = JobService(sessions, self.address, max_pipeline_bytes, backend_for, keep_jobs)
         beam_job_api_pb2_grpc.add_JobServiceServicer_to_server(self.jobs, self._server)
         beam_artifact_api_pb2_grpc.add_ArtifactStagingServiceServicer_to_server(StagingService(sessions), self._server)
         beam_artifact_api_pb2_grpc.add_ArtifactRetrievalServiceServicer_to_server(

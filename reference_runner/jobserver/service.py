@@ -20,10 +20,10 @@ from apache_beam.portability.api import (
     endpoints_pb2,
 )
 
-from reference_runner.bundling import ScheduleError
 from reference_runner.graph.check import UnsupportedPipeline
 from reference_runner.jobserver.artifacts import StagingSessions
-from reference_runner.jobserver.jobs import TERMINAL, JobRecord
+from reference_runner.knobs import OptionError
+from reference_runner.lifecycle import TERMINAL, JobRecord
 from reference_runner.runner import ReferenceOptions
 
 _LOG = logging.getLogger(__name__)
@@ -35,25 +35,21 @@ class JobService(beam_job_api_pb2_grpc.JobServiceServicer):
     def __init__(
         self,
         sessions: StagingSessions,
-        pool,
-        fn_endpoint: str,
         staging_endpoint: str,
         max_pipeline_bytes: int,
         backend_for: Callable,
         keep_finished: int = 100,
     ):
-        """``backend_for(pipeline options, pipeline)``: the backend (backends.py) a job runs on;
+        """``backend_for(pipeline options)``: the backend (backends.py) a job runs on;
         ``keep_finished``: how many ended jobs still answer GetState, GetJobMetrics and the
         message stream (the oldest are forgotten, and their staged files deleted)."""
         self.backend_for = backend_for
         self.sessions = sessions
-        self.pool = pool
-        self.fn_endpoint = fn_endpoint
         self.staging_endpoint = staging_endpoint
         self.max_pipeline_bytes = max_pipeline_bytes
         self.keep_finished = keep_finished
         self.jobs: dict[str, JobRecord] = {}
-        self._prepared: dict[str, tuple] = {}  # preparation id -> (job name, options)
+        self._prepared: dict[str, tuple] = {}  # preparation id -> (job name, options, backend, plan)
         self._lock = threading.Lock()
 
     def Prepare(self, request, context):
@@ -64,12 +60,12 @@ class JobService(beam_job_api_pb2_grpc.JobServiceServicer):
                 f"pipeline of {size} bytes is over the limit of {self.max_pipeline_bytes}",
             )
         try:
-            # The run goes through the same front end with the same options (and reuses this
-            # Plan); the worker pool judges environments.
-            self.backend_for(request.pipeline_options, request.pipeline).prepare(request.pipeline)
+            # The front end runs here, once: Run runs this Plan on this backend.
+            backend = self.backend_for(request.pipeline_options)
+            plan = backend.plan(request.pipeline)
         except UnsupportedPipeline as e:
             context.abort(grpc.StatusCode.UNIMPLEMENTED, _fit(str(e)))
-        except ScheduleError as e:
+        except OptionError as e:
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"bad runner option: {e}")
         except Exception as e:  # noqa: BLE001 - a malformed pipeline, whatever is wrong with it
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, _fit(f"malformed pipeline: {type(e).__name__}: {e}"))
@@ -78,7 +74,7 @@ class JobService(beam_job_api_pb2_grpc.JobServiceServicer):
         pipeline.CopyFrom(request.pipeline)
         self.sessions.open(preparation_id, pipeline)
         with self._lock:
-            self._prepared[preparation_id] = (request.job_name, request.pipeline_options)
+            self._prepared[preparation_id] = (request.job_name, request.pipeline_options, backend, plan)
             if len(self._prepared) > MAX_PREPARED:  # prepared and never run: forget the oldest
                 oldest = next(iter(self._prepared))
                 del self._prepared[oldest]
@@ -96,9 +92,11 @@ class JobService(beam_job_api_pb2_grpc.JobServiceServicer):
             context.abort(grpc.StatusCode.NOT_FOUND, f"no prepared job {request.preparation_id[:100]!r}")
         pipeline = self.sessions.pipeline(request.preparation_id, wait=60)
         self.sessions.close(request.preparation_id)
-        name, options = prepared
+        name, options, backend, plan = prepared
         job_id = f"job-{next(_JOB_IDS)}-{_slug(name)}"
-        job = JobRecord(job_id, name, pipeline, options, self.backend_for(options, pipeline), request.preparation_id)
+        # staging rewrote the environments' dependencies to the files it staged
+        plan = plan.with_environments(pipeline.components.environments)
+        job = JobRecord(job_id, name, backend, plan, pipeline, options, request.preparation_id)
         with self._lock:
             self.jobs[job.job_id] = job
             forgotten = self._forget_old_jobs()

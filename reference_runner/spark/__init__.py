@@ -1,5 +1,16 @@
-"""The Spark backend: the reference runner's front end, executed on Apache Spark through PySpark."""
+"""The Spark backend: the reference runner's front end, executed on Apache Spark through PySpark.
 
-from reference_runner.spark.runner import SparkOptions, SparkRunner
+``from reference_runner.spark import SparkRunner``. The runner (and PySpark with it) is imported
+on first use, so that reading the backend's settings (spark/settings.py) costs no Spark import."""
 
-__all__ = ["SparkRunner", "SparkOptions"]
+from __future__ import annotations
+
+__all__ = ["SparkOptions", "SparkRunner"]
+
+
+def __getattr__(name: str):
+    if name in __all__:
+        from reference_runner.spark import runner
+
+        return getattr(runner, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

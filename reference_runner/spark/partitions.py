@@ -23,6 +23,7 @@ import pickle
 import zlib
 from dataclasses import dataclass, field
 
+import reference_runner.spark.tasks as tasks
 from reference_runner import bundling
 from reference_runner.engine import manager
 from reference_runner.engine.keyed import KeyedSdkStage
@@ -30,7 +31,6 @@ from reference_runner.engine.spec import Bundle, StageSpec
 from reference_runner.engine.stages import GroupStage, SdkStage, Stage
 from reference_runner.engine.userstate import UserStateStore
 from reference_runner.graph.plan import StageKind
-from reference_runner.spark import tasks
 from reference_runner.spark.plan import StagePlan, coders_of
 from reference_runner.spark.sdk_workers import Lease, lease
 from reference_runner.spark.stateful import keyed_stage
@@ -309,13 +309,11 @@ class _SdkPartition(_Partition):
 def _bundling(info: PassInfo):
     """Bundles of ``bundle_size`` elements, or of seeded sizes (drawn per partition of the pass)."""
     if info.seed is None:
-        return bundling.Schedule(bundle_size=info.bundle_size).policy()
+        return bundling.SeededPolicy(bundle_size=info.bundle_size)
     from pyspark import TaskContext
 
     partition = TaskContext.get().partitionId()
-    return bundling.Schedule(
-        seed=f"{info.seed}/{partition}", bundle_size=bundling.RANDOM, max_bundle_size=info.bundle_size
-    ).policy()
+    return bundling.SeededPolicy(f"{info.seed}/{partition}", bundling.RANDOM, max_bundle_size=info.bundle_size)
 
 
 def _sdk_active(stage: SdkStage, user: UserStateStore) -> bool:

@@ -53,7 +53,7 @@ class StagePlan:
         return self.stage.outputs
 
 
-def plan(prepared: Plan, job_id: str, user_code: UserCode = EMBEDDED_CODE) -> list[StagePlan]:
+def stage_plans(prepared: Plan, job_id: str, user_code: UserCode = EMBEDDED_CODE) -> list[StagePlan]:
     components = prepared.components.SerializeToString()
     return [
         StagePlan(f"{job_id}/{s.id}", job_id, s, components, prepared.streaming, user_code) for s in prepared.stages

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 from apache_beam.portability.api import beam_runner_api_pb2
 
+from reference_runner.graph.descriptors import EMBEDDED_ENDPOINT
 from reference_runner.spark.held_workers import announce, release_handler
 from reference_runner.spark.user_code import UserCode
 from reference_runner.worker import warm
@@ -27,8 +28,6 @@ from reference_runner.worker.fnapi_server import FnApiServer
 from reference_runner.worker.pool import WorkerPool
 from reference_runner.worker.remote import RemoteWorker
 from reference_runner.worker.state import StateService
-
-EMBEDDED_ENDPOINT = "embedded"
 
 
 @dataclass

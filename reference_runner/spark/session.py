@@ -11,6 +11,8 @@ import re
 import sys
 import threading
 
+from reference_runner.spark.settings import DEFAULT_MASTER
+
 _lock = threading.Lock()
 _session = None
 _settings = None
@@ -41,7 +43,7 @@ def with_task_retries(master: str, conf: dict) -> str:
     return f"local[{match.group(2) or 1},{attempts}]"
 
 
-def get(master: str = "local[2]", conf: dict | None = None):
+def get(master: str = DEFAULT_MASTER, conf: dict | None = None):
     """The process's SparkSession, started on first use with ``master`` and ``conf``."""
     global _session, _settings, _owned
     with _lock:

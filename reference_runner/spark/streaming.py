@@ -38,14 +38,14 @@ from apache_beam.portability.api import beam_runner_api_pb2, metrics_pb2
 from pyspark import StorageLevel
 from pyspark.broadcast import Broadcast
 
+import reference_runner.spark.partitions as partitions
+from reference_runner.backends import JobCancelled
 from reference_runner.engine import manager
 from reference_runner.engine.sideinputs import SideInputBuffer
 from reference_runner.engine.teststream import ELEMENTS, PROCESSING_TIME, TestStreamStage
 from reference_runner.engine.windows import MIN_TIMESTAMP, PLUS_INFINITY
-from reference_runner.execute import JobCancelled
 from reference_runner.graph import trigger_spec
 from reference_runner.graph.plan import Plan, StageKind
-from reference_runner.spark import partitions
 from reference_runner.spark.partitions import PassInfo
 from reference_runner.spark.plan import StagePlan
 from reference_runner.worker import codecs, stage_specs

@@ -12,7 +12,7 @@ from apache_beam.utils.timestamp import Timestamp
 from apache_beam.utils.windowed_value import WindowedValue
 
 from reference_runner.bundling import Split
-from reference_runner.graph import descriptors, fusion, prepare
+from reference_runner.graph import descriptors, front_end, fusion
 from reference_runner.worker import attempt
 from reference_runner.worker.codecs import Coders, split_elements
 from reference_runner.worker.embedded import EmbeddedWorker
@@ -36,7 +36,7 @@ def doubling():
     ints = p | beam.Impulse() | "Ints" >> beam.FlatMap(lambda _: []).with_output_types(int)
     doubled = (ints,) | "In" >> beam.Flatten() | "Double" >> beam.Map(_double).with_output_types(int)
     _ = (doubled,) | "Out" >> beam.Flatten()
-    graph = prepare.prepare(p.to_runner_api(), prepare.REFERENCE)
+    graph = front_end.checked_graph(p.to_runner_api(), front_end.REFERENCE)
     [stage] = [s for s in fusion.fuse(graph) if [t.name for t in s.transforms] == ["Double"]]
     described = descriptors.build(stage, graph.components, "attempt-test-double")
     worker = EmbeddedWorker(StateService())

@@ -14,7 +14,7 @@ from apache_beam.utils.windowed_value import WindowedValue
 
 from reference_runner.bundling import Split
 from reference_runner.graph import plan as planning
-from reference_runner.graph.prepare import REFERENCE
+from reference_runner.graph.front_end import REFERENCE
 from reference_runner.worker.bundles import BundleError, BundleRunner
 from reference_runner.worker.codecs import Coders
 from reference_runner.worker.embedded import EmbeddedWorker
@@ -61,7 +61,7 @@ def tripling():
     ints = p | beam.Impulse() | "Ints" >> beam.FlatMap(lambda _: []).with_output_types(int)
     tripled = (ints,) | "In" >> beam.Flatten() | "Triple" >> beam.Map(_triple).with_output_types(int)
     _ = (tripled,) | "Out" >> beam.Flatten()
-    plan = planning.prepare(p.to_runner_api(), REFERENCE)
+    plan = planning.build_plan(p.to_runner_api(), REFERENCE)
     [stage] = [s for s in plan.stages if s.descriptor and plan.graph.by_id[s.transforms[0]].name == "Triple"]
     described = stage.descriptor.instantiate("bundles-test-triple")
     state = StateService()

@@ -11,6 +11,7 @@ from apache_beam.coders import coders
 from apache_beam.portability.api import beam_runner_api_pb2
 
 from reference_runner.graph import urns
+from reference_runner.graph.descriptors import EMBEDDED_ENDPOINT
 from reference_runner.worker import attempt, codecs, sdk_transform
 
 
@@ -28,7 +29,7 @@ class WindowMerger:
         ws: beam_runner_api_pb2.WindowingStrategy,
         components: beam_runner_api_pb2.Components,
         window_coder: coders.Coder,
-        endpoint: str = "embedded",
+        endpoint: str = EMBEDDED_ENDPOINT,
     ):
         self._window_impl = window_coder.get_impl()
         self._in = sdk_transform.windowed(coders.TupleCoder([coders.BytesCoder(), coders.IterableCoder(window_coder)]))

@@ -15,7 +15,7 @@ from apache_beam.transforms import window as beam_window
 from apache_beam.utils import windowed_value
 
 from reference_runner.graph import urns
-from reference_runner.graph.descriptors import data_port, name_by_content
+from reference_runner.graph.descriptors import EMBEDDED_ENDPOINT, data_port, name_by_content
 from reference_runner.worker import attempt, codecs
 
 
@@ -40,7 +40,7 @@ class SdkTransform:
         request: str,
         answer: str,
         prefix: str,
-        endpoint: str = "embedded",
+        endpoint: str = EMBEDDED_ENDPOINT,
     ):
         self._worker = worker
         pbd = _descriptor(descriptor_id, components, urn, fn, parts, request, answer, prefix, endpoint)

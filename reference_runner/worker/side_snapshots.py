@@ -29,7 +29,9 @@ class SideSnapshots:
         self._digests: dict[tuple[str, str], bytes] = {}  # (transform, tag) -> digest of its contents
         self._variants: dict[str, StageDescriptor] = {}  # registered, by descriptor id
 
-    def prepare(self, stage: PlannedStage, em: manager.ElementManager, described: StageDescriptor) -> StageDescriptor:
+    def descriptor_for(
+        self, stage: PlannedStage, em: manager.ElementManager, described: StageDescriptor
+    ) -> StageDescriptor:
         """Index the stage's side inputs as they are now; the descriptor to run the bundle with."""
         if not stage.side_inputs:
             return described

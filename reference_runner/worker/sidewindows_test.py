@@ -16,7 +16,7 @@ from apache_beam.utils.windowed_value import WindowedValue
 
 from reference_runner.graph import plan as planning
 from reference_runner.graph import urns
-from reference_runner.graph.prepare import REFERENCE
+from reference_runner.graph.front_end import REFERENCE
 from reference_runner.worker import sidewindows, window_mapping
 from reference_runner.worker.codecs import Coders
 from reference_runner.worker.embedded import EmbeddedWorker
@@ -41,7 +41,7 @@ def _stage(side_windowfn, main_windowfn=None):
     main = p | "Main" >> beam.Create([1]) | "MainWindows" >> beam.WindowInto(main_windowfn or window.FixedWindows(10))
     side = p | "Side" >> beam.Create([1]) | "SideWindows" >> beam.WindowInto(side_windowfn)
     _ = main | "Read" >> beam.Map(lambda x, s: x, AsList(side))
-    plan = planning.prepare(p.to_runner_api(), REFERENCE)
+    plan = planning.build_plan(p.to_runner_api(), REFERENCE)
     [stage] = [s for s in plan.stages if s.side_inputs]
     return plan.components, stage
 

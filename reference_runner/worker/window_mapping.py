@@ -14,6 +14,7 @@ from apache_beam.coders import coders
 from apache_beam.portability.api import beam_runner_api_pb2
 
 from reference_runner.graph import urns
+from reference_runner.graph.descriptors import EMBEDDED_ENDPOINT
 from reference_runner.worker import attempt, sdk_transform
 from reference_runner.worker.codecs import Coders
 
@@ -35,7 +36,7 @@ class WindowMapper:
         runner_coders: Coders,
         main_pcoll: str,
         side_pcoll: str,
-        endpoint: str = "embedded",
+        endpoint: str = EMBEDDED_ENDPOINT,
     ):
         self._side_pcoll = side_pcoll
         main_coder, side_coder = runner_coders.window_coder(main_pcoll), runner_coders.window_coder(side_pcoll)
@@ -83,7 +84,7 @@ def _window_coder_id(components: beam_runner_api_pb2.Components, pcoll: str) -> 
     return components.windowing_strategies[components.pcollections[pcoll].windowing_strategy_id].window_coder_id
 
 
-def mapper_for(worker, stage_prefix: str, stage, runner_coders: Coders, endpoint: str = "embedded"):
+def mapper_for(worker, stage_prefix: str, stage, runner_coders: Coders, endpoint: str = EMBEDDED_ENDPOINT):
     """A side input of ``stage`` (a PlannedStage) of a user's WindowFn -> the SDK's WindowMapper
     for it, on ``worker`` (descriptor ids under ``stage_prefix``): what stage_specs.engine_spec
     takes as side_mapper (called only for a stage reading side inputs, so one with a main input)."""

@@ -8,9 +8,9 @@ import logging
 import threading
 
 from reference_runner import bundling
-from reference_runner.backends import Control
+from reference_runner.backends import Control, JobCancelled
 from reference_runner.engine import clock, manager
-from reference_runner.graph.descriptors import StageDescriptor
+from reference_runner.graph.descriptors import EMBEDDED_ENDPOINT, StageDescriptor
 from reference_runner.graph.plan import Plan, PlannedStage, StageKind
 from reference_runner.knobs import Knobs
 from reference_runner.worker import codecs, merging, stage_specs, warm, window_mapping
@@ -26,10 +26,6 @@ class JobFailed(RuntimeError):
     pass
 
 
-class JobCancelled(RuntimeError):
-    """Someone cancelled the job; it stopped between two bundles."""
-
-
 class Job:
     """One pipeline run on an SDK worker.
 
@@ -43,14 +39,14 @@ class Job:
         knobs: Knobs | None = None,
         control: Control | None = None,
         job_id: str = "",
-        endpoint: str = "embedded",
+        endpoint: str = EMBEDDED_ENDPOINT,
     ):
         knobs = knobs or Knobs()
         self.plan = plan
         self.control = control or Control()  # where user metrics go as bundles commit
         self.state = StateService()
         self.coders = codecs.Coders(plan.components)
-        self.policy = bundling.Replay(knobs.replay) if knobs.replay else knobs.schedule().policy()
+        self.policy = bundling.Replay(knobs.replay) if knobs.replay else knobs.policy()
         self.clock = clock.make(knobs.clock)
         self.trace_path = knobs.trace
         self.job_id = job_id  # prefixes descriptor ids: a reused worker may have run other jobs
@@ -128,7 +124,7 @@ class Job:
                     return
                 raise JobFailed(em.describe_stuck())
             stage = by_id[bundle.stage]
-            descriptor = sides.prepare(stage, em, described[stage.id])
+            descriptor = sides.descriptor_for(stage, em, described[stage.id])
             if bundle.truncate:  # drain: the stage's residuals through the SDF's truncation
                 if stage.id not in truncators:
                     truncators[stage.id] = self._instantiate(stage.truncation, f"{stage.id}/truncate")

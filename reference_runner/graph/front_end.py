@@ -1,7 +1,7 @@
 """The front end, as one list of passes: a submitted pipeline -> the pipeline a backend runs.
 
-Every backend and the job server's Prepare go through ``normalize`` then ``check`` here, so
-they accept and refuse the same pipelines. The passes, in order:
+Every backend goes through ``normalize`` then ``check`` here (``checked_graph``), so they accept
+and refuse the same pipelines. The passes, in order:
 
 1. expand executable stages     pipelines the SDK fused itself (pre_optimize=all)
 2. unlift                       combines the SDK lifted itself become CombinePerKey again
@@ -31,12 +31,11 @@ class Profile:
     """What a backend runs, as the front end needs to know it."""
 
     name: str  # how an error names the backend
-    streaming: bool  # TestStream, triggers and processing time driven by it
     reshuffle_leaf: bool  # runs Reshuffle itself instead of its expansion
 
 
-REFERENCE = Profile("the reference runner", streaming=True, reshuffle_leaf=False)
-SPARK = Profile("the Spark backend", streaming=True, reshuffle_leaf=True)
+REFERENCE = Profile("the reference runner", reshuffle_leaf=False)
+SPARK = Profile("the Spark backend", reshuffle_leaf=True)
 
 
 # Pipeline proto -> Pipeline proto: a copy, or the input unchanged (a pass never edits its input)
@@ -70,11 +69,11 @@ def normalize(proto: beam_runner_api_pb2.Pipeline, profile: Profile, lift: bool 
     return proto
 
 
-def prepare(
+def checked_graph(
     proto: beam_runner_api_pb2.Pipeline, profile: Profile, lift: bool = True, environments: bool = False
 ) -> PipelineGraph:
     """The normalized pipeline's graph, checked (UnsupportedPipeline names every problem).
     ``environments``: judge the environments too (the in-process runner embeds them all)."""
     graph = PipelineGraph(normalize(proto, profile, lift))
-    check.check(graph, environments=environments, streaming=profile.streaming, backend=profile.name)
+    check.check(graph, environments=environments, backend=profile.name)
     return graph

@@ -1,4 +1,8 @@
-"""One submitted job: its pipeline, state history, messages and metrics, run in its own thread."""
+"""One job's lifecycle, the same for the job server's jobs and the in-process runners' (Prism, too,
+runs its in-process jobs through its job service): a planned job on its backend, its state
+machine (STARTING, RUNNING, DRAINING/CANCELLING, then DONE, DRAINED, CANCELLED or FAILED),
+cancel and drain at any point, cancel before it started included, its messages and its metrics.
+It runs in the caller's thread (``run``) or in one of its own (``start``)."""
 
 from __future__ import annotations
 
@@ -12,9 +16,8 @@ from collections.abc import Iterator
 from apache_beam.portability.api import beam_fn_api_pb2, beam_job_api_pb2
 from google.protobuf import timestamp_pb2
 
-from reference_runner.backends import Control
-from reference_runner.execute import JobCancelled
-from reference_runner.worker.pool import environment_of
+from reference_runner.backends import Backend, Control, JobCancelled
+from reference_runner.graph.plan import Plan
 
 _LOG = logging.getLogger(__name__)
 State = beam_job_api_pb2.JobState
@@ -31,16 +34,27 @@ def _now() -> timestamp_pb2.Timestamp:
 
 
 class JobRecord:
-    """``backend`` runs the job (backends.py); ``workers``, for a backend that runs user code on
-    SDK workers of the job's environment, hands it one from the server's pool (pooled_workers)."""
+    """``plan`` (made by ``backend.plan``, once) run on ``backend``. ``pipeline`` and ``options``
+    are the job as its Job API client sent them (GetPipeline, JobInfo)."""
 
-    def __init__(self, job_id: str, name: str, pipeline, options, backend, preparation_id: str = ""):
+    def __init__(
+        self,
+        job_id: str,
+        name: str,
+        backend: Backend,
+        plan: Plan,
+        pipeline=None,
+        options=None,
+        preparation_id: str = "",
+    ):
         self.job_id = job_id
         self.preparation_id = preparation_id  # its staged files' token
         self.name = name
         self.pipeline = pipeline
         self.options = options  # google.protobuf.Struct, as the client sent it
-        self.backend = backend
+        self.backend: Backend | None = backend
+        self.plan: Plan | None = plan
+        self.error: BaseException | None = None  # what failed the job, for an in-process caller
         self.events: list = []  # JobMessagesResponse, in order (messages and states)
         self.state = State.UNSPECIFIED
         self.results = beam_job_api_pb2.MetricResults()  # user metrics, once the job has ended
@@ -79,9 +93,22 @@ class JobRecord:
             return self.control.metric_results()
         return self.results
 
+    def ended(self) -> bool:
+        return self.state in TERMINAL
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Wait until the job ended (at most ``timeout`` seconds); True if it has."""
+        with self._changed:
+            return self._changed.wait_for(self.ended, timeout)
+
     # -- lifecycle ----------------------------------------------------------------------------
+    def run(self) -> None:
+        """Run the job to its end in this thread."""
+        self._run()
+
     def start(self) -> None:
-        threading.Thread(target=self._run, name=f"job-{self.job_id}", daemon=True).start()
+        """Run the job in a thread of its own."""
+        threading.Thread(target=self._run, name=f"job-{self.job_id or 'in-process'}", daemon=True).start()
 
     def cancel(self) -> None:
         if self.state in TERMINAL:
@@ -90,11 +117,10 @@ class JobRecord:
         self.control.cancel()
 
     def drain(self) -> None:
-        """Stop reading new input and finish (execute.Job.drain): DRAINING, then DRAINED. A
-        job that has ended keeps its state; on a backend without streaming (always bounded) the
-        job just finishes."""
+        """Stop reading new input and finish: DRAINING, then DRAINED (a job that had nothing left
+        to drain ends DONE). A job that has ended, or is being cancelled, keeps its state."""
         with self._changed:
-            if self.state in TERMINAL or self.state == State.CANCELLING or not self.backend.profile.streaming:
+            if self.state in TERMINAL or self.state == State.CANCELLING:
                 return
             self._set_state(State.DRAINING)
         self.control.drain()
@@ -139,29 +165,31 @@ class JobRecord:
             self._run_to_the_end()
         finally:  # an ended job keeps its events, metrics and pipeline, not its engine or worker
             self.control.ended()
-            self.backend = None
+            self.backend = self.plan = None
 
     def _run_to_the_end(self) -> None:
+        backend, plan = self.backend, self.plan
+        assert backend is not None and plan is not None, "a job runs once"
         try:
-            plan = self.backend.prepare(self.pipeline)
-            if self.control.cancelled.is_set():
+            if self.control.cancelled.is_set():  # the one check: backends start what they are given
                 raise JobCancelled("cancelled before it started")
             with self._changed:  # (a drain asked for already keeps the job DRAINING)
                 if not self.control.draining.is_set():
                     self._set_state(State.RUNNING)
             try:
-                outcome = self.backend.run(plan, self.control)
+                outcome = backend.run(plan, self.control)
             finally:
                 self.results = self.control.metric_results()
             self._set_state(State.DRAINED if outcome.drained else State.DONE)
-        except Exception as e:  # noqa: BLE001 - every failure becomes the job's error message
+        except BaseException as e:  # noqa: BLE001 - every failure becomes the job's error message
             self._failed(e)
 
-    def _failed(self, error: Exception) -> None:
+    def _failed(self, error: BaseException) -> None:
         if self.control.cancelled.is_set():  # a cancelled job stops with whatever error that caused
             self._set_state(State.CANCELLED)
             return
         _LOG.info("job %s failed: %s", self.job_id, error)
+        self.error = error
         self.message(
             f"{type(error).__name__}: {error}" if str(error) else traceback.format_exc(),
             beam_job_api_pb2.JobMessage.JOB_MESSAGE_ERROR,
@@ -176,21 +204,3 @@ class JobRecord:
             else beam_job_api_pb2.JobMessage.JOB_MESSAGE_BASIC
         )
         self.message(f"[worker] {entry.message}", importance)
-
-
-def pooled_workers(pool, pipeline):
-    """SDK workers of ``pipeline``'s environment from the server's pool, for ReferenceBackend:
-    released (stopped, or kept as a spare if healthy) when the job ends, before it reports DONE,
-    so that DoFn teardown has run by then."""
-
-    def acquire(plan, state, control):
-        env = environment_of(pipeline.components)
-        worker, token = pool.acquire(env, state, control.worker_log)
-        control.message(f"running on {_describe(env)}; {len(plan.stages)} stages")
-        return worker, lambda healthy: pool.release(token, env, healthy)
-
-    return acquire
-
-
-def _describe(env) -> str:
-    return env.urn.replace("beam:env:", "").replace(":v1", "") + " worker"
