@@ -239,6 +239,47 @@ def test_an_environment_without_dependencies_is_still_resolved(server):
     assert not requests[0].resolve_artifact.artifacts
 
 
+def test_the_front_end_runs_once_per_job_even_when_staging_rewrites_the_environment(server, monkeypatch):
+    """Prepare plans the job and Run runs that Plan: the capability check (the front end's last
+    step) runs once for one submitted job, although staging rewrote the environment in between
+    (which made a plan made again from the staged pipeline miss the plan cache)."""
+    import uuid
+
+    from reference_runner.graph import check
+
+    calls = []
+    real_check = check.check
+    monkeypatch.setattr(check, "check", lambda *args, **kw: calls.append(1) or real_check(*args, **kw))
+    p = beam.Pipeline()
+    _ = p | beam.Create([1, 2, 3]) | f"Unique{uuid.uuid4().hex}" >> beam.Map(lambda x: x * 2)  # no plan cached
+    pipeline = p.to_runner_api()
+    for env in pipeline.components.environments.values():
+        env.urn = "beam:env:embedded_python:v1"
+        env.ClearField("payload")
+        env.dependencies.add(
+            type_urn="beam:artifact:type:embedded:v1",
+            type_payload=beam_runner_api_pb2.EmbeddedFilePayload(data=b"x").SerializeToString(),
+            role_urn="beam:artifact:role:staging_to:v1",
+            role_payload=beam_runner_api_pb2.ArtifactStagingToRolePayload(staged_name="x.txt").SerializeToString(),
+        )
+    stub = _stub(server)
+    prepared = stub.Prepare(beam_job_api_pb2.PrepareJobRequest(pipeline=pipeline, job_name="once"), timeout=60)
+    _offer(server, prepared.staging_session_token)
+    job_id = stub.Run(beam_job_api_pb2.RunJobRequest(preparation_id=prepared.preparation_id), timeout=60).job_id
+    deadline = time.monotonic() + 120
+    while (state := stub.GetState(beam_job_api_pb2.GetJobStateRequest(job_id=job_id)).state) not in (
+        beam_job_api_pb2.JobState.DONE,
+        beam_job_api_pb2.JobState.FAILED,
+    ):
+        assert time.monotonic() < deadline, "the job did not end"
+        time.sleep(0.05)
+    assert state == beam_job_api_pb2.JobState.DONE
+    ran = stub.GetPipeline(beam_job_api_pb2.GetJobPipelineRequest(job_id=job_id)).pipeline
+    staged = [a.type_urn for env in ran.components.environments.values() for a in env.dependencies]
+    assert staged and all(urn == "beam:artifact:type:file:v1" for urn in staged)  # staging did rewrite it
+    assert len(calls) == 1
+
+
 @pytest.mark.parametrize("name", ["../../escape.txt", "/etc/passwd", "..", "a/b", "", "x" * 300])
 def test_hostile_artifact_names_are_refused(server, name):
     token = _prepare_with_artifact(server, name)
