@@ -19,12 +19,11 @@ class ReferenceTarget(Target):
 
     def __init__(self, spec, settings):
         super().__init__(spec, settings)
-        from reference_runner.bundling import ScheduleError
-        from reference_runner.knobs import Knobs, read_spec
+        from reference_runner.knobs import Knobs, OptionError, read_spec
 
         try:
             self.knobs = read_spec(spec.partition(":")[2])
-        except ScheduleError as e:
+        except OptionError as e:
             raise TargetUnavailable(f"{e} (in {spec!r})") from None
         self._job_server = InProcessJobServer(knobs=Knobs.parse(self.knobs))
 

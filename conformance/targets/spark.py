@@ -1,4 +1,4 @@
-"""Our Spark backend (reference_runner.spark): ``spark`` (local[2]), with options after a colon,
+"""Our Spark backend (reference_runner.spark): ``spark`` (its default master), with options after a colon,
 comma-separated: ``master=URL``, ``bundle_size=N`` (elements per bundle inside a partition, as
 --spark_bundle_size; the reference target's knob of that name), ``seed=N`` (streaming: seeded
 micro-batch boundaries and bundle sizes, as --spark_seed)."""
@@ -7,34 +7,34 @@ from __future__ import annotations
 
 from conformance.targets.base import Target, TargetUnavailable
 from conformance.targets.own_job_server import InProcessJobServer
+from reference_runner.spark.settings import DEFAULT_MASTER
 
 
 class SparkTarget(Target):
     name = "spark"
     help = (
-        "our Spark backend through PySpark: spark (local[2]), spark:master=spark://HOST:PORT, "
+        f"our Spark backend through PySpark: spark ({DEFAULT_MASTER}), spark:master=spark://HOST:PORT, "
         "spark:bundle_size=N, spark:seed=N (seeded micro-batch boundaries); options combine with commas"
     )
     in_process_worker = False  # bundles run in Spark's Python workers: checks confirm through metrics
 
     def __init__(self, spec, settings):
         super().__init__(spec, settings)
-        from reference_runner import knobs
-        from reference_runner.bundling import ScheduleError
+        from reference_runner.spark.settings import OptionError, SparkSettings
 
         _, _, rest = spec.partition(":")
         options = dict(part.partition("=")[::2] for part in filter(None, rest.split(",")))
-        self.master = options.pop("master", None) or "local[2]"
-        unknown = set(options) - {"bundle_size", "seed"}
+        unknown = set(options) - {"master", "bundle_size", "seed"}
         if unknown:
             known = "master=URL, bundle_size=N, seed=N"
             raise TargetUnavailable(f"unknown Spark target option {min(unknown)!r} in {spec!r}; known: {known}")
         try:
-            read = knobs.read(options, knobs.SPARK_OPTIONS)
-        except ScheduleError as e:
+            settings_ = SparkSettings.parse(options)
+        except OptionError as e:
             raise TargetUnavailable(f"Spark target {spec!r}: {e}") from None
-        self.bundle_size: int | None = read.get("bundle_size")  # None: the backend's default
-        self.seed: int | None = read.get("seed")
+        self.master = settings_.master
+        self.bundle_size: int | None = settings_.bundle_size if "bundle_size" in options else None
+        self.seed: int | None = settings_.seed
         self._job_server = InProcessJobServer(backend="spark", spark_master=self.master)
 
     def sdk_job_endpoint(self) -> str:
