@@ -8,7 +8,7 @@ Times in expectations are in seconds, as everywhere in Beam Python. They are
 compared at millisecond precision, the precision of the wire format. The end of
 the global window is compared with a 1 ms tolerance: Python's
 ``GlobalWindow().max_timestamp()`` lies 1 us below Java's and so encodes 1 ms
-lower (see SEMANTICS.md, section 1).
+lower (see conformance/SEMANTICS.md, section 1).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The Beam model, as a short executable statement (SEMANTICS.md, sections 3 and 4).
+"""The Beam model, as a short executable statement (conformance/SEMANTICS.md, sections 3 and 4).
 
 Property-based cases compute their expected output here and compare it with what a
 runner produced. Everything is pure Python over integer milliseconds: an element is

@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 import venv
+import zipfile
 from pathlib import Path
 
 from conformance.targets.processes import free_port, start_group, stop_group, wait_until_serving
@@ -45,6 +46,9 @@ def test_wheel_installs_into_a_fresh_venv_and_runs_from_an_empty_directory(tmp_p
         os.environ,
     )
     [wheel] = dist.glob("beam_runner_conformance-*.whl")
+    # the account of the Beam model that the cases cite ("SEMANTICS 4") ships beside them
+    with zipfile.ZipFile(wheel) as archive:
+        assert "conformance/SEMANTICS.md" in archive.namelist()
     venv.create(venv_dir, with_pip=False, clear=True)
     python = str(venv_dir / "bin" / "python")
     env = _clean_env(venv_dir)

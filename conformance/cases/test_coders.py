@@ -1,5 +1,5 @@
-"""Standard coders: values (and deterministic keys) round-trip through a GroupByKey (SEMANTICS.md, section 1 and
-the standard_coders.yaml vectors)."""
+"""Standard coders: values (and deterministic keys) round-trip through a GroupByKey
+(conformance/SEMANTICS.md, section 1 and the standard_coders.yaml vectors)."""
 
 import math
 import typing

@@ -1,4 +1,5 @@
-"""Combine: globally, per key, lifted, with side inputs, lifecycle and timestamp combiners (SEMANTICS.md, 4 and 8)."""
+"""Combine: globally, per key, lifted, with side inputs, lifecycle and timestamp combiners
+(conformance/SEMANTICS.md, sections 4 and 8)."""
 
 import math
 

@@ -1,4 +1,4 @@
-"""Flatten: union of PCollections and its corner cases (SEMANTICS.md, section 3)."""
+"""Flatten: union of PCollections and its corner cases (conformance/SEMANTICS.md, section 3)."""
 
 import apache_beam as beam
 from apache_beam.transforms import window

@@ -1,4 +1,4 @@
-"""GroupByKey: grouping per key, window and pane (SEMANTICS.md, sections 4 and 8)."""
+"""GroupByKey: grouping per key, window and pane (conformance/SEMANTICS.md, sections 4 and 8)."""
 
 import hashlib
 

@@ -1,4 +1,4 @@
-"""Impulse: the root of every Beam pipeline (SEMANTICS.md, section 2)."""
+"""Impulse: the root of every Beam pipeline (conformance/SEMANTICS.md, section 2)."""
 
 import apache_beam as beam
 

@@ -1,4 +1,4 @@
-"""Allowed lateness and late data (SEMANTICS.md, section 5), driven by TestStream.
+"""Allowed lateness and late data (conformance/SEMANTICS.md, section 5), driven by TestStream.
 
 Every case drives a single key through a TestStream, one element batch per step, and
 advances the watermark explicitly, so the pane boundaries are fixed by the model.

@@ -1,6 +1,6 @@
 """ParDo: element-wise user code, tagged outputs, element context, bundles and lifecycle.
 
-Expectations follow SEMANTICS.md sections 4, 5 and 8 and the Beam programming guide.
+Expectations follow conformance/SEMANTICS.md sections 4, 5 and 8 and the Beam programming guide.
 Bundle boundaries are chosen by the runner, so no case depends on how elements are
 bundled: per-bundle outputs are checked through their sum, never their number.
 """

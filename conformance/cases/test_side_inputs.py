@@ -1,4 +1,4 @@
-"""Side inputs: views, window mapping, missing windows and readiness (SEMANTICS.md, section 6)."""
+"""Side inputs: views, window mapping, missing windows and readiness (conformance/SEMANTICS.md, section 6)."""
 
 import apache_beam as beam
 from apache_beam.pvalue import AsDict, AsIter, AsList, AsMultiMap, AsSingleton, EmptySideInput

@@ -1,4 +1,4 @@
-"""Side inputs in streaming: per-window readiness and triggered side inputs (SEMANTICS.md, section 6).
+"""Side inputs in streaming: per-window readiness and triggered side inputs (conformance/SEMANTICS.md, section 6).
 
 Every case drives main and side input from ONE TestStream with two outputs ("main" and
 "side"), so the order of main elements relative to side panes is part of the input. Model

@@ -1,4 +1,4 @@
-"""User state in a stateful ParDo (SEMANTICS.md, section 7).
+"""User state in a stateful ParDo (conformance/SEMANTICS.md, section 7).
 
 State is scoped per key, per window and per transform, survives between the
 elements of that scope, and is garbage-collected when the window expires

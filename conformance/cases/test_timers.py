@@ -1,4 +1,4 @@
-"""Timers in a stateful ParDo (SEMANTICS.md, section 7).
+"""Timers in a stateful ParDo (conformance/SEMANTICS.md, section 7).
 
 Event-time timers fire when the input watermark passes them, per key in timestamp order,
 in the window of the element that set them; their output is stamped with the firing time.

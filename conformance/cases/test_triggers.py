@@ -1,4 +1,4 @@
-"""Triggers, accumulation modes and PaneInfo (SEMANTICS.md, sections 4 and 5), driven by TestStream.
+"""Triggers, accumulation modes and PaneInfo (conformance/SEMANTICS.md, sections 4 and 5), driven by TestStream.
 
 Each case feeds one key through a TestStream, one element batch per step wherever pane
 contents would otherwise depend on bundling, and moves the watermark and processing time

@@ -1,4 +1,5 @@
-"""Windowing: global windows, re-windowing, timestamp control and custom WindowFns (SEMANTICS.md, section 4)."""
+"""Windowing: global windows, re-windowing, timestamp control and custom WindowFns
+(conformance/SEMANTICS.md, section 4)."""
 
 import math
 

@@ -1,6 +1,6 @@
 """A runner served by a job server that the session fetches, starts and stops itself.
 
-The public base class for a runner author's own target (see README, "Testing your runner"): say
+The public base class for a runner author's own target (see docs/writing-a-case.md, "Adding a target"): say
 how to fetch the job server and the command that serves the Beam Job API on a given port, and
 the session does the rest: a free loopback port per session (per pytest-xdist worker), waiting
 until it answers, stopping it with its children, SDK workers as ``--environment-type`` asks.

@@ -14,7 +14,7 @@
 #   OUT_DIR         where results, JUnit XML, the matrix and the diff go (default conformance-reports)
 #   ENVIRONMENT_TYPE, WORKER_POOL_HOST
 #                   SDK workers: LOOPBACK (default) or EXTERNAL with the address of this machine as the
-#                   job server sees it (a job server in a container; see the kit's README)
+#                   job server sees it (a job server in a container; see the kit's docs/testing-your-runner.md)
 #   WORKERS         pytest-xdist workers (default auto)
 #   PYTEST_ARGS     more pytest arguments, e.g. '-m "not streaming" --case-timeout 120'
 #   BEAM_CONFORMANCE  the beam-conformance command (default: beam-conformance on PATH)

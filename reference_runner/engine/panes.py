@@ -1,5 +1,5 @@
 """A triggered GroupByKey: panes per key and window, as the watermark, the processing-time
-clock and the elements arrive (SEMANTICS.md, sections 4 and 5).
+clock and the elements arrive (conformance/SEMANTICS.md, sections 4 and 5).
 
 Each element is handled on its own, in arrival order (so panes do not depend on how the
 runner bundled the input): dropped if its window is past garbage collection (max timestamp +

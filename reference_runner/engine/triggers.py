@@ -1,4 +1,4 @@
-"""Trigger state machines: when a window's pane fires (SEMANTICS.md, section 5).
+"""Trigger state machines: when a window's pane fires (conformance/SEMANTICS.md, section 5).
 
 A trigger is plain data (built by the executor from the Runner API Trigger proto); the state
 of one trigger for one key and window is a tree of ``Node`` objects, parallel to the trigger.

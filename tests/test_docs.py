@@ -1,0 +1,101 @@
+"""The documentation agrees with the repository: every "SEMANTICS N" cite names a section of
+conformance/SEMANTICS.md, the README keeps the two commands CI runs, and every guide is linked."""
+
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SEMANTICS = ROOT / "conformance" / "SEMANTICS.md"
+SCANNED = ["conformance", "reference_runner", "tests", "docs", "benchmarks", "examples", "trials", "fixtures"]
+SUFFIXES = {".py", ".md", ".yaml", ".yml", ".toml", ".ini", ".sh"}
+# "SEMANTICS 4", "SEMANTICS 5/7", "SEMANTICS 3 and 6", "SEMANTICS.md, sections 4, 5 and 8"
+CITE = re.compile(r"SEMANTICS(?:\.md)?,?\s*(?:sections?\s*)?(\d+(?:\s*(?:,|/|and)\s*\d+)*)")
+
+
+def _files():
+    yield ROOT / "README.md"
+    for top in SCANNED:
+        for path in sorted((ROOT / top).rglob("*")):
+            if path.suffix in SUFFIXES and path.is_file() and "node_modules" not in path.parts:
+                yield path
+
+
+def _sections() -> set[int]:
+    return {int(n) for n in re.findall(r"^## (\d+) ", SEMANTICS.read_text(), re.MULTILINE)}
+
+
+def test_semantics_has_the_eight_sections_the_cases_cite():
+    assert _sections() == set(range(1, 9))
+
+
+def test_every_semantics_cite_names_a_section_that_exists():
+    sections = _sections()
+    cites, wrong = 0, []
+    for path in _files():
+        text = path.read_text(errors="replace")
+        for match in CITE.finditer(text):
+            cites += 1
+            for number in re.findall(r"\d+", match.group(1)):
+                if int(number) not in sections:
+                    line = text.count("\n", 0, match.start()) + 1
+                    wrong.append(f"{path.relative_to(ROOT)}:{line}: {match.group(0)!r}")
+    assert cites > 100  # the cases cite it throughout; a broken pattern would find none
+    assert not wrong, "cites of sections conformance/SEMANTICS.md does not have:\n" + "\n".join(wrong)
+
+
+def test_cites_of_the_file_name_it_by_its_place_in_the_repository():
+    vague = []
+    for path in _files():
+        if path == Path(__file__).resolve():  # its own patterns and examples
+            continue
+        text = path.read_text(errors="replace")
+        for match in re.finditer(r"[\w./]*SEMANTICS\.md", text):
+            if not text[text.rfind("\n", 0, match.start()) + 1 : match.start()].strip():
+                continue  # an entry of a layout tree, under its directory
+            if not match.group(0).endswith("conformance/SEMANTICS.md"):
+                vague.append(f"{path.relative_to(ROOT)}: {match.group(0)}")
+    assert not vague, "\n".join(vague)
+
+
+README = ROOT / "README.md"
+GUIDES = sorted((ROOT / "docs").glob("*.md"))
+
+
+def test_readme_keeps_the_two_commands_and_ci_runs_its_test_command():
+    text = README.read_text()
+    assert "tox -e conformance   # run the suite against the default targets" in text
+    assert "tox -e tests         # the kit's own tests" in text
+    ci = (ROOT / ".ci" / "run").read_text()
+    assert [line for line in ci.splitlines() if line.strip() == "tox -e tests"], ".ci/run must run `tox -e tests`"
+
+
+def test_readme_links_every_guide():
+    text = README.read_text()
+    missing = [g.name for g in GUIDES if f"](docs/{g.name})" not in text]
+    assert not missing, f"guides the README's map does not link: {missing}"
+
+
+def _headings(path: Path) -> set[str]:
+    """GitHub's anchors of a Markdown file's headings (code blocks skipped)."""
+    anchors, fenced = set(), False
+    for line in path.read_text().splitlines():
+        if line.startswith("```"):
+            fenced = not fenced
+        elif not fenced and (m := re.match(r"#{1,6} (.*)", line)):
+            anchors.add(re.sub(r"[^\w\- ]", "", m.group(1).strip().lower()).replace(" ", "-"))
+    return anchors
+
+
+def test_links_between_the_docs_resolve():
+    broken = []
+    for page in [README, SEMANTICS, *GUIDES]:
+        for target in re.findall(r"\]\(([^)\s]+)\)", page.read_text()):
+            if target.startswith(("http://", "https://", "mailto:")):
+                continue
+            path, _, anchor = target.partition("#")
+            dest = (page.parent / path).resolve() if path else page
+            if not dest.exists():
+                broken.append(f"{page.relative_to(ROOT)}: {target} (no such file)")
+            elif anchor and dest.suffix == ".md" and anchor not in _headings(dest):
+                broken.append(f"{page.relative_to(ROOT)}: {target} (no such heading)")
+    assert not broken, "\n".join(broken)
