@@ -8,7 +8,12 @@ import logging
 import signal
 import sys
 
-from reference_runner.spark.settings import DEFAULT_MASTER
+from reference_runner.spark.settings import DEFAULT_MASTER, PREFIX, SPARK_OPTIONS
+
+
+def _per_job_spark_options() -> str:
+    names = [f"--{PREFIX}{name}" for name, option in SPARK_OPTIONS.items() if option.remote]
+    return ", ".join(names[:-1]) + f" and {names[-1]}"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -26,16 +31,16 @@ def build_parser() -> argparse.ArgumentParser:
         "--backend",
         choices=["reference", "spark"],
         default="reference",
-        help="which engine runs the jobs: the reference runner (default) or Spark "
-        "(user code then runs in Spark's Python workers, not in the pipeline's "
-        "environment)",
+        help="which engine runs the jobs: the reference runner (default) or Spark (each "
+        "executor then starts workers of the job's environment, or runs Python user code in "
+        "Spark's own Python workers where that is equivalent)",
     )
     serve.add_argument(
         "--spark-master",
         default=None,
         help=f"Spark master URL for --backend spark (default {DEFAULT_MASTER}); every job shares it. A job "
-        "may set --spark_bundle_size, --spark_seed, --spark_parallelism and --spark_max_side_input_mib "
-        "as pipeline options (its SDK must know them: import reference_runner.spark)",
+        f"may set {_per_job_spark_options()} as pipeline options (its SDK must know them: import "
+        "reference_runner.spark)",
     )
     serve.add_argument(
         "--staging-dir", default=None, help="where staged artifacts go (default: a temporary directory removed at exit)"
