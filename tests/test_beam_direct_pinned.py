@@ -31,4 +31,4 @@ def test_beam_direct_stays_off_prism_when_prism_is_at_hand():
     # the machine really offers Prism: DirectRunner as shipped runs the pipeline there
     assert not isinstance(_run(DirectRunner(), prism), RunnerResult)
     # the target's DirectRunner does not
-    assert isinstance(_run(BeamDirectTarget("beam-direct", TargetSettings()).runner(), prism), RunnerResult)
+    assert isinstance(_run(BeamDirectTarget("beam-direct", TargetSettings()).beam_runner(), prism), RunnerResult)

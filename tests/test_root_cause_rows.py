@@ -58,7 +58,7 @@ CONFTEST = textwrap.dedent('''
 
         name = "mislabels-final-pane"
 
-        def runner(self):
+        def beam_runner(self):
             return _MislabellingRunner(lift=False)
 
 

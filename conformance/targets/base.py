@@ -86,7 +86,7 @@ class Target:
     def stop(self) -> None:
         pass
 
-    def runner(self):
+    def beam_runner(self):
         raise NotImplementedError(f"target {self.spec!r} must say which Beam runner it uses")
 
     def option_args(self, streaming: bool) -> list[str]:
@@ -230,7 +230,7 @@ class CaseRunner:
 
     def pipeline(self, *extra_args: str) -> beam.Pipeline:
         options = PipelineOptions(self.target.option_args(self.streaming) + list(extra_args))
-        return beam.Pipeline(runner=self.target.runner(), options=options)
+        return beam.Pipeline(runner=self.target.beam_runner(), options=options)
 
     def _execute(self, pipeline: beam.Pipeline, shape: str | None = None):
         shape = shape or self.target.settings.pipeline_shape

@@ -132,7 +132,7 @@ class GrpcTarget(Target):
         if self._boot_dir is not None:
             shutil.rmtree(self._boot_dir, ignore_errors=True)
 
-    def runner(self):
+    def beam_runner(self):
         from apache_beam.runners.portability.portable_runner import PortableRunner
 
         return PortableRunner()

@@ -34,7 +34,7 @@ class ReferenceTarget(Target):
     def stop(self) -> None:
         self._job_server.stop()
 
-    def runner(self):
+    def beam_runner(self):
         from reference_runner import ReferenceRunner
 
         return ReferenceRunner(**self.knobs)

@@ -53,7 +53,7 @@ class SparkTarget(Target):
         self._job_server.stop()
         session.stop()
 
-    def runner(self):
+    def beam_runner(self):
         from reference_runner.spark import SparkRunner
 
         return SparkRunner(master=self.master, bundle_size=self.bundle_size, seed=self.seed)
