@@ -14,8 +14,9 @@ from __future__ import annotations
 import pytest
 from apache_beam.utils.timestamp import MAX_TIMESTAMP, MIN_TIMESTAMP, Timestamp
 
-from conformance.checks import check, check_all, sort_values, sorted_groups
-from conformance.elements import (
+from conformance.authoring.case_runner import CaseFailure, CaseRunner, RunResult
+from conformance.authoring.checks import check, check_all, sort_values, sorted_groups
+from conformance.authoring.elements import (
     ANY,
     END_OF_GLOBAL_WINDOW_MS,
     GLOBAL,
@@ -27,8 +28,7 @@ from conformance.elements import (
     pane,
     satisfies,
 )
-from conformance.inputs import keyed_input, stamped_by_value, value_at_time
-from conformance.targets import CaseFailure
+from conformance.authoring.inputs import keyed_input, stamped_by_value, value_at_time
 
 # As a Beam Timestamp: a float of seconds cannot hold it to the millisecond.
 END_OF_GLOBAL_WINDOW = Timestamp(micros=END_OF_GLOBAL_WINDOW_MS * 1000)
@@ -71,12 +71,14 @@ def capability(capability_id: str):
 __all__ = [
     "ANY",
     "CaseFailure",
+    "CaseRunner",
     "END_OF_GLOBAL_WINDOW",
     "GLOBAL",
     "MAX_TIMESTAMP",
     "MIN_TIMESTAMP",
     "NO_FIRING",
     "ON_TIME_ONLY",
+    "RunResult",
     "W",
     "capability",
     "check",

@@ -5,7 +5,7 @@ import textwrap
 
 import pytest
 
-from conformance import transcripts
+from conformance.authoring import transcripts
 
 _GOOD = """\
 about: a scenario

@@ -11,8 +11,8 @@ import pytest
 from apache_beam.testing import test_stream
 from apache_beam.transforms import trigger, window
 
-from conformance import transcripts
 from conformance.api import capability, check, sorted_groups
+from conformance.authoring import transcripts
 
 _ALL = transcripts.load_all()
 

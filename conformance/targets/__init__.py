@@ -21,7 +21,7 @@ import importlib.metadata
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from conformance.targets.base import CaseFailure, CaseRunner, RunResult, Target, TargetSettings, TargetUnavailable
+from conformance.targets.base import Target, TargetSettings, TargetUnavailable
 from conformance.targets.job_server import JobServerTarget
 
 ENTRY_POINT_GROUP = "beam_conformance.targets"
@@ -112,10 +112,7 @@ def describe_all() -> str:
 
 __all__ = [
     "ENTRY_POINT_GROUP",
-    "CaseFailure",
-    "CaseRunner",
     "JobServerTarget",
-    "RunResult",
     "Target",
     "TargetSettings",
     "TargetUnavailable",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from conformance.shapes import ShapeNotApplicable
+from conformance.authoring.shapes import ShapeNotApplicable
 from conformance.targets.base import Target
 
 

@@ -15,7 +15,7 @@ import shutil
 import tempfile
 from collections.abc import Callable
 
-from conformance import shapes
+from conformance.authoring import shapes
 from conformance.targets.base import Target, TargetUnavailable
 from conformance.targets.processes import free_port, read_tail, start_group, stop_group, wait_until_serving
 from conformance.targets.workers import WorkerPoolProcess, write_boot_command

@@ -1,0 +1,324 @@
+"""How a case runs its pipelines on a target: the ``runner`` fixture every case takes (CaseRunner),
+what a finished job left behind (RunResult), and how a case fails (CaseFailure)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import apache_beam as beam
+import pytest
+from apache_beam.metrics.metric import MetricsFilter
+from apache_beam.options.pipeline_options import PipelineOptions
+
+from conformance.authoring import checks, shapes
+from conformance.capabilities import METRICS_REPORTING, TEST_STREAM, TEST_STREAM_URN
+
+if TYPE_CHECKING:
+    from conformance.targets.base import Target
+
+
+class CaseFailure(AssertionError):
+    """A case failed: wrong output, a failed job, or checks that never ran.
+
+    ``cross_cutting`` names the one property every deviation lies in (capabilities.CROSS_CUTTING),
+    when there is one: the matrix then counts the failure under that
+    property's own capability (capabilities.CROSS_CUTTING) and the case's own row under
+    ``judged``: True when everything else the case checks was checked and held, False when the
+    case could not get that far (no metrics to read)."""
+
+    def __init__(self, message: str, cross_cutting: str | None = None, judged: bool = True):
+        super().__init__(message)
+        self.cross_cutting = cross_cutting
+        self.judged = judged
+
+
+@dataclass
+class RunResult:
+    """What a finished job left behind: its state and its metrics.
+
+    ``transform_names`` maps the ids of the pipeline proto's transforms to their full names. The
+    model does not fix how a runner names the step of a metric: the Fn API labels a metric with the
+    id of its transform in the pipeline proto (MonitoringInfo label PTRANSFORM), which some runners
+    report as it is and others translate back to the transform's full name. ``step_name`` reads
+    either as the full name."""
+
+    state: str
+    metrics: dict
+    transform_names: dict[str, str] = field(default_factory=dict)
+
+    def step_name(self, reported: str | None) -> str | None:
+        """The full name of the transform a metric's reported step identifies (the reported text
+        itself when it is no transform id of the pipeline; None when the runner gave none)."""
+        if reported is None:
+            return None
+        return self.transform_names.get(reported, reported)
+
+    def _query(self, kind: str, namespace: str | None, name: str):
+        return [
+            m
+            for m in self.metrics.get(kind, ())
+            if m.key.metric.name == name and (namespace is None or m.key.metric.namespace == namespace)
+        ]
+
+    def metric(self, kind: str, name: str, namespace: str | None = None, committed: bool = False):
+        """Sum a metric over steps: attempted by default (falls back to committed
+        when the runner reports only that); ``committed=True`` reads committed values."""
+        results = self._query(kind, namespace, name)
+        if not results and not any(self.metrics.values()):
+            raise CaseFailure(
+                f"the runner reported no metrics at all, so the case cannot read its {kind[:-1]} {name!r}",
+                cross_cutting=METRICS_REPORTING,
+                judged=False,
+            )
+        if not results:
+            raise CaseFailure(
+                f"the runner reported no {kind[:-1]} named {name!r}; it reported: "
+                f"{sorted({m.key.metric.name for m in self.metrics.get(kind, ())})}"
+            )
+        values = []
+        for m in results:
+            value = m.committed if committed else (m.attempted if m.attempted is not None else m.committed)
+            if value is None:
+                raise CaseFailure(
+                    f"the runner reported {name!r} without a {'committed' if committed else 'attempted'} value"
+                )
+            values.append(value)
+        return values
+
+    def counter(self, name: str, namespace: str | None = None, committed: bool = False) -> int:
+        return sum(self.metric("counters", name, namespace, committed))
+
+    def distribution(self, name: str, namespace: str | None = None, committed: bool = False):
+        """(sum, count, min, max) over every step that reported it."""
+        parts = self.metric("distributions", name, namespace, committed)
+        return (
+            sum(d.sum for d in parts),
+            sum(d.count for d in parts),
+            min(d.min for d in parts),
+            max(d.max for d in parts),
+        )
+
+    def gauge(self, name: str, namespace: str | None = None, committed: bool = False):
+        parts = self.metric("gauges", name, namespace, committed)
+        return max(parts, key=lambda g: g.timestamp).value
+
+    def string_set(self, name: str, namespace: str | None = None, committed: bool = False) -> set:
+        """The union over every step that reported it."""
+        return set().union(*self.metric("string_sets", name, namespace, committed))
+
+    def bounded_trie(self, name: str, namespace: str | None = None, committed: bool = False) -> set:
+        """The paths, each a tuple of segments then a truncated flag, over every step that reported it."""
+        return set().union(*(t.get_result() for t in self.metric("bounded_tries", name, namespace, committed)))
+
+
+_DIFF = re.compile(re.escape(checks.DIFF_BEGIN) + r"\n(.*?)\n" + re.escape(checks.DIFF_END), re.S)
+
+
+def _tail(text: str, lines: int = 25) -> str:
+    """The end of a runner's error text, where a traceback names the error; when that is cut, the
+    first line too, which is where a job server's error (a Java exception followed by the pipeline
+    proto it refused) names it."""
+    all_lines = text.strip().splitlines()
+    kept = all_lines if len(all_lines) <= lines else [all_lines[0], "..."] + all_lines[-(lines - 2) :]
+    return "\n".join("    " + line for line in kept)
+
+
+class CaseRunner:
+    """Builds and runs the pipelines of one case on one target."""
+
+    def __init__(self, target: Target, streaming: bool):
+        self.target = target
+        self.streaming = streaming
+        # checks whose output differed only in a cross-cutting property: check id -> (property,
+        # text). The case fails with them once its body has checked everything else (finish()).
+        self.deviations: dict[str, tuple[str, str]] = {}
+
+    def pipeline(self, *extra_args: str) -> beam.Pipeline:
+        options = PipelineOptions(self.target.option_args(self.streaming) + list(extra_args))
+        return beam.Pipeline(runner=self.target.beam_runner(), options=options)
+
+    def _execute(self, pipeline: beam.Pipeline, shape: str | None = None):
+        shape = shape or self.target.settings.pipeline_shape
+        try:
+            result = self.target.run_shaped(pipeline, shape) if shape else pipeline.run()
+        except shapes.ShapeNotApplicable as e:
+            pytest.skip(str(e))
+        try:
+            state = result.wait_until_finish()
+        except BaseException:
+            _cancel_quietly(result)
+            raise
+        return result, state
+
+    def run(self, pipeline: beam.Pipeline, shape: str | None = None) -> RunResult:
+        """Run to completion; raise CaseFailure with a readable diff if anything is off.
+        ``shape``: submit the pipeline as the SDK pre-optimizes it (conformance/shapes.py)."""
+        __tracebackhide__ = True
+        try:
+            result, state = self._execute(pipeline, shape)
+        except Exception as e:  # the job failed: show our diff if a check failed, else the runner's text
+            text = f"{type(e).__name__}: {e}"
+            diffs = _DIFF.findall(text)
+            self._collect_deviations(checks.checks_of(pipeline), {})
+            if diffs:
+                raise CaseFailure(
+                    "output differs from the Beam model:\n" + "\n".join(dict.fromkeys(diffs)) + self._deviation_note()
+                ) from None
+            note = self.target.explain_failure(text)
+            note = f"\n({note})" if note else ""
+            message = f"the job failed on {self.target.name}:\n{_tail(text)}{note}"
+            if refuses_test_stream(text, pipeline):
+                # refused for the TestStream, not for what the case is about: not judged here
+                raise CaseFailure(message, cross_cutting=TEST_STREAM, judged=False) from None
+            raise CaseFailure(message) from None
+        state = str(state)
+        if "DONE" not in state:
+            raise CaseFailure(f"the job finished in state {state}, not DONE")
+        metrics = _all_metrics(result)
+        self._collect_deviations(checks.checks_of(pipeline), metrics)
+        self._confirm(checks.checks_of(pipeline), metrics)
+        return RunResult(state, metrics, _transform_names(pipeline))
+
+    def _collect_deviations(self, check_ids: list[str], metrics: dict) -> None:
+        """The checks of this pipeline that deviated only in a cross-cutting property, from the
+        runner's metrics (the summary line) or, better, from this process (the whole diff)."""
+        for m in metrics.get("counters", ()):
+            if m.key.metric.namespace == checks.DEVIATION_NAMESPACE and ((m.committed or 0) + (m.attempted or 0)) > 0:
+                check_id, prop, summary = (m.key.metric.name.split(checks.DEVIATION_SEPARATOR, 2) + ["", ""])[:3]
+                if check_id in check_ids:
+                    self.deviations.setdefault(check_id, (prop, summary))
+        for check_id in check_ids:
+            found = checks.deviation_in_process(check_id)
+            if found is not None:
+                self.deviations[check_id] = found
+
+    def _deviation_note(self) -> str:
+        if not self.deviations:
+            return ""
+        properties = sorted({p for p, _ in self.deviations.values()})
+        return f"\n(other checks of the case deviated only in {', '.join(properties)})"
+
+    def finish(self) -> None:
+        """After the case's body passed: fail it if any check deviated in a cross-cutting property."""
+        __tracebackhide__ = True
+        if not self.deviations:
+            return
+        properties = sorted({prop for prop, _ in self.deviations.values()})
+        texts = "\n".join(dict.fromkeys(text for _, text in self.deviations.values()))
+        raise CaseFailure(
+            f"output differs from the Beam model only in {' and '.join(properties)} (counted under that "
+            f"property's own capability; everything else the case checks holds):\n{texts}",
+            cross_cutting=properties[0] if len(properties) == 1 else None,
+        )
+
+    def shaped(self, shape: str) -> CaseRunner:
+        """This runner, submitting every pipeline in ``shape``."""
+        shaped = _ShapedCaseRunner(self.target, self.streaming, shape)
+        shaped.deviations = self.deviations  # one case, one account of its deviations
+        return shaped
+
+    def run_expecting_failure(self, pipeline: beam.Pipeline, match: str) -> str:
+        """Run a pipeline that must fail; its error text must contain ``match``."""
+        __tracebackhide__ = True
+        try:
+            result, state = self._execute(pipeline)
+        except Exception as e:
+            text = f"{type(e).__name__}: {e}"
+            if match not in text:
+                raise CaseFailure(
+                    f"the job failed as expected, but its error does not mention {match!r}:\n{_tail(text)}"
+                ) from None
+            return text
+        raise CaseFailure(
+            f"the job should have failed with an error mentioning {match!r}, but it finished in state {state}"
+        )
+
+    def _confirm(self, check_ids: list[str], metrics: dict) -> None:
+        __tracebackhide__ = True
+        reported = {
+            m.key.metric.name
+            for m in metrics["counters"]
+            if m.key.metric.namespace == checks.CONFIRM_NAMESPACE and ((m.committed or 0) > 0 or (m.attempted or 0) > 0)
+        }
+        unconfirmed = [
+            c
+            for c in check_ids
+            if c not in reported and c not in self.deviations and not checks.confirmed_in_process(c)
+        ]
+        if not unconfirmed:
+            return
+        if not reported and not self.target.in_process_worker and self.target.settings.trust_unconfirmed_checks:
+            return
+        raise CaseFailure(
+            f"the job finished, but {len(unconfirmed)} of {len(check_ids)} output check(s) never ran: "
+            f"{unconfirmed}. The runner skipped part of the pipeline or dropped its output. "
+            "(A runner that reports no metrics and runs workers out of process cannot confirm "
+            "checks; pass --trust-unconfirmed-checks to accept that.)"
+        )
+
+
+class _ShapedCaseRunner(CaseRunner):
+    def __init__(self, target: Target, streaming: bool, shape: str):
+        super().__init__(target, streaming)
+        self.shape = shapes.check_shape(shape)
+
+    def _execute(self, pipeline: beam.Pipeline, shape: str | None = None):
+        return super()._execute(pipeline, shape or self.shape)
+
+
+def _has_test_stream(pipeline: beam.Pipeline) -> bool:
+    from apache_beam.pipeline import PipelineVisitor
+    from apache_beam.testing.test_stream import TestStream
+
+    class _Finder(PipelineVisitor):
+        found = False
+
+        def visit_transform(self, node):
+            self.found = self.found or isinstance(node.transform, TestStream)
+
+    finder = _Finder()
+    pipeline.visit(finder)
+    return finder.found
+
+
+def refuses_test_stream(error_text: str, pipeline: beam.Pipeline) -> bool:
+    """Did the job fail refusing the pipeline's TestStream? Its error names the TestStream: by its URN,
+    or by the TestStream transform's id in the submitted pipeline (Beam's Spark job server: its fuser
+    accepts no root but an Impulse or a Read, and names the transform it refuses)."""
+    if not _has_test_stream(pipeline):
+        return False
+    if TEST_STREAM_URN in error_text:
+        return True
+    try:
+        transforms = pipeline.to_runner_api().components.transforms
+    except Exception:
+        return False
+    ids = [tid for tid, t in transforms.items() if t.spec.urn == TEST_STREAM_URN]
+    # the whole id, not a prefix of a longer one (..._TestStream_2 is not ..._TestStream_21)
+    return any(re.search(re.escape(tid) + r"(?![\w-])", error_text) for tid in ids)
+
+
+def _transform_names(pipeline: beam.Pipeline) -> dict[str, str]:
+    """Transform id -> full name in the pipeline's proto (the ids a runner saw: the SDK numbers its
+    transforms in the same traversal every time it writes the proto). Empty if it cannot be written."""
+    try:
+        transforms = pipeline.to_runner_api().components.transforms
+    except Exception:
+        return {}
+    return {tid: t.unique_name for tid, t in transforms.items() if t.unique_name}
+
+
+def _all_metrics(result) -> dict:
+    try:
+        return result.metrics().query(MetricsFilter())
+    except Exception:  # a runner without metrics support: report none
+        return {"counters": [], "distributions": [], "gauges": [], "string_sets": [], "bounded_tries": []}
+
+
+def _cancel_quietly(result) -> None:
+    try:
+        result.cancel()
+    except Exception:
+        pass
