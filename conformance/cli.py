@@ -13,9 +13,10 @@ import time
 
 import yaml
 
-from conformance import baseline, capabilities, diff, results
-from conformance.expectations import Expectations, ExpectationsError
+from conformance import baseline, capabilities, diff
 from conformance.report import beam_comparison, beam_yaml, html, markdown, matrix
+from conformance.session import results
+from conformance.session.expectations import Expectations, ExpectationsError
 
 OUTPUTS = {
     "capability-matrix.md": markdown.render,
@@ -174,7 +175,7 @@ def _diff(args) -> int:
 
 def _fetch(args) -> int:
     """Bring targets' artifacts into the cache (what a run does first anyway)."""
-    from conformance import targets
+    from conformance.session import targets
 
     worst = 0
     for spec in [t for value in args.target for t in value.split()]:
@@ -188,7 +189,7 @@ def _fetch(args) -> int:
 
 
 def _targets(_args) -> int:
-    from conformance import targets
+    from conformance.session import targets
 
     print(targets.describe_all())
     return 0

@@ -6,7 +6,7 @@ import yaml
 
 from conformance import baseline
 from conformance.cli import main
-from conformance.expectations import Expectations, parse
+from conformance.session.expectations import Expectations, parse
 from test_report import case, results_doc
 
 DIFF = (

@@ -13,8 +13,8 @@ from apache_beam.runners.direct.direct_runner import DirectRunner
 from apache_beam.runners.portability.fn_api_runner.fn_runner import RunnerResult
 
 from conformance.peers import artifacts, pins
+from conformance.session.targets.beam_peers import BeamDirectTarget
 from conformance.targets import TargetSettings
-from conformance.targets.beam_peers import BeamDirectTarget
 
 
 def _run(runner, prism: str):

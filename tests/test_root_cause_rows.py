@@ -19,7 +19,7 @@ CONFTEST = textwrap.dedent('''
     from apache_beam.utils.windowed_value import PaneInfo, WindowedValue
 
     from conformance import targets
-    from conformance.targets.reference import ReferenceTarget
+    from conformance.session.targets.reference import ReferenceTarget
     from reference_runner import ReferenceRunner
 
 

@@ -92,8 +92,8 @@ class _CountsBundles(beam.DoFn):
 
 
 def test_the_spark_target_takes_a_bundle_size_as_the_reference_target_does():
-    from conformance.targets.base import TargetSettings, TargetUnavailable
-    from conformance.targets.spark import SparkTarget
+    from conformance.session.targets.spark import SparkTarget
+    from conformance.targets import TargetSettings, TargetUnavailable
 
     target = SparkTarget("spark:bundle_size=1", TargetSettings())
     assert target.describe()["bundle_size"] == 1
@@ -105,8 +105,8 @@ def test_the_spark_target_takes_a_bundle_size_as_the_reference_target_does():
 
 
 def test_the_spark_target_takes_a_seed_for_its_micro_batches():
-    from conformance.targets.base import TargetSettings, TargetUnavailable
-    from conformance.targets.spark import SparkTarget
+    from conformance.session.targets.spark import SparkTarget
+    from conformance.targets import TargetSettings, TargetUnavailable
 
     target = SparkTarget("spark:seed=7,bundle_size=5", TargetSettings())
     assert (target.describe()["seed"], target.describe()["bundle_size"]) == (7, 5)

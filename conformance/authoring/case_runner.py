@@ -16,7 +16,7 @@ from conformance.authoring import checks, shapes
 from conformance.capabilities import METRICS_REPORTING, TEST_STREAM, TEST_STREAM_URN
 
 if TYPE_CHECKING:
-    from conformance.targets.base import Target
+    from conformance.targets import Target
 
 
 class CaseFailure(AssertionError):

@@ -16,9 +16,9 @@ import tempfile
 from collections.abc import Callable
 
 from conformance.authoring import shapes
-from conformance.targets.base import Target, TargetUnavailable
-from conformance.targets.processes import free_port, read_tail, start_group, stop_group, wait_until_serving
-from conformance.targets.workers import WorkerPoolProcess, write_boot_command
+from conformance.session.targets.base import Target, TargetUnavailable
+from conformance.session.targets.processes import free_port, read_tail, start_group, stop_group, wait_until_serving
+from conformance.session.targets.workers import WorkerPoolProcess, write_boot_command
 
 
 class JobServerProcess:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from conformance.authoring.shapes import ShapeNotApplicable
-from conformance.targets.base import Target
+from conformance.session.targets.base import Target
 
 
 class BeamDirectTarget(Target):

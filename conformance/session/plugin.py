@@ -11,14 +11,16 @@ import time
 
 import pytest
 
-from conformance import api, capabilities, results, targets
+from conformance import api, capabilities
 from conformance.authoring import shapes
 from conformance.authoring.case_runner import CaseRunner
-from conformance.expectations import Expectations, ExpectationsError, KnownFailure
+from conformance.session import results, targets
+from conformance.session.expectations import Expectations, ExpectationsError, KnownFailure
 
 DEFAULT_TARGET = "beam-direct"
 DEFAULT_CASE_TIMEOUT = 180.0
-EXPECTATIONS_DIR = os.path.join(os.path.dirname(__file__), "expectations")
+# the committed known-failure files: data of the conformance package (conformance/expectations/)
+EXPECTATIONS_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "expectations")
 CASES_PACKAGE = "conformance.cases."
 
 _CASE = pytest.StashKey["CaseInfo"]()

@@ -5,8 +5,8 @@ micro-batch boundaries and bundle sizes, as --spark_seed)."""
 
 from __future__ import annotations
 
-from conformance.targets.base import Target, TargetUnavailable
-from conformance.targets.own_job_server import InProcessJobServer
+from conformance.session.targets.base import Target, TargetUnavailable
+from conformance.session.targets.own_job_server import InProcessJobServer
 
 
 class SparkTarget(Target):
