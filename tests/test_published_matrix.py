@@ -3,8 +3,8 @@
 import json
 
 from conformance import capabilities
-from conformance.cli import main
-from conformance.report import beam_comparison, matrix, published
+from conformance.tools.cli import main
+from conformance.tools.report import beam_comparison, matrix, published
 from test_report import case, results_doc
 
 

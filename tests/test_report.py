@@ -4,8 +4,8 @@ import json
 
 import yaml
 
-from conformance.cli import main, write_reports
-from conformance.report import matrix
+from conformance.tools.cli import main, write_reports
+from conformance.tools.report import matrix
 
 
 def case(id_, capability, outcome, message="", known=None):

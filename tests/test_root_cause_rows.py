@@ -10,8 +10,8 @@ conftest.py through the public ``register()`` call.
 import json
 import textwrap
 
-from conformance.cli import write_reports
-from conformance.report.matrix import build
+from conformance.tools.cli import write_reports
+from conformance.tools.report.matrix import build
 
 CONFTEST = textwrap.dedent('''
     import apache_beam as beam

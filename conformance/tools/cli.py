@@ -13,10 +13,11 @@ import time
 
 import yaml
 
-from conformance import baseline, capabilities, diff
-from conformance.report import beam_comparison, beam_yaml, html, markdown, matrix
+from conformance import capabilities
 from conformance.session import results
 from conformance.session.expectations import Expectations, ExpectationsError
+from conformance.tools import baseline, diff
+from conformance.tools.report import beam_comparison, beam_yaml, html, markdown, matrix
 
 OUTPUTS = {
     "capability-matrix.md": markdown.render,
