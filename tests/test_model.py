@@ -1,4 +1,4 @@
-"""Unit tests of conformance.model against the vectors in SEMANTICS.md (sections 3 and 4).
+"""Unit tests of conformance.authoring.model against the vectors in SEMANTICS.md (sections 3 and 4).
 
 Units follow the vectors: Java tests count milliseconds, the Python transcripts count whole
 units with windows written [start, max_timestamp]; the model works on any integer unit.

@@ -1,4 +1,4 @@
-"""Beam's published capability matrix beside ours (conformance.report.published, beam_comparison)."""
+"""Beam's published capability matrix beside ours (conformance.tools.report.published, beam_comparison)."""
 
 import json
 

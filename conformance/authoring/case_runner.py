@@ -154,7 +154,7 @@ class CaseRunner:
 
     def run(self, pipeline: beam.Pipeline, shape: str | None = None) -> RunResult:
         """Run to completion; raise CaseFailure with a readable diff if anything is off.
-        ``shape``: submit the pipeline as the SDK pre-optimizes it (conformance/shapes.py)."""
+        ``shape``: submit the pipeline as the SDK pre-optimizes it (conformance/authoring/shapes.py)."""
         __tracebackhide__ = True
         try:
             result, state = self._execute(pipeline, shape)

@@ -83,7 +83,7 @@ class Step:
     kind: str  # elements, watermark or processing_time
     value: object  # event times, a watermark (float or "inf") or a delay in seconds
     key: str = "k"
-    expect: list = field(default_factory=list)  # conformance.elements.Elem
+    expect: list = field(default_factory=list)  # conformance.authoring.elements.Elem
 
 
 @dataclass

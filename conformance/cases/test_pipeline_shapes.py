@@ -1,4 +1,4 @@
-"""Pipelines as the SDK submits them after pre-optimizing them (conformance/shapes.py).
+"""Pipelines as the SDK submits them after pre-optimizing them (conformance/authoring/shapes.py).
 
 Beam's PortableRunner rewrites a batch pipeline before submitting it when asked
 (``--experiments=pre_optimize=...``): combiners packed and lifted, splittable DoFns expanded,

@@ -1,4 +1,4 @@
-"""Property-based cases: random inputs, expected output from conformance.model.
+"""Property-based cases: random inputs, expected output from conformance.authoring.model.
 
 Each example runs one pipeline holding PARTS independent sub-pipelines, each over its own random
 keys, values and integer-second timestamps (up to 60 elements), and compares every output's value,

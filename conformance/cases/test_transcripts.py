@@ -1,5 +1,5 @@
 """Scripted trigger scenarios: every fixtures/transcripts/*.yaml file (format in
-conformance/transcripts.py) fed through a TestStream into WindowInto + GroupByKey.
+conformance/authoring/transcripts.py) fed through a TestStream into WindowInto + GroupByKey.
 
 Each step's expected panes are written next to the step that fires them; the runner's output
 must be exactly the union of them, with every PaneInfo field, so the step at which a pane fired

@@ -30,7 +30,7 @@ class TargetSettings:
     worker_pool_port: int = 0
     trust_unconfirmed_checks: bool = False
     extra_options: list[str] = field(default_factory=list)
-    # Submit every pipeline as the SDK pre-optimized it (conformance/shapes.py); None: as built
+    # Submit every pipeline as the SDK pre-optimized it (conformance/authoring/shapes.py); None: as built
     pipeline_shape: str | None = None
 
 

@@ -1,4 +1,4 @@
-"""Beam's published capability matrix (conformance.report.published) beside the matrix our results
+"""Beam's published capability matrix (conformance.tools.report.published) beside the matrix our results
 build: for each target of ours that runs what one of Beam's columns describes, the rows where the
 two disagree.
 
