@@ -1,4 +1,7 @@
-"""Everything a case needs, in one import.
+"""Everything a case needs, in one import: the one module case authors import. It gathers the
+modules of conformance.authoring: the runner fixture's class (CaseRunner, RunResult, CaseFailure),
+check() and expected elements, timestamped inputs and the shared pane helpers (group_panes and the
+PaneInfo of each timing).
 
 from conformance.api import *
 
@@ -14,8 +17,9 @@ from __future__ import annotations
 import pytest
 from apache_beam.utils.timestamp import MAX_TIMESTAMP, MIN_TIMESTAMP, Timestamp
 
-from conformance.checks import check, check_all, sort_values, sorted_groups
-from conformance.elements import (
+from conformance.authoring.case_runner import CaseFailure, CaseRunner, RunResult
+from conformance.authoring.checks import check, check_all, sort_values, sorted_groups
+from conformance.authoring.elements import (
     ANY,
     END_OF_GLOBAL_WINDOW_MS,
     GLOBAL,
@@ -27,8 +31,15 @@ from conformance.elements import (
     pane,
     satisfies,
 )
-from conformance.inputs import keyed_input, stamped_by_value, value_at_time
-from conformance.targets import CaseFailure
+from conformance.authoring.inputs import keyed_input, stamped_by_value, value_at_time
+from conformance.authoring.panes import (
+    ACCUMULATING,
+    DISCARDING,
+    early_pane,
+    group_panes,
+    late_pane,
+    on_time_pane,
+)
 
 # As a Beam Timestamp: a float of seconds cannot hold it to the millisecond.
 END_OF_GLOBAL_WINDOW = Timestamp(micros=END_OF_GLOBAL_WINDOW_MS * 1000)
@@ -69,22 +80,30 @@ def capability(capability_id: str):
 
 
 __all__ = [
+    "ACCUMULATING",
     "ANY",
     "CaseFailure",
+    "CaseRunner",
+    "DISCARDING",
     "END_OF_GLOBAL_WINDOW",
     "GLOBAL",
     "MAX_TIMESTAMP",
     "MIN_TIMESTAMP",
     "NO_FIRING",
     "ON_TIME_ONLY",
+    "RunResult",
     "W",
     "capability",
     "check",
     "check_all",
     "created",
+    "early_pane",
     "el",
+    "group_panes",
     "grouped",
     "keyed_input",
+    "late_pane",
+    "on_time_pane",
     "one_of",
     "pane",
     "satisfies",

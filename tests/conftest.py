@@ -2,7 +2,7 @@
 
 import pytest
 
-from conformance.targets.workers import WorkerPoolProcess, write_boot_command
+from conformance.session.targets.workers import WorkerPoolProcess, write_boot_command
 
 pytest_plugins = ["pytester"]
 

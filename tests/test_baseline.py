@@ -4,9 +4,9 @@ import json
 
 import yaml
 
-from conformance import baseline
-from conformance.cli import main
-from conformance.expectations import Expectations, parse
+from conformance.session.expectations import Expectations, parse
+from conformance.tools import baseline
+from conformance.tools.cli import main
 from test_report import case, results_doc
 
 DIFF = (

@@ -13,8 +13,8 @@ from apache_beam.runners.direct.direct_runner import DirectRunner
 from apache_beam.runners.portability.fn_api_runner.fn_runner import RunnerResult
 
 from conformance.peers import artifacts, pins
+from conformance.session.targets.beam_peers import BeamDirectTarget
 from conformance.targets import TargetSettings
-from conformance.targets.beam_peers import BeamDirectTarget
 
 
 def _run(runner, prism: str):
@@ -31,4 +31,4 @@ def test_beam_direct_stays_off_prism_when_prism_is_at_hand():
     # the machine really offers Prism: DirectRunner as shipped runs the pipeline there
     assert not isinstance(_run(DirectRunner(), prism), RunnerResult)
     # the target's DirectRunner does not
-    assert isinstance(_run(BeamDirectTarget("beam-direct", TargetSettings()).runner(), prism), RunnerResult)
+    assert isinstance(_run(BeamDirectTarget("beam-direct", TargetSettings()).beam_runner(), prism), RunnerResult)

@@ -4,8 +4,8 @@ import json
 
 import pytest
 
-from conformance import diff
-from conformance.cli import main, write_reports
+from conformance.tools import diff
+from conformance.tools.cli import main, write_reports
 from test_report import case, results_doc
 
 

@@ -5,9 +5,8 @@ import pickle
 import pytest
 from apache_beam.utils.timestamp import Timestamp
 
-from conformance import elements
-from conformance.capabilities import PANE_METADATA
-from conformance.elements import (
+from conformance.authoring import elements
+from conformance.authoring.elements import (
     ANY,
     END_OF_GLOBAL_WINDOW_MS,
     GLOBAL,
@@ -20,6 +19,7 @@ from conformance.elements import (
     pane,
     satisfies,
 )
+from conformance.capabilities import PANE_METADATA
 
 
 def rec(value, ts_ms=0, window=GLOBAL, p=ON_TIME_ONLY):

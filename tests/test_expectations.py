@@ -2,7 +2,7 @@
 
 import pytest
 
-from conformance.expectations import Expectations, ExpectationsError, parse
+from conformance.session.expectations import Expectations, ExpectationsError, parse
 
 
 def test_case_globs_and_capability_groups_match():

@@ -1,7 +1,7 @@
 """The message of a failed job keeps the end of the runner's error text and, when that is cut, its
 first line: a Java job server's error names the exception there and then dumps the proto it refused."""
 
-from conformance.targets.base import _tail
+from conformance.authoring.case_runner import _tail
 
 
 def test_a_short_error_is_kept_whole():

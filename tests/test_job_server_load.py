@@ -169,7 +169,7 @@ def test_a_dofn_that_never_returns_is_cancelled_after_the_case_timeout(server):
     try:
         job = server.jobs.jobs[result._job_id]
         _wait_for(lambda: job.state == State.RUNNING and server.fn._connections, 60, "the job running")
-        # what a case does when its time runs out (conformance/targets/base.py): stop waiting, cancel
+        # what a case does when its time runs out (conformance/authoring/case_runner.py): stop waiting, cancel
         result.wait_until_finish(duration=1000)
         assert job.state == State.RUNNING  # (the DoFn never returns)
         result.cancel()

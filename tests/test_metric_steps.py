@@ -7,8 +7,8 @@ import pytest
 from apache_beam.metrics.execution import MetricKey, MetricResult
 from apache_beam.metrics.metricbase import MetricName
 
+from conformance.authoring.case_runner import RunResult, _transform_names
 from conformance.cases.test_metrics import NS, per_step
-from conformance.targets.base import RunResult, _transform_names
 
 
 def _counter(step, name, value):

@@ -1,12 +1,12 @@
-"""Unit tests of conformance.model against the vectors in conformance/SEMANTICS.md (sections 3 and 4).
+"""Unit tests of conformance.authoring.model against the vectors in conformance/SEMANTICS.md (sections 3 and 4).
 
 Units follow the vectors: Java tests count milliseconds, the Python transcripts count whole
 units with windows written [start, max_timestamp]; the model works on any integer unit.
 """
 
-from conformance import model
-from conformance.elements import END_OF_GLOBAL_WINDOW_MS
-from conformance.model import EARLIEST, END_OF_WINDOW, GLOBAL, LATEST, Elem, Interval
+from conformance.authoring import model
+from conformance.authoring.elements import END_OF_GLOBAL_WINDOW_MS
+from conformance.authoring.model import EARLIEST, END_OF_WINDOW, GLOBAL, LATEST, Elem, Interval
 
 
 def test_fixed_windows_with_and_without_offset():

@@ -7,7 +7,7 @@ import json
 import sys
 import textwrap
 
-from conformance.cli import main
+from conformance.tools.cli import main
 
 JOB_SERVER = f"{sys.executable} -m apache_beam.runners.portability.local_job_service_main --port {{port}}"
 # A case of the runner author's own whose outcome an environment variable flips.

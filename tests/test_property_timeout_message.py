@@ -6,7 +6,7 @@ import types
 import pytest
 from hypothesis.errors import FlakyFailure
 
-from conformance.plugin import _message_of
+from conformance.session.plugin import _message_of
 
 
 def _call(error):

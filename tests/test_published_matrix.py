@@ -1,10 +1,10 @@
-"""Beam's published capability matrix beside ours (conformance.report.published, beam_comparison)."""
+"""Beam's published capability matrix beside ours (conformance.tools.report.published, beam_comparison)."""
 
 import json
 
 from conformance import capabilities
-from conformance.cli import main
-from conformance.report import beam_comparison, matrix, published
+from conformance.tools.cli import main
+from conformance.tools.report import beam_comparison, matrix, published
 from test_report import case, results_doc
 
 

@@ -13,9 +13,9 @@ import tempfile
 
 import pytest
 
+from conformance.session.targets.processes import start_group, stop_group, wait_until_serving
+from conformance.session.targets.workers import WorkerPoolProcess, write_boot_command
 from conformance.targets import TargetUnavailable
-from conformance.targets.processes import start_group, stop_group, wait_until_serving
-from conformance.targets.workers import WorkerPoolProcess, write_boot_command
 from suite_run import suite_command
 
 # A small batch selection touching each kind of work a remote worker does: ParDo, side inputs,

@@ -4,8 +4,8 @@ import json
 
 import yaml
 
-from conformance.cli import main, write_reports
-from conformance.report import matrix
+from conformance.tools.cli import main, write_reports
+from conformance.tools.report import matrix
 
 
 def case(id_, capability, outcome, message="", known=None):
@@ -28,7 +28,7 @@ def case(id_, capability, outcome, message="", known=None):
 
 
 def results_doc(target, cases):
-    from conformance import results
+    from conformance.session import results
 
     return {
         "format": results.FORMAT,
@@ -142,7 +142,7 @@ def test_cli_rejects_files_that_are_not_results(tmp_path, capsys):
 
 
 def test_results_name_installed_modules_without_machine_paths():
-    from conformance.results import portable_paths
+    from conformance.session.results import portable_paths
 
     text = 'File "/home/me/.tox/x/lib/python3.11/site-packages/apache_beam/runners/a.py", line 3'
     assert portable_paths(text) == 'File "<site-packages>/apache_beam/runners/a.py", line 3'
@@ -220,7 +220,7 @@ def test_a_streaming_case_refused_for_its_test_stream_is_not_judged_in_its_own_r
 
 def test_results_name_the_kits_modules_and_cached_builds_without_machine_paths(monkeypatch, tmp_path):
     import reference_runner.worker.embedded as embedded
-    from conformance.results import portable_paths
+    from conformance.session.results import portable_paths
 
     monkeypatch.setenv("BEAM_CONFORMANCE_CACHE", str(tmp_path))
     text = f'File "{embedded.__file__}", line 139; at main ({tmp_path}/sdk-pipelines/ts-1/pipelines.js:154:3)'

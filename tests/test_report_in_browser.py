@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from conformance import capabilities
-from conformance.cli import write_reports
+from conformance.tools.cli import write_reports
 from test_report import case, results_doc, sample
 
 CHROMIUM = os.environ.get("CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")

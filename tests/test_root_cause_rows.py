@@ -10,8 +10,8 @@ conftest.py through the public ``register()`` call.
 import json
 import textwrap
 
-from conformance.cli import write_reports
-from conformance.report.matrix import build
+from conformance.tools.cli import write_reports
+from conformance.tools.report.matrix import build
 
 CONFTEST = textwrap.dedent('''
     import apache_beam as beam
@@ -19,7 +19,7 @@ CONFTEST = textwrap.dedent('''
     from apache_beam.utils.windowed_value import PaneInfo, WindowedValue
 
     from conformance import targets
-    from conformance.targets.reference import ReferenceTarget
+    from conformance.session.targets.reference import ReferenceTarget
     from reference_runner import ReferenceRunner
 
 
@@ -58,7 +58,7 @@ CONFTEST = textwrap.dedent('''
 
         name = "mislabels-final-pane"
 
-        def runner(self):
+        def beam_runner(self):
             return _MislabellingRunner(lift=False)
 
 

@@ -8,8 +8,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conformance import targets
+from conformance.authoring.case_runner import CaseRunner
 from conformance.cases import test_properties
-from conformance.targets.base import CaseRunner, TargetSettings
+from conformance.targets import TargetSettings
 
 PROPERTY_CASES = sorted(
     (name, fn) for name, fn in inspect.getmembers(test_properties, inspect.isfunction) if name.startswith("test_")

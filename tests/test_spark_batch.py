@@ -92,12 +92,12 @@ class _CountsBundles(beam.DoFn):
 
 
 def test_the_spark_target_takes_a_bundle_size_as_the_reference_target_does():
-    from conformance.targets.base import TargetSettings, TargetUnavailable
-    from conformance.targets.spark import SparkTarget
+    from conformance.session.targets.spark import SparkTarget
+    from conformance.targets import TargetSettings, TargetUnavailable
 
     target = SparkTarget("spark:bundle_size=1", TargetSettings())
     assert target.describe()["bundle_size"] == 1
-    p = beam.Pipeline(runner=target.runner())
+    p = beam.Pipeline(runner=target.beam_runner())
     _ = p | beam.Create(range(6)) | beam.ParDo(_CountsBundles())
     assert _committed(p.run(), "bundles") == 6  # one element per bundle
     with pytest.raises(TargetUnavailable, match="bundle_size must be a positive integer"):
@@ -105,11 +105,11 @@ def test_the_spark_target_takes_a_bundle_size_as_the_reference_target_does():
 
 
 def test_the_spark_target_takes_a_seed_for_its_micro_batches():
-    from conformance.targets.base import TargetSettings, TargetUnavailable
-    from conformance.targets.spark import SparkTarget
+    from conformance.session.targets.spark import SparkTarget
+    from conformance.targets import TargetSettings, TargetUnavailable
 
     target = SparkTarget("spark:seed=7,bundle_size=5", TargetSettings())
     assert (target.describe()["seed"], target.describe()["bundle_size"]) == (7, 5)
-    assert (target.runner().seed, target.runner().bundle_size) == (7, 5)
+    assert (target.beam_runner().seed, target.beam_runner().bundle_size) == (7, 5)
     with pytest.raises(TargetUnavailable, match="seed must be an integer"):
         SparkTarget("spark:seed=random", TargetSettings())

@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from conformance.targets.processes import free_port
+from conformance.session.targets.processes import free_port
 from suite_run import suite_command
 
 pyspark = pytest.importorskip("pyspark")

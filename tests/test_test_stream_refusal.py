@@ -6,8 +6,8 @@ import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions
 from apache_beam.testing.test_stream import TestStream
 
+from conformance.authoring.case_runner import refuses_test_stream
 from conformance.capabilities import TEST_STREAM_URN
-from conformance.targets.base import refuses_test_stream
 
 
 def _streaming_pipeline():

@@ -1,11 +1,11 @@
-"""The transcript format (conformance/transcripts.py): every shipped file loads, and a
+"""The transcript format (conformance/authoring/transcripts.py): every shipped file loads, and a
 malformed or hostile one is refused with an error naming the file and the problem."""
 
 import textwrap
 
 import pytest
 
-from conformance import transcripts
+from conformance.authoring import transcripts
 
 _GOOD = """\
 about: a scenario

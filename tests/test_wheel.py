@@ -10,7 +10,7 @@ import venv
 import zipfile
 from pathlib import Path
 
-from conformance.targets.processes import free_port, start_group, stop_group, wait_until_serving
+from conformance.session.targets.processes import free_port, start_group, stop_group, wait_until_serving
 
 ROOT = Path(__file__).resolve().parents[1]
 SELECTION = (

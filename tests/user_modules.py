@@ -13,7 +13,7 @@ import sys
 import textwrap
 import uuid
 
-from conformance.targets.processes import free_port, start_group, stop_group, wait_until_serving
+from conformance.session.targets.processes import free_port, start_group, stop_group, wait_until_serving
 
 _ROOT = pathlib.Path(__file__).resolve().parent.parent  # the kit these tests test
 

@@ -39,8 +39,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from conformance.peers import artifacts, pins
-from conformance.targets.base import TargetUnavailable
-from conformance.targets.processes import free_port, start_group, stop_group, wait_until_serving
+from conformance.session.targets.processes import free_port, start_group, stop_group, wait_until_serving
+from conformance.targets import TargetUnavailable
 from trials import java_examples
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -6,17 +6,10 @@ import typing
 
 import apache_beam as beam
 
-from conformance.api import capability, check, grouped
+from conformance.api import capability, check, group_panes, grouped
 
-
-def _grouped(p, data, element_type):
-    """Create `data` with the given KV type (so the standard coders are used), group it, sort each group."""
-    return (
-        p
-        | beam.Create(data).with_output_types(element_type)
-        | beam.GroupByKey()
-        | beam.MapTuple(lambda k, vs: (k, sorted(vs, key=repr)))
-    )
+# Each case creates its data with its KV type, so the standard coders are used, then groups it, each
+# group's values sorted by repr (group_panes).
 
 
 @capability("coders.standard")
@@ -25,7 +18,7 @@ def test_bytes_keys_and_values(runner):
     p = runner.pipeline()
     every_byte = bytes(range(256))
     data = [(b"", b"x"), (b"\x00", every_byte), (b"\xff\xfe", b""), (b"", b"\x00\x00"), (every_byte, b"\x80")]
-    out = _grouped(p, data, tuple[bytes, bytes])
+    out = group_panes(p | beam.Create(data).with_output_types(tuple[bytes, bytes]), sort_key=repr)
     check(
         out,
         grouped(
@@ -54,7 +47,7 @@ def test_utf8_string_keys_and_values(runner):
         ("é", "Ωmega"),
         ("", "empty key"),
     ]
-    out = _grouped(p, data, tuple[str, str])
+    out = group_panes(p | beam.Create(data).with_output_types(tuple[str, str]), sort_key=repr)
     check(
         out,
         grouped(
@@ -76,7 +69,7 @@ def test_varint_keys_and_values(runner):
     p = runner.pipeline()
     extremes = [0, -1, 2**63 - 1, -(2**63)]
     data = [(k, v) for k in extremes for v in (k, 1, 127, 128, -128)]
-    out = _grouped(p, data, tuple[int, int])
+    out = group_panes(p | beam.Create(data).with_output_types(tuple[int, int]), sort_key=repr)
     check(out, grouped([(k, sorted([k, 1, 127, 128, -128], key=repr)) for k in extremes]))
     runner.run(p)
 
@@ -90,9 +83,9 @@ def test_double_values(runner):
     def describe(v):
         return "nan" if math.isnan(v) else v.hex()
 
-    out = _grouped(p, [("k", v) for v in values], tuple[str, float]) | beam.MapTuple(
-        lambda k, vs: (k, sorted(describe(v) for v in vs))
-    )
+    out = group_panes(
+        p | beam.Create([("k", v) for v in values]).with_output_types(tuple[str, float]), sort_key=repr
+    ) | beam.MapTuple(lambda k, vs: (k, sorted(describe(v) for v in vs)))
     check(out, grouped([("k", sorted(describe(v) for v in values))]))
     runner.run(p)
 
@@ -102,7 +95,9 @@ def test_double_keys(runner):
     # Doubles are deterministic keys: infinities, -0.0 and fractions group by their 8-byte encoding.
     p = runner.pipeline()
     data = [(math.inf, "a"), (-math.inf, "b"), (0.5, "c"), (-0.0, "d"), (math.inf, "e"), (0.5, "f")]
-    out = _grouped(p, data, tuple[float, str]) | beam.MapTuple(lambda k, vs: (k.hex(), vs))
+    out = group_panes(p | beam.Create(data).with_output_types(tuple[float, str]), sort_key=repr) | beam.MapTuple(
+        lambda k, vs: (k.hex(), vs)
+    )
     check(
         out,
         grouped(
@@ -117,7 +112,7 @@ def test_bool_keys_and_values(runner):
     # beam:coder:bool:v1 keys and values stay booleans (not ints).
     p = runner.pipeline()
     data = [(True, False), (False, True), (True, True), (False, False)]
-    out = _grouped(p, data, tuple[bool, bool]) | beam.MapTuple(
+    out = group_panes(p | beam.Create(data).with_output_types(tuple[bool, bool]), sort_key=repr) | beam.MapTuple(
         lambda k, vs: ((type(k).__name__, k), [(type(v).__name__, v) for v in vs])
     )
     check(
@@ -136,7 +131,7 @@ def test_nested_tuple_keys_and_values(runner):
     Key = tuple[str, int]
     Value = tuple[int, tuple[str, bytes]]
     data = [(("a", 1), (1, ("x", b"\x01"))), (("a", 2), (2, ("", b""))), (("a", 1), (-3, ("ü", b"\xff")))]
-    out = _grouped(p, data, tuple[Key, Value])
+    out = group_panes(p | beam.Create(data).with_output_types(tuple[Key, Value]), sort_key=repr)
     check(
         out,
         grouped(

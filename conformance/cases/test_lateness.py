@@ -20,37 +20,15 @@ Model facts the expectations rely on (SEMANTICS 5 and the Runner API):
   window's max timestamp (9.999 for [0, 10)).
 """
 
-import apache_beam as beam
 from apache_beam.testing import test_stream
 from apache_beam.transforms import trigger, window
 
-from conformance.api import W, capability, check, el, pane, sorted_groups
-
-ACCUMULATING = trigger.AccumulationMode.ACCUMULATING
-DISCARDING = trigger.AccumulationMode.DISCARDING
+from conformance.api import ACCUMULATING, DISCARDING, W, capability, check, el, group_panes, late_pane, on_time_pane
 
 
 def _tv(value, ts, key="k"):
     """A keyed element with event timestamp ``ts`` (seconds)."""
     return window.TimestampedValue((key, value), ts)
-
-
-def _grouped(p, stream, windowfn, trigger_fn, mode, lateness):
-    return (
-        p
-        | "Stream" >> stream
-        | "Window" >> beam.WindowInto(windowfn, trigger=trigger_fn, accumulation_mode=mode, allowed_lateness=lateness)
-        | "Group" >> beam.GroupByKey()
-        | "Sort" >> sorted_groups()
-    )
-
-
-def _on_time(index, *, last):
-    return pane(first=index == 0, last=last, timing="ON_TIME", index=index, nonspec=0)
-
-
-def _late(index, nonspec, *, last=False):
-    return pane(first=index == 0, last=last, timing="LATE", index=index, nonspec=nonspec)
 
 
 @capability("lateness.allowed")
@@ -66,18 +44,18 @@ def test_fixed_default_late_data_refires_accumulated_window(runner):
         .advance_watermark_to_infinity()
     )
     p = runner.pipeline()
-    out = _grouped(p, stream, window.FixedWindows(10), trigger.DefaultTrigger(), ACCUMULATING, 100)
+    out = group_panes(p | "Stream" >> stream, window.FixedWindows(10), trigger.DefaultTrigger(), ACCUMULATING, 100)
     check(
         out,
         [
-            el(("k", [1, 2, 3]), 9.999, W(0, 10), _on_time(0, last=False)),
-            el(("k", [10, 11]), 19.999, W(10, 20), _on_time(0, last=False)),
-            el(("k", [25]), 29.999, W(20, 30), _on_time(0, last=False)),
-            el(("k", [1, 2, 3, 7]), 9.999, W(0, 10), _late(1, 1)),
+            el(("k", [1, 2, 3]), 9.999, W(0, 10), on_time_pane(0, last=False)),
+            el(("k", [10, 11]), 19.999, W(10, 20), on_time_pane(0, last=False)),
+            el(("k", [25]), 29.999, W(20, 30), on_time_pane(0, last=False)),
+            el(("k", [1, 2, 3, 7]), 9.999, W(0, 10), late_pane(1, 1)),
             # Final panes at garbage collection: nothing new arrived, EMIT_ALWAYS still fires.
-            el(("k", [1, 2, 3, 7]), 9.999, W(0, 10), _late(2, 2, last=True)),
-            el(("k", [10, 11]), 19.999, W(10, 20), _late(1, 1, last=True)),
-            el(("k", [25]), 29.999, W(20, 30), _late(1, 1, last=True)),
+            el(("k", [1, 2, 3, 7]), 9.999, W(0, 10), late_pane(2, 2, last=True)),
+            el(("k", [10, 11]), 19.999, W(10, 20), late_pane(1, 1, last=True)),
+            el(("k", [25]), 29.999, W(20, 30), late_pane(1, 1, last=True)),
         ],
     )
     runner.run(p)
@@ -100,16 +78,16 @@ def test_fixed_drop_late_data_after_allowed_lateness(runner):
     )
     p = runner.pipeline()
     trig = trigger.AfterWatermark(early=trigger.AfterCount(3), late=trigger.AfterCount(1))
-    out = _grouped(p, stream, window.FixedWindows(10), trig, ACCUMULATING, 20)
+    out = group_panes(p | "Stream" >> stream, window.FixedWindows(10), trig, ACCUMULATING, 20)
     check(
         out,
         [
-            el(("k", [1, 2]), 9.999, W(0, 10), _on_time(0, last=True)),
-            el(("k", [10, 11]), 19.999, W(10, 20), _on_time(0, last=True)),
-            el(("k", [80, 81]), 89.999, W(80, 90), _on_time(0, last=False)),
-            el(("k", [80, 81, 82]), 89.999, W(80, 90), _late(1, 1)),
+            el(("k", [1, 2]), 9.999, W(0, 10), on_time_pane(0, last=True)),
+            el(("k", [10, 11]), 19.999, W(10, 20), on_time_pane(0, last=True)),
+            el(("k", [80, 81]), 89.999, W(80, 90), on_time_pane(0, last=False)),
+            el(("k", [80, 81, 82]), 89.999, W(80, 90), late_pane(1, 1)),
             # Expiry of [80, 90) with the late trigger still open: final pane (EMIT_ALWAYS).
-            el(("k", [80, 81, 82]), 89.999, W(80, 90), _late(2, 2, last=True)),
+            el(("k", [80, 81, 82]), 89.999, W(80, 90), late_pane(2, 2, last=True)),
         ],
     )
     runner.run(p)
@@ -127,8 +105,8 @@ def test_first_element_far_behind_watermark_is_dropped(runner):
         .advance_watermark_to_infinity()
     )
     p = runner.pipeline()
-    out = _grouped(p, stream, window.FixedWindows(1), trigger.DefaultTrigger(), DISCARDING, 5)
-    check(out, [el(("k", ["onTime"]), 0.999, W(0, 1), _on_time(0, last=True))])
+    out = group_panes(p | "Stream" >> stream, window.FixedWindows(1), trigger.DefaultTrigger(), DISCARDING, 5)
+    check(out, [el(("k", ["onTime"]), 0.999, W(0, 1), on_time_pane(0, last=True))])
     runner.run(p)
 
 
@@ -145,14 +123,14 @@ def test_late_data_in_discarding_mode_fires_only_new_elements(runner):
         .advance_watermark_to_infinity()
     )
     p = runner.pipeline()
-    out = _grouped(p, stream, window.FixedWindows(10), trigger.DefaultTrigger(), DISCARDING, 100)
+    out = group_panes(p | "Stream" >> stream, window.FixedWindows(10), trigger.DefaultTrigger(), DISCARDING, 100)
     check(
         out,
         [
-            el(("k", [1, 2]), 9.999, W(0, 10), _on_time(0, last=False)),
-            el(("k", [7]), 9.999, W(0, 10), _late(1, 1)),
-            el(("k", [8]), 9.999, W(0, 10), _late(2, 2)),
-            el(("k", []), 9.999, W(0, 10), _late(3, 3, last=True)),
+            el(("k", [1, 2]), 9.999, W(0, 10), on_time_pane(0, last=False)),
+            el(("k", [7]), 9.999, W(0, 10), late_pane(1, 1)),
+            el(("k", [8]), 9.999, W(0, 10), late_pane(2, 2)),
+            el(("k", []), 9.999, W(0, 10), late_pane(3, 3, last=True)),
         ],
     )
     runner.run(p)
@@ -171,13 +149,13 @@ def test_element_exactly_at_lateness_horizon_is_kept(runner):
         .advance_watermark_to_infinity()
     )
     p = runner.pipeline()
-    out = _grouped(p, stream, window.FixedWindows(10), trigger.DefaultTrigger(), ACCUMULATING, 5)
+    out = group_panes(p | "Stream" >> stream, window.FixedWindows(10), trigger.DefaultTrigger(), ACCUMULATING, 5)
     check(
         out,
         [
-            el(("k", [1]), 9.999, W(0, 10), _on_time(0, last=False)),
-            el(("k", [1, 3]), 9.999, W(0, 10), _late(1, 1)),
-            el(("k", [1, 3]), 9.999, W(0, 10), _late(2, 2, last=True)),
+            el(("k", [1]), 9.999, W(0, 10), on_time_pane(0, last=False)),
+            el(("k", [1, 3]), 9.999, W(0, 10), late_pane(1, 1)),
+            el(("k", [1, 3]), 9.999, W(0, 10), late_pane(2, 2, last=True)),
         ],
     )
     runner.run(p)
@@ -197,13 +175,13 @@ def test_element_one_ms_past_lateness_horizon_is_dropped(runner):
         .advance_watermark_to_infinity()
     )
     p = runner.pipeline()
-    out = _grouped(p, stream, window.FixedWindows(10), trigger.DefaultTrigger(), ACCUMULATING, 5)
+    out = group_panes(p | "Stream" >> stream, window.FixedWindows(10), trigger.DefaultTrigger(), ACCUMULATING, 5)
     check(
         out,
         [
-            el(("k", [1]), 9.999, W(0, 10), _on_time(0, last=False)),
-            el(("k", [1]), 9.999, W(0, 10), _late(1, 1, last=True)),
-            el(("k", [13]), 19.999, W(10, 20), _on_time(0, last=True)),
+            el(("k", [1]), 9.999, W(0, 10), on_time_pane(0, last=False)),
+            el(("k", [1]), 9.999, W(0, 10), late_pane(1, 1, last=True)),
+            el(("k", [13]), 19.999, W(10, 20), on_time_pane(0, last=True)),
         ],
     )
     runner.run(p)
@@ -222,12 +200,12 @@ def test_zero_lateness_drops_data_behind_watermark(runner):
         .advance_watermark_to_infinity()
     )
     p = runner.pipeline()
-    out = _grouped(p, stream, window.FixedWindows(10), trigger.DefaultTrigger(), DISCARDING, 0)
+    out = group_panes(p | "Stream" >> stream, window.FixedWindows(10), trigger.DefaultTrigger(), DISCARDING, 0)
     check(
         out,
         [
-            el(("k", [1]), 9.999, W(0, 10), _on_time(0, last=True)),
-            el(("k", [15]), 19.999, W(10, 20), _on_time(0, last=True)),
+            el(("k", [1]), 9.999, W(0, 10), on_time_pane(0, last=True)),
+            el(("k", [15]), 19.999, W(10, 20), on_time_pane(0, last=True)),
         ],
     )
     runner.run(p)
@@ -245,8 +223,8 @@ def test_element_behind_watermark_in_open_window_is_not_late(runner):
         .advance_watermark_to_infinity()
     )
     p = runner.pipeline()
-    out = _grouped(p, stream, window.FixedWindows(10), trigger.DefaultTrigger(), DISCARDING, 0)
-    check(out, [el(("k", [1, 2]), 9.999, W(0, 10), _on_time(0, last=True))])
+    out = group_panes(p | "Stream" >> stream, window.FixedWindows(10), trigger.DefaultTrigger(), DISCARDING, 0)
+    check(out, [el(("k", [1, 2]), 9.999, W(0, 10), on_time_pane(0, last=True))])
     runner.run(p)
 
 
@@ -268,14 +246,14 @@ def test_late_data_accumulating_then_dropped_after_expiry(runner):
     )
     p = runner.pipeline()
     trig = trigger.AfterWatermark(early=trigger.AfterProcessingTime(120), late=trigger.AfterCount(1))
-    out = _grouped(p, stream, window.FixedWindows(300), trig, ACCUMULATING, 300)
+    out = group_panes(p | "Stream" >> stream, window.FixedWindows(300), trig, ACCUMULATING, 300)
     check(
         out,
         [
-            el(("k", [1, 2, 3]), 299.999, W(0, 300), _on_time(0, last=False)),
-            el(("k", [1, 2, 3, 4]), 299.999, W(0, 300), _late(1, 1)),
-            el(("k", [1, 2, 3, 4, 5]), 299.999, W(0, 300), _late(2, 2)),
-            el(("k", [1, 2, 3, 4, 5]), 299.999, W(0, 300), _late(3, 3, last=True)),
+            el(("k", [1, 2, 3]), 299.999, W(0, 300), on_time_pane(0, last=False)),
+            el(("k", [1, 2, 3, 4]), 299.999, W(0, 300), late_pane(1, 1)),
+            el(("k", [1, 2, 3, 4, 5]), 299.999, W(0, 300), late_pane(2, 2)),
+            el(("k", [1, 2, 3, 4, 5]), 299.999, W(0, 300), late_pane(3, 3, last=True)),
         ],
     )
     runner.run(p)
@@ -287,12 +265,12 @@ def test_first_pane_of_window_receiving_only_late_data_is_late(runner):
     # lateness) fires a first pane that is LATE with index 0 and nonspeculative index 0.
     stream = test_stream.TestStream().advance_watermark_to(50).add_elements([_tv(3, 3)]).advance_watermark_to_infinity()
     p = runner.pipeline()
-    out = _grouped(p, stream, window.FixedWindows(10), trigger.DefaultTrigger(), ACCUMULATING, 100)
+    out = group_panes(p | "Stream" >> stream, window.FixedWindows(10), trigger.DefaultTrigger(), ACCUMULATING, 100)
     check(
         out,
         [
-            el(("k", [3]), 9.999, W(0, 10), _late(0, 0)),
-            el(("k", [3]), 9.999, W(0, 10), _late(1, 1, last=True)),
+            el(("k", [3]), 9.999, W(0, 10), late_pane(0, 0)),
+            el(("k", [3]), 9.999, W(0, 10), late_pane(1, 1, last=True)),
         ],
     )
     runner.run(p)
@@ -324,14 +302,14 @@ def test_element_in_an_expired_and_a_live_sliding_window_is_kept_only_in_the_liv
         .advance_watermark_to_infinity()
     )
     p = runner.pipeline()
-    out = _grouped(p, stream, window.SlidingWindows(10, 5), trigger.DefaultTrigger(), ACCUMULATING, 2)
+    out = group_panes(p | "Stream" >> stream, window.SlidingWindows(10, 5), trigger.DefaultTrigger(), ACCUMULATING, 2)
     check(
         out,
         [
-            el(("k", ["a"]), 9.999, W(0, 10), _on_time(0, last=False)),
-            el(("k", ["a", "b"]), 9.999, W(0, 10), _late(1, 1)),
-            el(("k", ["a", "b"]), 9.999, W(0, 10), _late(2, 2, last=True)),
-            el(("k", ["a", "b", "c"]), 14.999, W(5, 15), _on_time(0, last=True)),
+            el(("k", ["a"]), 9.999, W(0, 10), on_time_pane(0, last=False)),
+            el(("k", ["a", "b"]), 9.999, W(0, 10), late_pane(1, 1)),
+            el(("k", ["a", "b"]), 9.999, W(0, 10), late_pane(2, 2, last=True)),
+            el(("k", ["a", "b", "c"]), 14.999, W(5, 15), on_time_pane(0, last=True)),
         ],
     )
     runner.run(p)

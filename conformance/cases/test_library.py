@@ -41,7 +41,7 @@ from conformance.api import (
     sorted_groups,
     value_at_time,
 )
-from conformance.checks import confirmed_in_process
+from conformance.authoring.checks import confirmed_in_process
 
 ACCUMULATING = trigger.AccumulationMode.ACCUMULATING
 DISCARDING = trigger.AccumulationMode.DISCARDING

@@ -1,4 +1,4 @@
-"""Pipelines as the SDK submits them after pre-optimizing them (conformance/shapes.py).
+"""Pipelines as the SDK submits them after pre-optimizing them (conformance/authoring/shapes.py).
 
 Beam's PortableRunner rewrites a batch pipeline before submitting it when asked
 (``--experiments=pre_optimize=...``): combiners packed and lifted, splittable DoFns expanded,
@@ -12,6 +12,7 @@ runs again in each shape the SDK offers; ``--pipeline-shape`` re-runs any select
 import pytest
 
 from conformance.api import capability
+from conformance.authoring.shapes import SHAPES
 from conformance.cases import (
     test_combine,
     test_flatten,
@@ -23,7 +24,6 @@ from conformance.cases import (
     test_state,
     test_timers,
 )
-from conformance.shapes import SHAPES
 
 REPRESENTATIVE = [
     test_pardo.test_tagged_outputs_carry_timestamps_and_windows,

@@ -26,7 +26,7 @@ import sys
 import pytest
 
 from conformance.api import ANY, GLOBAL, CaseFailure, capability, created, el, grouped, satisfies
-from conformance.elements import compare
+from conformance.authoring.elements import compare
 from conformance.peers.artifacts import ArtifactUnavailable
 from conformance.sdk_pipelines import capture
 from conformance.sdk_pipelines.programs import PROGRAMS

@@ -1,5 +1,5 @@
 """Scripted trigger scenarios: every fixtures/transcripts/*.yaml file (format in
-conformance/transcripts.py) fed through a TestStream into WindowInto + GroupByKey.
+conformance/authoring/transcripts.py) fed through a TestStream into WindowInto + GroupByKey.
 
 Each step's expected panes are written next to the step that fires them; the runner's output
 must be exactly the union of them, with every PaneInfo field, so the step at which a pane fired
@@ -11,8 +11,8 @@ import pytest
 from apache_beam.testing import test_stream
 from apache_beam.transforms import trigger, window
 
-from conformance import transcripts
 from conformance.api import capability, check, sorted_groups
+from conformance.authoring import transcripts
 
 _ALL = transcripts.load_all()
 

@@ -22,14 +22,24 @@ Model facts the expectations rely on (SEMANTICS 5 and the Runner API):
 - With the END_OF_WINDOW timestamp combiner a pane carries the window's max timestamp.
 """
 
-import apache_beam as beam
 from apache_beam.testing import test_stream
 from apache_beam.transforms import trigger, window
 
-from conformance.api import END_OF_GLOBAL_WINDOW, GLOBAL, W, capability, check, el, one_of, pane, sorted_groups
-
-ACCUMULATING = trigger.AccumulationMode.ACCUMULATING
-DISCARDING = trigger.AccumulationMode.DISCARDING
+from conformance.api import (
+    ACCUMULATING,
+    DISCARDING,
+    END_OF_GLOBAL_WINDOW,
+    GLOBAL,
+    W,
+    capability,
+    check,
+    early_pane,
+    el,
+    group_panes,
+    late_pane,
+    on_time_pane,
+    one_of,
+)
 
 
 def _pipeline(runner):
@@ -51,30 +61,6 @@ def _one_per_step(stream, items):
     return stream
 
 
-def _grouped(p, stream, windowfn, trigger_fn, mode, lateness=0, combiner=None):
-    kwargs = {} if combiner is None else {"timestamp_combiner": combiner}
-    return (
-        p
-        | "Stream" >> stream
-        | "Window"
-        >> beam.WindowInto(windowfn, trigger=trigger_fn, accumulation_mode=mode, allowed_lateness=lateness, **kwargs)
-        | "Group" >> beam.GroupByKey()
-        | "Sort" >> sorted_groups()
-    )
-
-
-def _early(index, *, last=False):
-    return pane(first=index == 0, last=last, timing="EARLY", index=index, nonspec=-1)
-
-
-def _on_time(index, *, last):
-    return pane(first=index == 0, last=last, timing="ON_TIME", index=index, nonspec=0)
-
-
-def _late(index, nonspec, *, last=False):
-    return pane(first=index == 0, last=last, timing="LATE", index=index, nonspec=nonspec)
-
-
 # --------------------------------------------------------------------------- event time
 
 
@@ -89,12 +75,12 @@ def test_default_trigger_fires_one_final_on_time_pane_per_window(runner):
         .advance_watermark_to_infinity()
     )
     p = _pipeline(runner)
-    out = _grouped(p, stream, window.FixedWindows(10), trigger.DefaultTrigger(), DISCARDING)
+    out = group_panes(p | "Stream" >> stream, window.FixedWindows(10), trigger.DefaultTrigger(), DISCARDING)
     check(
         out,
         [
-            el(("k", [1, 2, 3]), 9.999, W(0, 10), _on_time(0, last=True)),
-            el(("k", [10, 11]), 19.999, W(10, 20), _on_time(0, last=True)),
+            el(("k", [1, 2, 3]), 9.999, W(0, 10), on_time_pane(0, last=True)),
+            el(("k", [10, 11]), 19.999, W(10, 20), on_time_pane(0, last=True)),
         ],
     )
     runner.run(p)
@@ -106,12 +92,12 @@ def test_default_trigger_fires_merged_sessions_at_watermark(runner):
     # [15,25); one final ON_TIME pane per session when the watermark passes its end.
     stream = _one_per_step(test_stream.TestStream(), [("a", 1), ("b", 2), ("c", 15)]).advance_watermark_to_infinity()
     p = _pipeline(runner)
-    out = _grouped(p, stream, window.Sessions(10), trigger.DefaultTrigger(), DISCARDING)
+    out = group_panes(p | "Stream" >> stream, window.Sessions(10), trigger.DefaultTrigger(), DISCARDING)
     check(
         out,
         [
-            el(("k", ["a", "b"]), 11.999, W(1, 12), _on_time(0, last=True)),
-            el(("k", ["c"]), 24.999, W(15, 25), _on_time(0, last=True)),
+            el(("k", ["a", "b"]), 11.999, W(1, 12), on_time_pane(0, last=True)),
+            el(("k", ["c"]), 24.999, W(15, 25), on_time_pane(0, last=True)),
         ],
     )
     runner.run(p)
@@ -135,15 +121,15 @@ def test_on_time_pane_fires_even_when_empty_after_early_panes(runner):
     )
     p = _pipeline(runner)
     trig = trigger.AfterWatermark(early=trigger.AfterCount(2))
-    out = _grouped(p, stream, window.FixedWindows(10), trig, DISCARDING)
+    out = group_panes(p | "Stream" >> stream, window.FixedWindows(10), trig, DISCARDING)
     check(
         out,
         [
-            el(("k", [1, 2]), 9.999, W(0, 10), _early(0)),
-            el(("k", [4, 5]), 9.999, W(0, 10), _early(1)),
-            el(("k", [14, 18]), 19.999, W(10, 20), _early(0)),
-            el(("k", [6]), 9.999, W(0, 10), _on_time(2, last=True)),
-            el(("k", []), 19.999, W(10, 20), _on_time(1, last=True)),
+            el(("k", [1, 2]), 9.999, W(0, 10), early_pane(0)),
+            el(("k", [4, 5]), 9.999, W(0, 10), early_pane(1)),
+            el(("k", [14, 18]), 19.999, W(10, 20), early_pane(0)),
+            el(("k", [6]), 9.999, W(0, 10), on_time_pane(2, last=True)),
+            el(("k", []), 19.999, W(10, 20), on_time_pane(1, last=True)),
         ],
     )
     runner.run(p)
@@ -159,16 +145,16 @@ def test_early_on_time_and_late_firings_with_final_pane_at_expiry(runner):
     stream = stream.advance_watermark_to_infinity()
     p = _pipeline(runner)
     trig = trigger.AfterWatermark(early=trigger.AfterCount(3), late=trigger.AfterCount(2))
-    out = _grouped(p, stream, window.FixedWindows(100), trig, DISCARDING, lateness=1000)
+    out = group_panes(p | "Stream" >> stream, window.FixedWindows(100), trig, DISCARDING, lateness=1000)
     check(
         out,
         [
-            el(("k", ["a", "b", "c"]), 99.999, W(0, 100), _early(0)),
-            el(("k", ["d", "e", "f"]), 99.999, W(0, 100), _early(1)),
-            el(("k", ["g", "h"]), 99.999, W(0, 100), _on_time(2, last=False)),
-            el(("k", ["v", "w"]), 99.999, W(0, 100), _late(3, 1)),
-            el(("k", ["x", "y"]), 99.999, W(0, 100), _late(4, 2)),
-            el(("k", ["z"]), 99.999, W(0, 100), _late(5, 3, last=True)),
+            el(("k", ["a", "b", "c"]), 99.999, W(0, 100), early_pane(0)),
+            el(("k", ["d", "e", "f"]), 99.999, W(0, 100), early_pane(1)),
+            el(("k", ["g", "h"]), 99.999, W(0, 100), on_time_pane(2, last=False)),
+            el(("k", ["v", "w"]), 99.999, W(0, 100), late_pane(3, 1)),
+            el(("k", ["x", "y"]), 99.999, W(0, 100), late_pane(4, 2)),
+            el(("k", ["z"]), 99.999, W(0, 100), late_pane(5, 3, last=True)),
         ],
     )
     runner.run(p)
@@ -203,19 +189,19 @@ def test_early_and_late_firings_over_merging_sessions(runner):
     )
     p = _pipeline(runner)
     trig = trigger.AfterWatermark(early=trigger.AfterCount(2), late=trigger.AfterCount(3))
-    out = _grouped(p, stream, window.Sessions(10), trig, ACCUMULATING, lateness=100)
+    out = group_panes(p | "Stream" >> stream, window.Sessions(10), trig, ACCUMULATING, lateness=100)
     before_late = [
-        el(("k", [1, 2]), 11.999, W(1, 12), _early(0)),
-        el(("k", [1, 2, 3, 4]), 13.999, W(1, 14), _early(0)),
-        el(("k", [1, 2, 3, 4, 5]), 14.999, W(1, 15), _on_time(0, last=False)),
+        el(("k", [1, 2]), 11.999, W(1, 12), early_pane(0)),
+        el(("k", [1, 2, 3, 4]), 13.999, W(1, 14), early_pane(0)),
+        el(("k", [1, 2, 3, 4, 5]), 14.999, W(1, 15), on_time_pane(0, last=False)),
     ]
     everything = [1, 1, 2, 3, 3, 4, 4, 5]
-    final = el(("k", everything), 14.999, W(1, 15), _late(2, 2, last=True))
+    final = el(("k", everything), 14.999, W(1, 15), late_pane(2, 2, last=True))
     check(
         out,
         one_of(
-            before_late + [el(("k", everything), 14.999, W(1, 15), _late(1, 1)), final],
-            before_late + [el(("k", [1, 1, 2, 3, 4, 5]), 14.999, W(1, 15), _late(1, 1)), final],
+            before_late + [el(("k", everything), 14.999, W(1, 15), late_pane(1, 1)), final],
+            before_late + [el(("k", [1, 1, 2, 3, 4, 5]), 14.999, W(1, 15), late_pane(1, 1)), final],
         ),
     )
     runner.run(p)
@@ -227,12 +213,12 @@ def test_never_trigger_fires_only_when_window_expires(runner):
     # with lateness 0 that is when the watermark passes the end of the window (ON_TIME).
     stream = _one_per_step(test_stream.TestStream(), [(1, 1), (2, 2), (12, 12)]).advance_watermark_to_infinity()
     p = _pipeline(runner)
-    out = _grouped(p, stream, window.FixedWindows(10), trigger._Never(), DISCARDING)
+    out = group_panes(p | "Stream" >> stream, window.FixedWindows(10), trigger._Never(), DISCARDING)
     check(
         out,
         [
-            el(("k", [1, 2]), 9.999, W(0, 10), _on_time(0, last=True)),
-            el(("k", [12]), 19.999, W(10, 20), _on_time(0, last=True)),
+            el(("k", [1, 2]), 9.999, W(0, 10), on_time_pane(0, last=True)),
+            el(("k", [12]), 19.999, W(10, 20), on_time_pane(0, last=True)),
         ],
     )
     runner.run(p)
@@ -250,15 +236,14 @@ def test_earliest_timestamp_ignores_elements_behind_watermark(runner):
         .advance_watermark_to_infinity()
     )
     p = _pipeline(runner)
-    out = _grouped(
-        p,
-        stream,
+    out = group_panes(
+        p | "Stream" >> stream,
         window.FixedWindows(10),
         trigger.DefaultTrigger(),
         DISCARDING,
-        combiner=window.TimestampCombiner.OUTPUT_AT_EARLIEST,
+        timestamp_combiner=window.TimestampCombiner.OUTPUT_AT_EARLIEST,
     )
-    check(out, [el(("k", [2, 3, 7, 8]), 7, W(0, 10), _on_time(0, last=True))])
+    check(out, [el(("k", [2, 3, 7, 8]), 7, W(0, 10), on_time_pane(0, last=True))])
     runner.run(p)
 
 
@@ -274,15 +259,14 @@ def test_earliest_timestamp_falls_back_to_end_of_window_without_hold(runner):
         .advance_watermark_to_infinity()
     )
     p = _pipeline(runner)
-    out = _grouped(
-        p,
-        stream,
+    out = group_panes(
+        p | "Stream" >> stream,
         window.FixedWindows(10),
         trigger.DefaultTrigger(),
         DISCARDING,
-        combiner=window.TimestampCombiner.OUTPUT_AT_EARLIEST,
+        timestamp_combiner=window.TimestampCombiner.OUTPUT_AT_EARLIEST,
     )
-    check(out, [el(("k", [2, 3, 7]), 9.999, W(0, 10), _on_time(0, last=True))])
+    check(out, [el(("k", [2, 3, 7]), 9.999, W(0, 10), on_time_pane(0, last=True))])
     runner.run(p)
 
 
@@ -310,13 +294,15 @@ def test_on_time_pane_fires_once_the_watermark_is_past_the_window_max_timestamp(
         .advance_watermark_to_infinity()
     )
     p = _pipeline(runner)
-    out = _grouped(p, stream, window.FixedWindows(10), trigger.DefaultTrigger(), ACCUMULATING, lateness=100)
+    out = group_panes(
+        p | "Stream" >> stream, window.FixedWindows(10), trigger.DefaultTrigger(), ACCUMULATING, lateness=100
+    )
     check(
         out,
         [
-            el(("k", ["a", "b"]), 9.999, W(0, 10), _on_time(0, last=False)),
-            el(("k", ["a", "b", "c"]), 9.999, W(0, 10), _late(1, 1)),
-            el(("k", ["a", "b", "c"]), 9.999, W(0, 10), _late(2, 2, last=True)),
+            el(("k", ["a", "b"]), 9.999, W(0, 10), on_time_pane(0, last=False)),
+            el(("k", ["a", "b", "c"]), 9.999, W(0, 10), late_pane(1, 1)),
+            el(("k", ["a", "b", "c"]), 9.999, W(0, 10), late_pane(2, 2, last=True)),
         ],
     )
     runner.run(p)
@@ -331,8 +317,8 @@ def test_after_count_fires_once_then_finishes(runner):
     # EARLY pane is the last one, and the window drops the later element 3.
     stream = _one_per_step(test_stream.TestStream(), [(1, 1), (2, 2), (3, 3)]).advance_watermark_to_infinity()
     p = _pipeline(runner)
-    out = _grouped(p, stream, window.FixedWindows(10), trigger.AfterCount(2), ACCUMULATING)
-    check(out, [el(("k", [1, 2]), 9.999, W(0, 10), _early(0, last=True))])
+    out = group_panes(p | "Stream" >> stream, window.FixedWindows(10), trigger.AfterCount(2), ACCUMULATING)
+    check(out, [el(("k", [1, 2]), 9.999, W(0, 10), early_pane(0, last=True))])
     runner.run(p)
 
 
@@ -342,8 +328,8 @@ def test_after_count_never_reached_emits_final_pane_at_expiry(runner):
     # collected (the Python FnApiRunner drops this pane, Prism emits it: SEMANTICS, peers).
     stream = _one_per_step(test_stream.TestStream(), [(1, 1), (2, 2)]).advance_watermark_to_infinity()
     p = _pipeline(runner)
-    out = _grouped(p, stream, window.FixedWindows(10), trigger.AfterCount(3), ACCUMULATING)
-    check(out, [el(("k", [1, 2]), 9.999, W(0, 10), _on_time(0, last=True))])
+    out = group_panes(p | "Stream" >> stream, window.FixedWindows(10), trigger.AfterCount(3), ACCUMULATING)
+    check(out, [el(("k", [1, 2]), 9.999, W(0, 10), on_time_pane(0, last=True))])
     runner.run(p)
 
 
@@ -359,12 +345,12 @@ def test_after_count_per_key_in_global_window(runner):
         .advance_watermark_to_infinity()
     )
     p = _pipeline(runner)
-    out = _grouped(p, stream, window.GlobalWindows(), trigger.AfterCount(3), ACCUMULATING)
+    out = group_panes(p | "Stream" >> stream, window.GlobalWindows(), trigger.AfterCount(3), ACCUMULATING)
     check(
         out,
         [
-            el(("A", [1, 2, 3]), END_OF_GLOBAL_WINDOW, GLOBAL, _early(0, last=True)),
-            el(("B", [1, 2, 3]), END_OF_GLOBAL_WINDOW, GLOBAL, _early(0, last=True)),
+            el(("A", [1, 2, 3]), END_OF_GLOBAL_WINDOW, GLOBAL, early_pane(0, last=True)),
+            el(("B", [1, 2, 3]), END_OF_GLOBAL_WINDOW, GLOBAL, early_pane(0, last=True)),
         ],
     )
     runner.run(p)
@@ -390,14 +376,14 @@ def test_early_processing_time_panes_of_window(runner):
     )
     p = _pipeline(runner)
     trig = trigger.AfterWatermark(early=trigger.AfterProcessingTime(300))
-    out = _grouped(p, stream, window.FixedWindows(1800), trig, ACCUMULATING)
+    out = group_panes(p | "Stream" >> stream, window.FixedWindows(1800), trig, ACCUMULATING)
     check(
         out,
         [
-            el(("k", [1]), 1799.999, W(0, 1800), _early(0)),
-            el(("k", [1, 2]), 1799.999, W(0, 1800), _early(1)),
-            el(("k", [1, 2, 3]), 1799.999, W(0, 1800), _early(2)),
-            el(("k", [1, 2, 3]), 1799.999, W(0, 1800), _on_time(3, last=True)),
+            el(("k", [1]), 1799.999, W(0, 1800), early_pane(0)),
+            el(("k", [1, 2]), 1799.999, W(0, 1800), early_pane(1)),
+            el(("k", [1, 2, 3]), 1799.999, W(0, 1800), early_pane(2)),
+            el(("k", [1, 2, 3]), 1799.999, W(0, 1800), on_time_pane(3, last=True)),
         ],
     )
     runner.run(p)
@@ -418,8 +404,8 @@ def test_after_processing_time_fires_once_then_finishes(runner):
         .advance_watermark_to_infinity()
     )
     p = _pipeline(runner)
-    out = _grouped(p, stream, window.FixedWindows(100), trigger.AfterProcessingTime(10), DISCARDING)
-    check(out, [el(("k", [1, 2]), 99.999, W(0, 100), _early(0, last=True))])
+    out = group_panes(p | "Stream" >> stream, window.FixedWindows(100), trigger.AfterProcessingTime(10), DISCARDING)
+    check(out, [el(("k", [1, 2]), 99.999, W(0, 100), early_pane(0, last=True))])
     runner.run(p)
 
 
@@ -440,13 +426,13 @@ def test_repeatedly_after_processing_time_discarding(runner):
     )
     p = _pipeline(runner)
     trig = trigger.Repeatedly(trigger.AfterProcessingTime(5))
-    out = _grouped(p, stream, window.FixedWindows(100), trig, DISCARDING)
+    out = group_panes(p | "Stream" >> stream, window.FixedWindows(100), trig, DISCARDING)
     check(
         out,
         [
-            el(("k", [1, 2]), 99.999, W(0, 100), _early(0)),
-            el(("k", [3]), 99.999, W(0, 100), _early(1)),
-            el(("k", []), 99.999, W(0, 100), _on_time(2, last=True)),
+            el(("k", [1, 2]), 99.999, W(0, 100), early_pane(0)),
+            el(("k", [3]), 99.999, W(0, 100), early_pane(1)),
+            el(("k", []), 99.999, W(0, 100), on_time_pane(2, last=True)),
         ],
     )
     runner.run(p)
@@ -467,10 +453,14 @@ def test_processing_time_firing_after_window_expiry_is_ignored(runner):
     )
     p = _pipeline(runner)
     trig = trigger.Repeatedly(trigger.AfterProcessingTime(10))
-    out = _grouped(
-        p, stream, window.FixedWindows(100), trig, ACCUMULATING, combiner=window.TimestampCombiner.OUTPUT_AT_EARLIEST
+    out = group_panes(
+        p | "Stream" >> stream,
+        window.FixedWindows(100),
+        trig,
+        ACCUMULATING,
+        timestamp_combiner=window.TimestampCombiner.OUTPUT_AT_EARLIEST,
     )
-    check(out, [el(("k", [2, 5]), 2, W(0, 100), _on_time(0, last=True))])
+    check(out, [el(("k", [2, 5]), 2, W(0, 100), on_time_pane(0, last=True))])
     runner.run(p)
 
 
@@ -484,8 +474,8 @@ def test_after_all_count_and_watermark_over_sessions(runner):
     stream = _one_per_step(test_stream.TestStream(), [("a", 1), ("b", 2), ("c", 3)]).advance_watermark_to_infinity()
     p = _pipeline(runner)
     trig = trigger.AfterAll(trigger.AfterCount(2), trigger.AfterWatermark())
-    out = _grouped(p, stream, window.Sessions(10), trig, ACCUMULATING)
-    check(out, [el(("k", ["a", "b", "c"]), 12.999, W(1, 13), _on_time(0, last=True))])
+    out = group_panes(p | "Stream" >> stream, window.Sessions(10), trig, ACCUMULATING)
+    check(out, [el(("k", ["a", "b", "c"]), 12.999, W(1, 13), on_time_pane(0, last=True))])
     runner.run(p)
 
 
@@ -496,8 +486,8 @@ def test_after_any_fires_with_first_child_and_finishes(runner):
     stream = _one_per_step(test_stream.TestStream(), [("a", 1), ("b", 2), ("c", 3)]).advance_watermark_to_infinity()
     p = _pipeline(runner)
     trig = trigger.AfterAny(trigger.AfterCount(2), trigger.AfterWatermark())
-    out = _grouped(p, stream, window.FixedWindows(10), trig, ACCUMULATING)
-    check(out, [el(("k", ["a", "b"]), 9.999, W(0, 10), _early(0, last=True))])
+    out = group_panes(p | "Stream" >> stream, window.FixedWindows(10), trig, ACCUMULATING)
+    check(out, [el(("k", ["a", "b"]), 9.999, W(0, 10), early_pane(0, last=True))])
     runner.run(p)
 
 
@@ -510,8 +500,8 @@ def test_after_any_watermark_child_finishes_before_late_data(runner):
     stream = _one_per_step(stream, [("x", 1), ("y", 2), ("z", 3)]).advance_watermark_to_infinity()
     p = _pipeline(runner)
     trig = trigger.AfterAny(trigger.AfterCount(5), trigger.AfterWatermark())
-    out = _grouped(p, stream, window.FixedWindows(10), trig, ACCUMULATING, lateness=100)
-    check(out, [el(("k", ["a", "b", "c"]), 9.999, W(0, 10), _on_time(0, last=True))])
+    out = group_panes(p | "Stream" >> stream, window.FixedWindows(10), trig, ACCUMULATING, lateness=100)
+    check(out, [el(("k", ["a", "b", "c"]), 9.999, W(0, 10), on_time_pane(0, last=True))])
     runner.run(p)
 
 
@@ -522,12 +512,12 @@ def test_after_each_runs_children_in_sequence(runner):
     stream = _one_per_step(test_stream.TestStream(), [(t, t) for t in range(1, 7)]).advance_watermark_to_infinity()
     p = _pipeline(runner)
     trig = trigger.AfterEach(trigger.AfterCount(2), trigger.AfterCount(3))
-    out = _grouped(p, stream, window.FixedWindows(100), trig, ACCUMULATING)
+    out = group_panes(p | "Stream" >> stream, window.FixedWindows(100), trig, ACCUMULATING)
     check(
         out,
         [
-            el(("k", [1, 2]), 99.999, W(0, 100), _early(0)),
-            el(("k", [1, 2, 3, 4, 5]), 99.999, W(0, 100), _early(1, last=True)),
+            el(("k", [1, 2]), 99.999, W(0, 100), early_pane(0)),
+            el(("k", [1, 2, 3, 4, 5]), 99.999, W(0, 100), early_pane(1, last=True)),
         ],
     )
     runner.run(p)
@@ -542,17 +532,17 @@ def test_repeatedly_after_any_count_or_watermark(runner):
     stream = _one_per_step(stream, zip("xyz", range(3), strict=True)).advance_watermark_to_infinity()
     p = _pipeline(runner)
     trig = trigger.Repeatedly(trigger.AfterAny(trigger.AfterCount(3), trigger.AfterWatermark()))
-    out = _grouped(p, stream, window.FixedWindows(100), trig, ACCUMULATING, lateness=1000)
+    out = group_panes(p | "Stream" >> stream, window.FixedWindows(100), trig, ACCUMULATING, lateness=1000)
     check(
         out,
         [
-            el(("k", list("abc")), 99.999, W(0, 100), _early(0)),
-            el(("k", list("abcdef")), 99.999, W(0, 100), _early(1)),
-            el(("k", list("abcdefg")), 99.999, W(0, 100), _on_time(2, last=False)),
-            el(("k", list("abcdefgx")), 99.999, W(0, 100), _late(3, 1)),
-            el(("k", list("abcdefgxy")), 99.999, W(0, 100), _late(4, 2)),
-            el(("k", list("abcdefgxyz")), 99.999, W(0, 100), _late(5, 3)),
-            el(("k", list("abcdefgxyz")), 99.999, W(0, 100), _late(6, 4, last=True)),
+            el(("k", list("abc")), 99.999, W(0, 100), early_pane(0)),
+            el(("k", list("abcdef")), 99.999, W(0, 100), early_pane(1)),
+            el(("k", list("abcdefg")), 99.999, W(0, 100), on_time_pane(2, last=False)),
+            el(("k", list("abcdefgx")), 99.999, W(0, 100), late_pane(3, 1)),
+            el(("k", list("abcdefgxy")), 99.999, W(0, 100), late_pane(4, 2)),
+            el(("k", list("abcdefgxyz")), 99.999, W(0, 100), late_pane(5, 3)),
+            el(("k", list("abcdefgxyz")), 99.999, W(0, 100), late_pane(6, 4, last=True)),
         ],
     )
     runner.run(p)
@@ -572,13 +562,13 @@ def test_repeatedly_after_any_count_or_processing_time(runner):
     )
     p = _pipeline(runner)
     trig = trigger.Repeatedly(trigger.AfterAny(trigger.AfterCount(2), trigger.AfterProcessingTime(5)))
-    out = _grouped(p, stream, window.FixedWindows(100), trig, DISCARDING)
+    out = group_panes(p | "Stream" >> stream, window.FixedWindows(100), trig, DISCARDING)
     check(
         out,
         [
-            el(("k", [1, 2]), 99.999, W(0, 100), _early(0)),
-            el(("k", [3]), 99.999, W(0, 100), _early(1)),
-            el(("k", []), 99.999, W(0, 100), _on_time(2, last=True)),
+            el(("k", [1, 2]), 99.999, W(0, 100), early_pane(0)),
+            el(("k", [3]), 99.999, W(0, 100), early_pane(1)),
+            el(("k", []), 99.999, W(0, 100), on_time_pane(2, last=True)),
         ],
     )
     runner.run(p)
@@ -602,16 +592,20 @@ def test_accumulating_panes_hold_everything_so_far(runner):
     # SEMANTICS 5: ACCUMULATING panes contain every element of the window seen so far,
     # including those of earlier panes (same input and trigger as the discarding case).
     p = _pipeline(runner)
-    out = _grouped(
-        p, _early_on_time_late_stream(), window.FixedWindows(10), _EARLY_LATE_COUNTS, ACCUMULATING, lateness=50
+    out = group_panes(
+        p | "Stream" >> _early_on_time_late_stream(),
+        window.FixedWindows(10),
+        _EARLY_LATE_COUNTS,
+        ACCUMULATING,
+        lateness=50,
     )
     check(
         out,
         [
-            el(("k", [1, 2]), 9.999, W(0, 10), _early(0)),
-            el(("k", [1, 2, 3]), 9.999, W(0, 10), _on_time(1, last=False)),
-            el(("k", [1, 2, 3, 4, 5]), 9.999, W(0, 10), _late(2, 1)),
-            el(("k", [1, 2, 3, 4, 5, 6]), 9.999, W(0, 10), _late(3, 2, last=True)),
+            el(("k", [1, 2]), 9.999, W(0, 10), early_pane(0)),
+            el(("k", [1, 2, 3]), 9.999, W(0, 10), on_time_pane(1, last=False)),
+            el(("k", [1, 2, 3, 4, 5]), 9.999, W(0, 10), late_pane(2, 1)),
+            el(("k", [1, 2, 3, 4, 5, 6]), 9.999, W(0, 10), late_pane(3, 2, last=True)),
         ],
     )
     runner.run(p)
@@ -623,13 +617,15 @@ def test_repeatedly_after_count_accumulating(runner):
     # end of the window holds all five elements.
     stream = _one_per_step(test_stream.TestStream(), [(t, t) for t in range(1, 6)]).advance_watermark_to_infinity()
     p = _pipeline(runner)
-    out = _grouped(p, stream, window.FixedWindows(10), trigger.Repeatedly(trigger.AfterCount(2)), ACCUMULATING)
+    out = group_panes(
+        p | "Stream" >> stream, window.FixedWindows(10), trigger.Repeatedly(trigger.AfterCount(2)), ACCUMULATING
+    )
     check(
         out,
         [
-            el(("k", [1, 2]), 9.999, W(0, 10), _early(0)),
-            el(("k", [1, 2, 3, 4]), 9.999, W(0, 10), _early(1)),
-            el(("k", [1, 2, 3, 4, 5]), 9.999, W(0, 10), _on_time(2, last=True)),
+            el(("k", [1, 2]), 9.999, W(0, 10), early_pane(0)),
+            el(("k", [1, 2, 3, 4]), 9.999, W(0, 10), early_pane(1)),
+            el(("k", [1, 2, 3, 4, 5]), 9.999, W(0, 10), on_time_pane(2, last=True)),
         ],
     )
     runner.run(p)
@@ -640,16 +636,20 @@ def test_discarding_panes_hold_only_elements_since_last_firing(runner):
     # SEMANTICS 5: DISCARDING panes contain only the elements since the previous firing
     # (same input and trigger as the accumulating case).
     p = _pipeline(runner)
-    out = _grouped(
-        p, _early_on_time_late_stream(), window.FixedWindows(10), _EARLY_LATE_COUNTS, DISCARDING, lateness=50
+    out = group_panes(
+        p | "Stream" >> _early_on_time_late_stream(),
+        window.FixedWindows(10),
+        _EARLY_LATE_COUNTS,
+        DISCARDING,
+        lateness=50,
     )
     check(
         out,
         [
-            el(("k", [1, 2]), 9.999, W(0, 10), _early(0)),
-            el(("k", [3]), 9.999, W(0, 10), _on_time(1, last=False)),
-            el(("k", [4, 5]), 9.999, W(0, 10), _late(2, 1)),
-            el(("k", [6]), 9.999, W(0, 10), _late(3, 2, last=True)),
+            el(("k", [1, 2]), 9.999, W(0, 10), early_pane(0)),
+            el(("k", [3]), 9.999, W(0, 10), on_time_pane(1, last=False)),
+            el(("k", [4, 5]), 9.999, W(0, 10), late_pane(2, 1)),
+            el(("k", [6]), 9.999, W(0, 10), late_pane(3, 2, last=True)),
         ],
     )
     runner.run(p)
@@ -660,13 +660,15 @@ def test_repeatedly_after_count_discarding(runner):
     # Repeatedly(AfterCount(2)), discarding: {1,2}, {3,4}, and the final pane {5}.
     stream = _one_per_step(test_stream.TestStream(), [(t, t) for t in range(1, 6)]).advance_watermark_to_infinity()
     p = _pipeline(runner)
-    out = _grouped(p, stream, window.FixedWindows(10), trigger.Repeatedly(trigger.AfterCount(2)), DISCARDING)
+    out = group_panes(
+        p | "Stream" >> stream, window.FixedWindows(10), trigger.Repeatedly(trigger.AfterCount(2)), DISCARDING
+    )
     check(
         out,
         [
-            el(("k", [1, 2]), 9.999, W(0, 10), _early(0)),
-            el(("k", [3, 4]), 9.999, W(0, 10), _early(1)),
-            el(("k", [5]), 9.999, W(0, 10), _on_time(2, last=True)),
+            el(("k", [1, 2]), 9.999, W(0, 10), early_pane(0)),
+            el(("k", [3, 4]), 9.999, W(0, 10), early_pane(1)),
+            el(("k", [5]), 9.999, W(0, 10), on_time_pane(2, last=True)),
         ],
     )
     runner.run(p)
@@ -688,13 +690,13 @@ def test_discarding_mode_java_vector(runner):
     )
     p = _pipeline(runner)
     trig = trigger.AfterWatermark(early=trigger.AfterCount(2), late=trigger._Never())
-    out = _grouped(p, stream, window.FixedWindows(1), trig, DISCARDING, lateness=5)
+    out = group_panes(p | "Stream" >> stream, window.FixedWindows(1), trig, DISCARDING, lateness=5)
     check(
         out,
         [
-            el(("k", ["alsoFirstPane", "firstPane"]), 0.999, W(0, 1), _early(0)),
-            el(("k", ["onTimePane"]), 0.999, W(0, 1), _on_time(1, last=False)),
-            el(("k", ["alsoFinalLatePane", "finalLatePane"]), 0.999, W(0, 1), _late(2, 1, last=True)),
+            el(("k", ["alsoFirstPane", "firstPane"]), 0.999, W(0, 1), early_pane(0)),
+            el(("k", ["onTimePane"]), 0.999, W(0, 1), on_time_pane(1, last=False)),
+            el(("k", ["alsoFinalLatePane", "finalLatePane"]), 0.999, W(0, 1), late_pane(2, 1, last=True)),
         ],
     )
     runner.run(p)
@@ -713,15 +715,15 @@ def test_pane_info_through_early_on_time_late_and_final_panes(runner):
     stream = stream.advance_watermark_to_infinity()
     p = _pipeline(runner)
     trig = trigger.AfterWatermark(early=trigger.AfterCount(1), late=trigger.AfterCount(2))
-    out = _grouped(p, stream, window.FixedWindows(10), trig, ACCUMULATING, lateness=30)
+    out = group_panes(p | "Stream" >> stream, window.FixedWindows(10), trig, ACCUMULATING, lateness=30)
     check(
         out,
         [
-            el(("k", [1]), 9.999, W(0, 10), _early(0)),
-            el(("k", [1, 2]), 9.999, W(0, 10), _early(1)),
-            el(("k", [1, 2]), 9.999, W(0, 10), _on_time(2, last=False)),
-            el(("k", [1, 2, 3, 4]), 9.999, W(0, 10), _late(3, 1)),
-            el(("k", [1, 2, 3, 4, 5]), 9.999, W(0, 10), _late(4, 2, last=True)),
+            el(("k", [1]), 9.999, W(0, 10), early_pane(0)),
+            el(("k", [1, 2]), 9.999, W(0, 10), early_pane(1)),
+            el(("k", [1, 2]), 9.999, W(0, 10), on_time_pane(2, last=False)),
+            el(("k", [1, 2, 3, 4]), 9.999, W(0, 10), late_pane(3, 1)),
+            el(("k", [1, 2, 3, 4, 5]), 9.999, W(0, 10), late_pane(4, 2, last=True)),
         ],
     )
     runner.run(p)
@@ -734,12 +736,12 @@ def test_on_time_pane_after_early_pane_is_last_with_zero_lateness(runner):
     stream = test_stream.TestStream().add_elements([_tv(1, 1)]).advance_watermark_to(20).advance_watermark_to_infinity()
     p = _pipeline(runner)
     trig = trigger.AfterWatermark(early=trigger.AfterCount(1))
-    out = _grouped(p, stream, window.FixedWindows(10), trig, ACCUMULATING)
+    out = group_panes(p | "Stream" >> stream, window.FixedWindows(10), trig, ACCUMULATING)
     check(
         out,
         [
-            el(("k", [1]), 9.999, W(0, 10), _early(0)),
-            el(("k", [1]), 9.999, W(0, 10), _on_time(1, last=True)),
+            el(("k", [1]), 9.999, W(0, 10), early_pane(0)),
+            el(("k", [1]), 9.999, W(0, 10), on_time_pane(1, last=True)),
         ],
     )
     runner.run(p)
@@ -760,17 +762,17 @@ def test_pane_indices_are_per_key_and_window(runner):
     )
     p = _pipeline(runner)
     trig = trigger.AfterWatermark(early=trigger.AfterCount(1))
-    out = _grouped(p, stream, window.FixedWindows(10), trig, DISCARDING)
+    out = group_panes(p | "Stream" >> stream, window.FixedWindows(10), trig, DISCARDING)
     check(
         out,
         [
-            el(("a", [1]), 9.999, W(0, 10), _early(0)),
-            el(("a", [3]), 9.999, W(0, 10), _early(1)),
-            el(("a", []), 9.999, W(0, 10), _on_time(2, last=True)),
-            el(("b", [2]), 9.999, W(0, 10), _early(0)),
-            el(("b", []), 9.999, W(0, 10), _on_time(1, last=True)),
-            el(("a", [12]), 19.999, W(10, 20), _early(0)),
-            el(("a", []), 19.999, W(10, 20), _on_time(1, last=True)),
+            el(("a", [1]), 9.999, W(0, 10), early_pane(0)),
+            el(("a", [3]), 9.999, W(0, 10), early_pane(1)),
+            el(("a", []), 9.999, W(0, 10), on_time_pane(2, last=True)),
+            el(("b", [2]), 9.999, W(0, 10), early_pane(0)),
+            el(("b", []), 9.999, W(0, 10), on_time_pane(1, last=True)),
+            el(("a", [12]), 19.999, W(10, 20), early_pane(0)),
+            el(("a", []), 19.999, W(10, 20), on_time_pane(1, last=True)),
         ],
     )
     runner.run(p)

@@ -29,13 +29,9 @@ these properties over whatever panes the runner produced (``satisfies``), never 
 
 import collections
 
-import apache_beam as beam
 from apache_beam.transforms import trigger, window
 
-from conformance.api import capability, check, keyed_input, satisfies, sorted_groups
-
-ACCUMULATING = trigger.AccumulationMode.ACCUMULATING
-DISCARDING = trigger.AccumulationMode.DISCARDING
+from conformance.api import ACCUMULATING, DISCARDING, capability, check, group_panes, keyed_input, satisfies
 
 # (key, value, timestamp in seconds): "a" has 7 elements in [0, 10) (one value twice) and 4 in
 # [10, 20); "b" has 1 in [0, 10), fewer than any count below; "c" 5 in [20, 30).
@@ -56,16 +52,11 @@ def _expected_windows():
     return {k: sorted(v) for k, v in out.items()}
 
 
-def _grouped(runner, trigger_fn, mode):
+def _panes(runner, trigger_fn, mode):
+    """The pipeline, and the panes of INPUT in fixed windows of 10 s under ``trigger_fn`` and ``mode``."""
     # Python refuses at construction a trigger that may finish; the flag is not sent to the runner.
     p = runner.pipeline("--allow_unsafe_triggers")
-    out = (
-        keyed_input(p, INPUT)
-        | beam.WindowInto(window.FixedWindows(10), trigger=trigger_fn, accumulation_mode=mode)
-        | beam.GroupByKey()
-        | sorted_groups()
-    )
-    return p, out
+    return p, group_panes(keyed_input(p, INPUT), window.FixedWindows(10), trigger_fn, mode)
 
 
 def _sub(bigger, smaller):
@@ -137,7 +128,7 @@ def test_repeated_count_trigger_fires_early_panes_in_batch(runner):
     # Repeatedly(AfterCount(2)), discarding: windows with 2 or more elements may fire EARLY panes (2 or
     # more new elements each) before the end of input; every window ends with its final pane (ON_TIME,
     # is_last) when the watermark passes its end, which is its garbage-collection time.
-    p, out = _grouped(runner, trigger.Repeatedly(trigger.AfterCount(2)), DISCARDING)
+    p, out = _panes(runner, trigger.Repeatedly(trigger.AfterCount(2)), DISCARDING)
     check(out, satisfies(_verify(2, accumulating=False), _describe("Repeatedly(AfterCount(2))", "discarding")))
     runner.run(p)
 
@@ -146,7 +137,7 @@ def test_repeated_count_trigger_fires_early_panes_in_batch(runner):
 def test_early_count_firings_then_on_time_pane_in_batch(runner):
     # AfterWatermark(early=AfterCount(3)), discarding: any EARLY panes hold at least 3 elements, then the
     # ON_TIME pane (is_last, allowed lateness 0) when the watermark passes the end.
-    p, out = _grouped(runner, trigger.AfterWatermark(early=trigger.AfterCount(3)), DISCARDING)
+    p, out = _panes(runner, trigger.AfterWatermark(early=trigger.AfterCount(3)), DISCARDING)
     check(
         out, satisfies(_verify(3, accumulating=False), _describe("AfterWatermark(early=AfterCount(3))", "discarding"))
     )
@@ -157,7 +148,7 @@ def test_early_count_firings_then_on_time_pane_in_batch(runner):
 def test_accumulating_panes_nest_in_batch(runner):
     # Accumulating, AfterWatermark(early=AfterCount(2)): each pane of a window holds every element of
     # the pane before it and at least 2 more; the ON_TIME pane holds every element of the window.
-    p, out = _grouped(runner, trigger.AfterWatermark(early=trigger.AfterCount(2)), ACCUMULATING)
+    p, out = _panes(runner, trigger.AfterWatermark(early=trigger.AfterCount(2)), ACCUMULATING)
     check(
         out,
         satisfies(
@@ -172,7 +163,7 @@ def test_accumulating_panes_nest_in_batch(runner):
 def test_accumulating_repeated_count_panes_nest_in_batch(runner):
     # Accumulating, Repeatedly(AfterCount(3)): nested panes, each at least 3 elements more than the one
     # before; the final pane holds every element of the window.
-    p, out = _grouped(runner, trigger.Repeatedly(trigger.AfterCount(3)), ACCUMULATING)
+    p, out = _panes(runner, trigger.Repeatedly(trigger.AfterCount(3)), ACCUMULATING)
     check(
         out,
         satisfies(_verify(3, accumulating=True), _describe("Repeatedly(AfterCount(3))", "accumulating, panes nested")),
@@ -184,7 +175,7 @@ def test_accumulating_repeated_count_panes_nest_in_batch(runner):
 def test_discarding_panes_are_disjoint_and_complete_in_batch(runner):
     # Discarding, AfterWatermark(early=AfterCount(2)): the panes of a window are disjoint and together
     # hold every element of the window exactly once (a value added twice is there twice).
-    p, out = _grouped(runner, trigger.AfterWatermark(early=trigger.AfterCount(2)), DISCARDING)
+    p, out = _panes(runner, trigger.AfterWatermark(early=trigger.AfterCount(2)), DISCARDING)
     check(
         out,
         satisfies(

@@ -63,7 +63,7 @@ class DaskTarget(Target):
         if self.cluster is not None:
             self.cluster.close()
 
-    def runner(self):
+    def beam_runner(self):
         from apache_beam.runners.dask.dask_runner import DaskRunner
 
         return DaskRunner()

@@ -7,7 +7,15 @@ from pathlib import Path
 
 from apache_beam.utils.timestamp import MIN_TIMESTAMP
 
-from conformance.elements import END_OF_GLOBAL_WINDOW_MS, GLOBAL, MIN_TIMESTAMP_MS, Pane, Record, Window, to_ms
+from conformance.authoring.elements import (
+    END_OF_GLOBAL_WINDOW_MS,
+    GLOBAL,
+    MIN_TIMESTAMP_MS,
+    Pane,
+    Record,
+    Window,
+    to_ms,
+)
 
 # The SDKs write Beam's extreme instants a millisecond apart from one another (each rounds the
 # microsecond constants its own way); compared here as the one instant each stands for.

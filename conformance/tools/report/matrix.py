@@ -13,7 +13,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from conformance import capabilities, diff
+from conformance import capabilities
+from conformance.tools import diff
 
 PASSING = ("passed", "unexpected-pass")
 FAILING = ("failed", "expected-failure", "error")

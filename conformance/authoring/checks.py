@@ -25,8 +25,8 @@ from apache_beam.metrics import Metrics
 from apache_beam.transforms import trigger, window
 from apache_beam.utils.windowed_value import PaneInfoTiming
 
-from conformance import elements
-from conformance.elements import Pane, Record, Window
+from conformance.authoring import elements
+from conformance.authoring.elements import Pane, Record, Window
 
 CONFIRM_NAMESPACE = "beam_conformance_checks"
 # A check whose output differs from the model only in a cross-cutting property (pane metadata)

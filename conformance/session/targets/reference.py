@@ -5,8 +5,8 @@
 
 from __future__ import annotations
 
-from conformance.targets.base import Target, TargetUnavailable
-from conformance.targets.own_job_server import InProcessJobServer
+from conformance.session.targets.base import Target, TargetUnavailable
+from conformance.session.targets.own_job_server import InProcessJobServer
 
 
 class ReferenceTarget(Target):
@@ -33,7 +33,7 @@ class ReferenceTarget(Target):
     def stop(self) -> None:
         self._job_server.stop()
 
-    def runner(self):
+    def beam_runner(self):
         from reference_runner import ReferenceRunner
 
         return ReferenceRunner(**self.knobs)

@@ -11,7 +11,8 @@ import glob
 import os
 from dataclasses import dataclass, field
 
-from conformance import capabilities, results
+from conformance import capabilities
+from conformance.session import results
 
 FORMAT = "beam-conformance-diff/1"
 MARKER = "<!-- beam-conformance-diff -->"  # lets CI find and replace its own PR comment

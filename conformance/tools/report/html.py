@@ -12,8 +12,9 @@ from __future__ import annotations
 import html
 from importlib import resources
 
-from conformance import capabilities, diff
-from conformance.report.matrix import Cell, Column, Matrix, counted
+from conformance import capabilities
+from conformance.tools import diff
+from conformance.tools.report.matrix import Cell, Column, Matrix, counted
 
 SYMBOL = {"Yes": "✓", "Partially": "◐", "No": "✗", "": "–"}
 CSS_CLASS = {"Yes": "v-yes", "Partially": "v-partially", "No": "v-no", "": "v-none"}
@@ -21,7 +22,7 @@ VERDICT_WORD = {"Yes": "Yes", "Partially": "Partially", "No": "No", "": "not tes
 
 
 def _asset(name: str) -> str:
-    return resources.files("conformance.report").joinpath(name).read_text(encoding="utf-8")
+    return resources.files("conformance.tools.report").joinpath(name).read_text(encoding="utf-8")
 
 
 def _e(text) -> str:

@@ -13,9 +13,11 @@ import time
 
 import yaml
 
-from conformance import baseline, capabilities, diff, results
-from conformance.expectations import Expectations, ExpectationsError
-from conformance.report import beam_comparison, beam_yaml, html, markdown, matrix
+from conformance import capabilities
+from conformance.session import results
+from conformance.session.expectations import Expectations, ExpectationsError
+from conformance.tools import baseline, diff
+from conformance.tools.report import beam_comparison, beam_yaml, html, markdown, matrix
 
 OUTPUTS = {
     "capability-matrix.md": markdown.render,
@@ -174,7 +176,7 @@ def _diff(args) -> int:
 
 def _fetch(args) -> int:
     """Bring targets' artifacts into the cache (what a run does first anyway)."""
-    from conformance import targets
+    from conformance.session import targets
 
     worst = 0
     for spec in [t for value in args.target for t in value.split()]:
@@ -188,7 +190,7 @@ def _fetch(args) -> int:
 
 
 def _targets(_args) -> int:
-    from conformance import targets
+    from conformance.session import targets
 
     print(targets.describe_all())
     return 0

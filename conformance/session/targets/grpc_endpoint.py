@@ -15,10 +15,10 @@ import shutil
 import tempfile
 from collections.abc import Callable
 
-from conformance import shapes
-from conformance.targets.base import Target, TargetUnavailable
-from conformance.targets.processes import free_port, read_tail, start_group, stop_group, wait_until_serving
-from conformance.targets.workers import WorkerPoolProcess, write_boot_command
+from conformance.authoring import shapes
+from conformance.session.targets.base import Target, TargetUnavailable
+from conformance.session.targets.processes import free_port, read_tail, start_group, stop_group, wait_until_serving
+from conformance.session.targets.workers import WorkerPoolProcess, write_boot_command
 
 
 class JobServerProcess:
@@ -132,7 +132,7 @@ class GrpcTarget(Target):
         if self._boot_dir is not None:
             shutil.rmtree(self._boot_dir, ignore_errors=True)
 
-    def runner(self):
+    def beam_runner(self):
         from apache_beam.runners.portability.portable_runner import PortableRunner
 
         return PortableRunner()

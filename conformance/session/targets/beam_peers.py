@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from conformance.shapes import ShapeNotApplicable
-from conformance.targets.base import Target
+from conformance.authoring.shapes import ShapeNotApplicable
+from conformance.session.targets.base import Target
 
 
 class BeamDirectTarget(Target):
@@ -13,7 +13,7 @@ class BeamDirectTarget(Target):
     name = "beam-direct"
     help = "Beam's DirectRunner (a peer): FnApiRunner for batch, BundleBasedDirectRunner for streaming, never Prism"
 
-    def runner(self):
+    def beam_runner(self):
         from apache_beam.runners.direct.direct_runner import DirectRunner
 
         runner = DirectRunner()
@@ -47,7 +47,7 @@ class BeamFnApiTarget(Target):
     name = "beam-fnapi"
     help = "Beam's FnApiRunner, in process (a peer)"
 
-    def runner(self):
+    def beam_runner(self):
         from apache_beam.runners.portability.fn_api_runner import FnApiRunner
 
         return FnApiRunner()

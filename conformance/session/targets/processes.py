@@ -9,7 +9,7 @@ import socket
 import subprocess
 import time
 
-from conformance.targets.base import TargetUnavailable
+from conformance.session.targets.base import TargetUnavailable
 
 
 def free_port() -> int:

@@ -22,7 +22,7 @@ import shlex
 import sys
 import tempfile
 
-from conformance.targets.processes import free_port, start_group, stop_group, wait_until_serving
+from conformance.session.targets.processes import free_port, start_group, stop_group, wait_until_serving
 
 
 def write_boot_command(directory: str) -> str:

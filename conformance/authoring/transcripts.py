@@ -33,7 +33,7 @@ import yaml
 from apache_beam.transforms import trigger, window
 from apache_beam.utils.timestamp import Timestamp
 
-from conformance.elements import END_OF_GLOBAL_WINDOW_MS, GLOBAL, W, el, pane
+from conformance.authoring.elements import END_OF_GLOBAL_WINDOW_MS, GLOBAL, W, el, pane
 
 _WINDOW_FNS = {
     "FixedWindows": window.FixedWindows,
@@ -83,7 +83,7 @@ class Step:
     kind: str  # elements, watermark or processing_time
     value: object  # event times, a watermark (float or "inf") or a delay in seconds
     key: str = "k"
-    expect: list = field(default_factory=list)  # conformance.elements.Elem
+    expect: list = field(default_factory=list)  # conformance.authoring.elements.Elem
 
 
 @dataclass
@@ -109,7 +109,7 @@ def directory() -> str | None:
     configured = os.environ.get("BEAM_CONFORMANCE_TRANSCRIPTS")
     if configured:
         return configured
-    package = os.path.dirname(os.path.abspath(__file__))
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # conformance/
     for here in (
         os.path.join(os.path.dirname(package), "fixtures", "transcripts"),
         os.path.join(package, "transcript_files"),

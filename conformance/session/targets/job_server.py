@@ -8,8 +8,8 @@ until it answers, stopping it with its children, SDK workers as ``--environment-
 
 from __future__ import annotations
 
-from conformance.targets.base import Target, TargetUnavailable
-from conformance.targets.grpc_endpoint import GrpcTarget
+from conformance.session.targets.base import Target, TargetUnavailable
+from conformance.session.targets.grpc_endpoint import GrpcTarget
 
 
 class JobServerTarget(GrpcTarget):

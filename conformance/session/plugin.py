@@ -11,12 +11,16 @@ import time
 
 import pytest
 
-from conformance import api, capabilities, results, shapes, targets
-from conformance.expectations import Expectations, ExpectationsError, KnownFailure
+from conformance import api, capabilities
+from conformance.authoring import shapes
+from conformance.authoring.case_runner import CaseRunner
+from conformance.session import results, targets
+from conformance.session.expectations import Expectations, ExpectationsError, KnownFailure
 
 DEFAULT_TARGET = "beam-direct"
 DEFAULT_CASE_TIMEOUT = 180.0
-EXPECTATIONS_DIR = os.path.join(os.path.dirname(__file__), "expectations")
+# the committed known-failure files: data of the conformance package (conformance/expectations/)
+EXPECTATIONS_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "expectations")
 CASES_PACKAGE = "conformance.cases."
 
 _CASE = pytest.StashKey["CaseInfo"]()
@@ -379,14 +383,14 @@ def conformance_target(request):
 
 
 @pytest.fixture
-def runner(request, conformance_target) -> targets.CaseRunner:
+def runner(request, conformance_target) -> CaseRunner:
     """Builds and runs this case's pipelines on the target under test."""
     streaming = request.node.get_closest_marker("streaming") is not None
     try:
         conformance_target.ensure_running()
     except targets.TargetUnavailable as e:
         pytest.fail(f"the target could not be brought back for this case: {e}", pytrace=False)
-    return targets.CaseRunner(conformance_target, streaming=streaming)
+    return CaseRunner(conformance_target, streaming=streaming)
 
 
 # --------------------------------------------------------------------------- outcomes
@@ -398,7 +402,7 @@ def pytest_pyfunc_call(pyfuncitem):
     (CaseRunner.finish): only now has everything else it checks been checked."""
     result = yield
     runner = pyfuncitem.funcargs.get("runner")
-    if isinstance(runner, targets.CaseRunner) and pyfuncitem.stash.get(_CASE, None) is not None:
+    if isinstance(runner, CaseRunner) and pyfuncitem.stash.get(_CASE, None) is not None:
         runner.finish()
     return result
 

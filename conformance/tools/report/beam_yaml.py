@@ -7,7 +7,7 @@ from __future__ import annotations
 import yaml
 
 from conformance import capabilities
-from conformance.report.matrix import Matrix
+from conformance.tools.report.matrix import Matrix
 
 # The website's palette for Yes / Partially / No cells (and their borders).
 _COLOURS = {

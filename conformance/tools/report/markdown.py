@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from conformance import capabilities, diff
-from conformance.report.matrix import Matrix
+from conformance import capabilities
+from conformance.tools import diff
+from conformance.tools.report.matrix import Matrix
 
 _ICON = {"Yes": "✅ Yes", "Partially": "🟡 Partially", "No": "❌ No", "": "—"}
 

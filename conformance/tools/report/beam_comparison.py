@@ -1,4 +1,4 @@
-"""Beam's published capability matrix (conformance.report.published) beside the matrix our results
+"""Beam's published capability matrix (conformance.tools.report.published) beside the matrix our results
 build: for each target of ours that runs what one of Beam's columns describes, the rows where the
 two disagree.
 
@@ -16,8 +16,8 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
-from conformance.report import published
-from conformance.report.matrix import Cell, Matrix
+from conformance.tools.report import published
+from conformance.tools.report.matrix import Cell, Matrix
 
 FORMAT = "beam-conformance-published-comparison/1"
 SHOWN_CASES = 5  # case ids per row in the Markdown (the JSON lists them all)
@@ -302,7 +302,7 @@ def _target_section(t: TargetComparison) -> list[str]:
 def _source_line() -> str:
     return (
         f"Beam's matrix: [`{published.SOURCE['path']}`]({published.SOURCE_URL}) in {published.SOURCE['repository']} "
-        f"at commit `{published.SOURCE['commit'][:12]}`, transcribed into `conformance/report/published.py` "
+        f"at commit `{published.SOURCE['commit'][:12]}`, transcribed into `conformance/tools/report/published.py` "
         "(row names, column classes and first-level verdicts only; Beam's qualifiers and notes are at the source)."
     )
 

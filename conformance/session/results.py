@@ -41,7 +41,7 @@ def case_record(nodeid: str, props: dict, duration_s: float) -> dict:
 
 _SITE_PACKAGES = re.compile(r"/[^\s\"']*/site-packages/")
 # The kit's own modules, by their path from the checkout (or installation) that holds them
-_KIT_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+_KIT_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))) + os.sep
 
 
 def portable_paths(text: str) -> str:

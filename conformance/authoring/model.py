@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from conformance.elements import END_OF_GLOBAL_WINDOW_MS
+from conformance.authoring.elements import END_OF_GLOBAL_WINDOW_MS
 
 END_OF_WINDOW, EARLIEST, LATEST = "END_OF_WINDOW", "EARLIEST", "LATEST"
 

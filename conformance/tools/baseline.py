@@ -16,8 +16,9 @@ import re
 
 import yaml
 
-from conformance import capabilities, results
-from conformance.expectations import Expectations, KnownFailure, parse
+from conformance import capabilities
+from conformance.session import results
+from conformance.session.expectations import Expectations, KnownFailure, parse
 
 PASSING = ("passed", "unexpected-pass")
 FAILING = ("failed", "expected-failure", "error")

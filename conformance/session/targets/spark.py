@@ -5,8 +5,8 @@ micro-batch boundaries and bundle sizes, as --spark_seed)."""
 
 from __future__ import annotations
 
-from conformance.targets.base import Target, TargetUnavailable
-from conformance.targets.own_job_server import InProcessJobServer
+from conformance.session.targets.base import Target, TargetUnavailable
+from conformance.session.targets.own_job_server import InProcessJobServer
 from reference_runner.spark.settings import DEFAULT_MASTER
 
 
@@ -53,7 +53,7 @@ class SparkTarget(Target):
         self._job_server.stop()
         session.stop()
 
-    def runner(self):
+    def beam_runner(self):
         from reference_runner.spark import SparkRunner
 
         return SparkRunner(master=self.master, bundle_size=self.bundle_size, seed=self.seed)
