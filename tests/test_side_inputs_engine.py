@@ -31,9 +31,14 @@ def _manager(events):
     # elements are (name, side window they need, its max timestamp).
     return m.ElementManager(
         [
-            m.StageSpec("stream", m.TEST_STREAM, [], ["main", "side"], events=events),
+            m.StageSpec("stream", m.StageKind.TEST_STREAM, [], ["main", "side"], events=events),
             m.StageSpec(
-                "read", m.SDK, ["main"], ["out"], side_inputs=["side"], side_windows=lambda e: [("side", e[1], e[2])]
+                "read",
+                m.StageKind.SDK,
+                ["main"],
+                ["out"],
+                side_inputs=["side"],
+                side_windows=lambda e: [("side", e[1], e[2])],
             ),
         ],
         side_decoders={"side": _decode},
@@ -73,9 +78,9 @@ def test_main_input_waits_for_a_pane_or_the_side_watermark_and_holds_the_waterma
 def test_batch_side_inputs_are_read_whole_once_the_producer_finished():
     em = m.ElementManager(
         [
-            m.StageSpec("imp", m.IMPULSE, [], ["side"]),
-            m.StageSpec("imp2", m.IMPULSE, [], ["main"]),
-            m.StageSpec("read", m.SDK, ["main"], [], side_inputs=["side"]),
+            m.StageSpec("imp", m.StageKind.IMPULSE, [], ["side"]),
+            m.StageSpec("imp2", m.StageKind.IMPULSE, [], ["main"]),
+            m.StageSpec("read", m.StageKind.SDK, ["main"], [], side_inputs=["side"]),
         ]
     )
     em.start({"side": [b"s"], "main": [b"m"]})
@@ -88,9 +93,9 @@ def test_batch_triggered_side_input_is_read_once_finished_showing_the_latest_pan
     # once its producer finished, as a window -> latest pane map, not every pane it fired.
     em = m.ElementManager(
         [
-            m.StageSpec("side_src", m.IMPULSE, [], ["side"]),
-            m.StageSpec("main_src", m.IMPULSE, [], ["main"]),
-            m.StageSpec("read", m.SDK, ["main"], [], side_inputs=["side"]),
+            m.StageSpec("side_src", m.StageKind.IMPULSE, [], ["side"]),
+            m.StageSpec("main_src", m.StageKind.IMPULSE, [], ["main"]),
+            m.StageSpec("read", m.StageKind.SDK, ["main"], [], side_inputs=["side"]),
         ],
         side_decoders={"side": _decode},
     )

@@ -226,9 +226,9 @@ def test_element_manager_applies_teststream_events_one_at_a_time_and_moves_the_c
     ]
     em = m.ElementManager(
         [
-            m.StageSpec("stream", m.TEST_STREAM, [], ["in"], events=events),
-            m.StageSpec("group", m.GROUP, ["in"], ["out"], grouping=grouping),
-            m.StageSpec("sink", m.SDK, ["out"], []),
+            m.StageSpec("stream", m.StageKind.TEST_STREAM, [], ["in"], events=events),
+            m.StageSpec("group", m.StageKind.GROUP, ["in"], ["out"], grouping=grouping),
+            m.StageSpec("sink", m.StageKind.SDK, ["out"], []),
         ]
     )
     em.start({})

@@ -40,17 +40,7 @@ from typing import Any
 from reference_runner.engine.clock import VirtualClock
 from reference_runner.engine.keyed import KeyedSdkStage
 from reference_runner.engine.sideinputs import SideInputBuffer
-from reference_runner.engine.spec import (
-    FLATTEN,
-    GROUP,
-    IMPULSE,
-    SDK,
-    TEST_STREAM,
-    Bundle,
-    Deferred,
-    KeyedSpec,
-    StageSpec,
-)
+from reference_runner.engine.spec import Bundle, Deferred, KeyedSpec, StageKind, StageSpec
 from reference_runner.engine.stages import FlattenStage, GroupStage, ImpulseStage, SdkStage, Stage
 from reference_runner.engine.teststream import ELEMENTS, PROCESSING_TIME, WATERMARK, TestStreamStage
 from reference_runner.engine.windows import MIN_TIMESTAMP, PLUS_INFINITY
@@ -79,7 +69,7 @@ class ElementManager:
         ([encoded window], pane index or None), see engine/sideinputs.py; the side inputs to keep
         per window and pane (in streaming every one, in batch the triggered ones)."""
         self.policy = bundle_policy
-        self.streaming = any(s.kind == TEST_STREAM for s in stages)
+        self.streaming = any(s.kind == StageKind.TEST_STREAM for s in stages)
         self.draining = False
         self.clock = clock or VirtualClock()
         self.now = self.clock.now()  # processing time (micros), as last read from the clock
@@ -114,17 +104,17 @@ class ElementManager:
         self._bundles = 0
 
     def _stage(self, spec: StageSpec) -> Stage:
-        if spec.kind == SDK:
+        if spec.kind == StageKind.SDK:
             if spec.keyed is not None:
                 return KeyedSdkStage(spec, spec.keyed, self.streaming, self.expired)
             return SdkStage(spec, self.streaming)
-        if spec.kind == GROUP:
+        if spec.kind == StageKind.GROUP:
             return GroupStage(spec)
-        if spec.kind == FLATTEN:
+        if spec.kind == StageKind.FLATTEN:
             return FlattenStage(spec)
-        if spec.kind == IMPULSE:
+        if spec.kind == StageKind.IMPULSE:
             return ImpulseStage(spec)
-        if spec.kind == TEST_STREAM:
+        if spec.kind == StageKind.TEST_STREAM:
             return TestStreamStage(spec)
         raise ValueError(f"stage {spec.id}: unknown kind {spec.kind!r}")
 
@@ -344,12 +334,8 @@ __all__ = [
     "Deferred",
     "ElementManager",
     "KeyedSpec",
+    "StageKind",
     "StageSpec",
-    "SDK",
-    "FLATTEN",
-    "GROUP",
-    "IMPULSE",
-    "TEST_STREAM",
     "ELEMENTS",
     "WATERMARK",
     "PROCESSING_TIME",

@@ -14,24 +14,16 @@ executors as it is.
 from __future__ import annotations
 
 import collections
-import enum
 import hashlib
 import threading
 from dataclasses import dataclass, field
 
 from apache_beam.portability.api import beam_runner_api_pb2
 
+from reference_runner.engine.spec import StageKind
 from reference_runner.graph import descriptors, fusion, sdf, trigger_spec, urns, windowing
 from reference_runner.graph import prepare as front_end
 from reference_runner.graph.pipeline import PipelineGraph, is_stateful
-
-
-class StageKind(str, enum.Enum):
-    IMPULSE = "impulse"  # the runner emits one empty element in the global window
-    TEST_STREAM = "test_stream"  # the runner replays the TestStream's events
-    SDK = "sdk"  # a fused stage the SDK worker runs
-    GROUP = "group"  # GroupByKey, run by the runner
-    FLATTEN = "flatten"  # Flatten (and the runner's re-keying and Reshuffle), run by the runner
 
 
 @dataclass(frozen=True)
@@ -173,7 +165,7 @@ def _plan(graph: PipelineGraph, profile: front_end.Profile, fuse: bool) -> Plan:
 
 def _stage(graph: PipelineGraph, stage: fusion.Stage, streaming: bool) -> PlannedStage:
     planned = PlannedStage(
-        stage.id, StageKind(stage.kind), list(stage.inputs), list(stage.outputs), [t.id for t in stage.transforms]
+        stage.id, stage.kind, list(stage.inputs), list(stage.outputs), [t.id for t in stage.transforms]
     )
     head = stage.transforms[0]
     if planned.kind == StageKind.SDK:

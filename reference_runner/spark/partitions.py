@@ -26,10 +26,9 @@ from dataclasses import dataclass, field
 from reference_runner import bundling
 from reference_runner.engine import manager
 from reference_runner.engine.keyed import KeyedSdkStage
-from reference_runner.engine.spec import Bundle, StageSpec
+from reference_runner.engine.spec import Bundle, StageKind, StageSpec
 from reference_runner.engine.stages import GroupStage, SdkStage, Stage
 from reference_runner.engine.userstate import UserStateStore
-from reference_runner.graph.plan import StageKind
 from reference_runner.spark import tasks
 from reference_runner.spark.plan import StagePlan, coders_of
 from reference_runner.spark.sdk_workers import Lease, lease

@@ -40,11 +40,12 @@ from pyspark.broadcast import Broadcast
 
 from reference_runner.engine import manager
 from reference_runner.engine.sideinputs import SideInputBuffer
+from reference_runner.engine.spec import StageKind
 from reference_runner.engine.teststream import ELEMENTS, PROCESSING_TIME, TestStreamStage
 from reference_runner.engine.windows import MIN_TIMESTAMP, PLUS_INFINITY
 from reference_runner.execute import JobCancelled
 from reference_runner.graph import trigger_spec
-from reference_runner.graph.plan import Plan, StageKind
+from reference_runner.graph.plan import Plan
 from reference_runner.spark import partitions
 from reference_runner.spark.partitions import PassInfo
 from reference_runner.spark.plan import StagePlan

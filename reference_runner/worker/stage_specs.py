@@ -12,9 +12,10 @@ from apache_beam.utils import windowed_value
 from apache_beam.utils.timestamp import Timestamp
 
 from reference_runner.engine import grouping, manager
+from reference_runner.engine.spec import StageKind
 from reference_runner.graph import trigger_spec
 from reference_runner.graph.pipeline import test_stream_output
-from reference_runner.graph.plan import GroupSpec, Plan, PlannedStage, StageKind
+from reference_runner.graph.plan import GroupSpec, Plan, PlannedStage
 from reference_runner.worker import codecs, sidewindows
 from reference_runner.worker.keyed import KeyedStage
 
@@ -23,14 +24,6 @@ CONVERSIONS = {
     "transcode": codecs.Transcoder,
     "keys_to_bytes": codecs.KeysToBytes,
     "keys_from_bytes": codecs.KeysFromBytes,
-}
-
-_ENGINE_KIND = {
-    StageKind.SDK: manager.SDK,
-    StageKind.FLATTEN: manager.FLATTEN,
-    StageKind.GROUP: manager.GROUP,
-    StageKind.IMPULSE: manager.IMPULSE,
-    StageKind.TEST_STREAM: manager.TEST_STREAM,
 }
 
 
@@ -125,7 +118,7 @@ def engine_spec(
         )
     return manager.StageSpec(
         stage.id,
-        _ENGINE_KIND[stage.kind],
+        stage.kind,
         list(stage.inputs),
         list(stage.outputs),
         stage.side_pcolls,
