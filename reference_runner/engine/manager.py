@@ -196,10 +196,6 @@ class ElementManager:
             self.emit(pcollection, elements)
         self._advance()
 
-    def fail(self, bundle: Bundle) -> None:
-        """A bundle failed: nothing it produced is kept; its input goes back to the front."""
-        self._sdk_stage(bundle.stage).fail(bundle)
-
     def _sdk_stage(self, stage_id: str) -> SdkStage:
         stage = self._by_id[stage_id]
         assert isinstance(stage, SdkStage), stage_id
