@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 
 from apache_beam.portability.api import beam_runner_api_pb2
 
+from reference_runner.engine import triggers
 from reference_runner.engine.spec import StageKind
 from reference_runner.graph import descriptors, fusion, sdf, trigger_spec, urns, windowing
 from reference_runner.graph import prepare as front_end
@@ -50,7 +51,7 @@ class GroupSpec:
     merge_in_sdk: bool  # a custom merging WindowFn: the SDK merges the windows
     timestamp_combiner: str
     allowed_lateness: int  # micros
-    trigger: bytes  # the Runner API Trigger to run, serialized; b"": one pane per window at its end
+    trigger: triggers.Trigger | None  # the trigger to run (engine/triggers.py); None: one pane per window at its end
     accumulating: bool
 
 
@@ -218,6 +219,6 @@ def _group(ws: beam_runner_api_pb2.WindowingStrategy, streaming: bool) -> GroupS
         merge_in_sdk=windowing.merged_in_sdk(ws),
         timestamp_combiner=windowing.timestamp_combiner(ws),
         allowed_lateness=ws.allowed_lateness * 1000,
-        trigger=ws.trigger.SerializeToString() if runs_trigger else b"",
+        trigger=trigger_spec.from_proto(ws.trigger) if runs_trigger else None,
         accumulating=ws.accumulation_mode == beam_runner_api_pb2.AccumulationMode.ACCUMULATING,
     )

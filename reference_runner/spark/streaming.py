@@ -34,17 +34,16 @@ import tempfile
 import threading
 from dataclasses import dataclass, field
 
-from apache_beam.portability.api import beam_runner_api_pb2, metrics_pb2
+from apache_beam.portability.api import metrics_pb2
 from pyspark import StorageLevel
 from pyspark.broadcast import Broadcast
 
-from reference_runner.engine import manager
+from reference_runner.engine import manager, triggers
 from reference_runner.engine.sideinputs import SideInputBuffer
 from reference_runner.engine.spec import StageKind
 from reference_runner.engine.teststream import ELEMENTS, PROCESSING_TIME, TestStreamStage
 from reference_runner.engine.windows import MIN_TIMESTAMP, PLUS_INFINITY
 from reference_runner.execute import JobCancelled
-from reference_runner.graph import trigger_spec
 from reference_runner.graph.plan import Plan
 from reference_runner.spark import partitions
 from reference_runner.spark.partitions import PassInfo
@@ -69,9 +68,7 @@ def needs_streaming(prepared: Plan) -> bool:
     if prepared.unbounded or any(s.splittable for s in prepared.stages):
         return True
     return any(
-        s.group is not None
-        and s.group.trigger
-        and trigger_spec.waits_for_processing_time(beam_runner_api_pb2.Trigger.FromString(s.group.trigger))
+        s.group is not None and s.group.trigger is not None and triggers.waits_for_processing_time(s.group.trigger)
         for s in prepared.stages
     )
 

@@ -13,7 +13,6 @@ from apache_beam.utils.timestamp import Timestamp
 
 from reference_runner.engine import grouping, manager
 from reference_runner.engine.spec import StageKind
-from reference_runner.graph import trigger_spec
 from reference_runner.graph.pipeline import test_stream_output
 from reference_runner.graph.plan import GroupSpec, Plan, PlannedStage
 from reference_runner.worker import codecs, sidewindows
@@ -30,14 +29,13 @@ CONVERSIONS = {
 def grouping_of(spec: GroupSpec, codec: codecs.GroupCodec, merge_fn=None) -> grouping.Grouping:
     """The engine's Grouping for a GroupByKey; ``merge_fn``: the SDK's window merging, for a
     custom merging WindowFn (spec.merge_in_sdk)."""
-    trigger = trigger_spec.from_proto(beam_runner_api_pb2.Trigger.FromString(spec.trigger)) if spec.trigger else None
     return grouping.Grouping(
         codec,
         merging=spec.merging,
         merge_fn=merge_fn,
         timestamp_combiner=spec.timestamp_combiner,
         allowed_lateness=spec.allowed_lateness,
-        trigger=trigger,
+        trigger=spec.trigger,
         accumulating=spec.accumulating,
     )
 
