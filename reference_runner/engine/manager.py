@@ -16,8 +16,9 @@ each only when nothing else can run, so results do not depend on bundling. The r
 processing-time clock (engine/clock.py): TestStreams advance it, and once they are exhausted and
 nothing else can progress it moves to the next processing-time timer, trigger deadline or
 resume time of self-checkpointed work (the virtual clock jumps there, the wall clock waits for
-it). Keyed stages drop the state and processing-time timers of windows once the watermark
-passes their expiry. Watermarks never move backwards.
+it); engine/timeline.py spells that order, for Spark's streaming driver too. Keyed stages drop
+the state and processing-time timers of windows once the watermark passes their expiry.
+Watermarks never move backwards.
 
 Drain: TestStreams stop (their remaining events are dropped, their watermark goes to
 +infinity); the self-checkpointed residuals of splittable DoFns, and those they make from then
@@ -37,6 +38,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
+from reference_runner.engine import timeline
 from reference_runner.engine.clock import VirtualClock
 from reference_runner.engine.keyed import KeyedSdkStage
 from reference_runner.engine.sideinputs import SideInputBuffer
@@ -203,24 +205,19 @@ class ElementManager:
 
     # -- time --------------------------------------------------------------------------------
     def advance_time(self) -> bool:
-        """Nothing can run: apply the next TestStream event (the pipeline is quiescent, so each
-        event sees all earlier work done), or else jump the processing-time clock to the next
-        processing-time timer, trigger deadline or resume time. False when neither is possible."""
-        for stream in self._streams:
-            event = stream.step()
-            if event is None:
-                continue
-            kind, pcollection, value = event
-            if kind == ELEMENTS:
-                self.emit(pcollection, value)
-            elif kind == PROCESSING_TIME:
-                self._set_clock(self.now + value)
-            self._advance()
-            return True
-        later = [d for stage in self._stages for d in stage.deadlines() if d is not None and d > self.now]
-        if not later:
+        """Nothing can run: take one step of time (engine/timeline.py), the next TestStream event
+        (the pipeline is quiescent, so each event sees all earlier work done) or else a jump of
+        the processing-time clock to the next processing-time timer, trigger deadline or resume
+        time. False when neither is possible."""
+        step = timeline.next_step(
+            self._streams, self.now, lambda: (d for stage in self._stages for d in stage.deadlines())
+        )
+        if step is None:
             return False
-        self._set_clock(min(later))
+        if step.elements is not None:
+            self.emit(*step.elements)
+        if step.clock is not None:
+            self._set_clock(step.clock)
         self._advance()
         return True
 
