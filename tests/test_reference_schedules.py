@@ -123,8 +123,8 @@ def test_a_stuck_job_is_described_stage_by_stage():
     # A bundle taken but never committed: nothing else can run, yet work remains.
     em = manager.ElementManager(
         [
-            manager.StageSpec("impulse", manager.IMPULSE, [], ["a"]),
-            manager.StageSpec("work", manager.SDK, ["a"], ["b"]),
+            manager.StageSpec("impulse", manager.StageKind.IMPULSE, [], ["a"]),
+            manager.StageSpec("work", manager.StageKind.SDK, ["a"], ["b"]),
         ]
     )
     em.start({"a": [b"x"]})

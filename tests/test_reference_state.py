@@ -215,9 +215,9 @@ def test_timer_store_fires_the_earliest_due_timer_per_key_and_replaces_on_set():
     assert len(store) == 0
 
 
-def test_failed_timer_bundle_gives_its_timers_back():
-    spec = manager.StageSpec("s", manager.SDK, ["in"], ["out"], keyed=manager.KeyedSpec("t"))
-    em = manager.ElementManager([manager.StageSpec("imp", manager.IMPULSE, [], ["in"]), spec])
+def test_timer_bundle_carries_the_timers_a_committed_bundle_set():
+    spec = manager.StageSpec("s", manager.StageKind.SDK, ["in"], ["out"], keyed=manager.KeyedSpec("t"))
+    em = manager.ElementManager([manager.StageSpec("imp", manager.StageKind.IMPULSE, [], ["in"]), spec])
     em.start({"in": [b"e"]})
     first = em.next_bundle()
     assert em.next_bundle() is None  # a keyed stage runs one bundle at a time
@@ -225,10 +225,7 @@ def test_failed_timer_bundle_gives_its_timers_back():
     timer_bundle = em.next_bundle()
     assert [t.encoded for t in timer_bundle.timers] == [b"k10"] and not timer_bundle.inputs
     assert not em.done()
-    em.fail(timer_bundle)
-    retry = em.next_bundle()
-    assert [t.encoded for t in retry.timers] == [b"k10"]
-    em.commit(retry, {})
+    em.commit(timer_bundle, {})
     assert em.next_bundle() is None and em.done()
 
 
@@ -276,12 +273,12 @@ def test_time_sorted_stage_receives_elements_in_timestamp_order():
     # key_of: the test's elements are b"<key><timestamp digit>"
     spec = manager.StageSpec(
         "s",
-        manager.SDK,
+        manager.StageKind.SDK,
         ["in"],
         ["out"],
         keyed=manager.KeyedSpec("t", key_of=lambda e: (e[:1], int(e[1:]), []), time_sorted=True),
     )
-    em = manager.ElementManager([manager.StageSpec("imp", manager.IMPULSE, [], ["in"]), spec])
+    em = manager.ElementManager([manager.StageSpec("imp", manager.StageKind.IMPULSE, [], ["in"]), spec])
     em.start({"in": [b"k5", b"j2", b"k1", b"k3"]})
     bundle = em.next_bundle()
     assert bundle.inputs == [b"k1", b"j2", b"k3", b"k5"]
@@ -298,7 +295,7 @@ def test_streaming_keyed_stage_drops_an_element_only_in_its_expired_windows():
         return (e[0], e[1], {w: x for w, x in e[2].items() if w in windows})
 
     spec = manager.StageSpec(
-        "s", manager.SDK, ["in"], ["out"], keyed=manager.KeyedSpec("t", key_of=key_of, in_windows=in_windows)
+        "s", manager.StageKind.SDK, ["in"], ["out"], keyed=manager.KeyedSpec("t", key_of=key_of, in_windows=in_windows)
     )
     events = [
         (manager.WATERMARK, "in", 11),
@@ -306,7 +303,7 @@ def test_streaming_keyed_stage_drops_an_element_only_in_its_expired_windows():
         (manager.WATERMARK, "in", 12),
         (manager.ELEMENTS, "in", [(b"k", 9, {b"a": 11, b"b": 16}), (b"k", 4, {b"a": 11, b"z": 6})]),
     ]
-    stream = manager.StageSpec("stream", manager.TEST_STREAM, [], ["in"], events=events)
+    stream = manager.StageSpec("stream", manager.StageKind.TEST_STREAM, [], ["in"], events=events)
     em = manager.ElementManager([stream, spec])
     em.start({})
     inputs = []

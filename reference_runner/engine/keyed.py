@@ -145,15 +145,6 @@ class KeyedSdkStage(SdkStage):
         super().commit(bundle, residuals, timers, deferred, draining, now)
         self._running = []
 
-    def fail(self, bundle: Bundle) -> None:
-        if bundle.timers:
-            self.timers.restore(bundle.timers)
-        super().fail(bundle)
-        self._running = []
-
-    def _running_items(self, bundle: Bundle) -> list:
-        return self._running
-
     # -- watermarks --------------------------------------------------------------------------
     def _hold(self, now: int) -> int:
         unsorted = self.unsorted

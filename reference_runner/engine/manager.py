@@ -16,8 +16,9 @@ each only when nothing else can run, so results do not depend on bundling. The r
 processing-time clock (engine/clock.py): TestStreams advance it, and once they are exhausted and
 nothing else can progress it moves to the next processing-time timer, trigger deadline or
 resume time of self-checkpointed work (the virtual clock jumps there, the wall clock waits for
-it). Keyed stages drop the state and processing-time timers of windows once the watermark
-passes their expiry. Watermarks never move backwards.
+it); engine/timeline.py spells that order, for Spark's streaming driver too. Keyed stages drop
+the state and processing-time timers of windows once the watermark passes their expiry.
+Watermarks never move backwards.
 
 Drain: TestStreams stop (their remaining events are dropped, their watermark goes to
 +infinity); the self-checkpointed residuals of splittable DoFns, and those they make from then
@@ -37,20 +38,11 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
+from reference_runner.engine import timeline
 from reference_runner.engine.clock import VirtualClock
 from reference_runner.engine.keyed import KeyedSdkStage
 from reference_runner.engine.sideinputs import SideInputBuffer
-from reference_runner.engine.spec import (
-    FLATTEN,
-    GROUP,
-    IMPULSE,
-    SDK,
-    TEST_STREAM,
-    Bundle,
-    Deferred,
-    KeyedSpec,
-    StageSpec,
-)
+from reference_runner.engine.spec import Bundle, Deferred, KeyedSpec, StageKind, StageSpec
 from reference_runner.engine.stages import FlattenStage, GroupStage, ImpulseStage, SdkStage, Stage
 from reference_runner.engine.teststream import ELEMENTS, PROCESSING_TIME, WATERMARK, TestStreamStage
 from reference_runner.engine.windows import MIN_TIMESTAMP, PLUS_INFINITY
@@ -79,7 +71,7 @@ class ElementManager:
         ([encoded window], pane index or None), see engine/sideinputs.py; the side inputs to keep
         per window and pane (in streaming every one, in batch the triggered ones)."""
         self.policy = bundle_policy
-        self.streaming = any(s.kind == TEST_STREAM for s in stages)
+        self.streaming = any(s.kind == StageKind.TEST_STREAM for s in stages)
         self.draining = False
         self.clock = clock or VirtualClock()
         self.now = self.clock.now()  # processing time (micros), as last read from the clock
@@ -114,17 +106,17 @@ class ElementManager:
         self._bundles = 0
 
     def _stage(self, spec: StageSpec) -> Stage:
-        if spec.kind == SDK:
+        if spec.kind == StageKind.SDK:
             if spec.keyed is not None:
                 return KeyedSdkStage(spec, spec.keyed, self.streaming, self.expired)
             return SdkStage(spec, self.streaming)
-        if spec.kind == GROUP:
+        if spec.kind == StageKind.GROUP:
             return GroupStage(spec)
-        if spec.kind == FLATTEN:
+        if spec.kind == StageKind.FLATTEN:
             return FlattenStage(spec)
-        if spec.kind == IMPULSE:
+        if spec.kind == StageKind.IMPULSE:
             return ImpulseStage(spec)
-        if spec.kind == TEST_STREAM:
+        if spec.kind == StageKind.TEST_STREAM:
             return TestStreamStage(spec)
         raise ValueError(f"stage {spec.id}: unknown kind {spec.kind!r}")
 
@@ -206,10 +198,6 @@ class ElementManager:
             self.emit(pcollection, elements)
         self._advance()
 
-    def fail(self, bundle: Bundle) -> None:
-        """A bundle failed: nothing it produced is kept; its input goes back to the front."""
-        self._sdk_stage(bundle.stage).fail(bundle)
-
     def _sdk_stage(self, stage_id: str) -> SdkStage:
         stage = self._by_id[stage_id]
         assert isinstance(stage, SdkStage), stage_id
@@ -217,24 +205,19 @@ class ElementManager:
 
     # -- time --------------------------------------------------------------------------------
     def advance_time(self) -> bool:
-        """Nothing can run: apply the next TestStream event (the pipeline is quiescent, so each
-        event sees all earlier work done), or else jump the processing-time clock to the next
-        processing-time timer, trigger deadline or resume time. False when neither is possible."""
-        for stream in self._streams:
-            event = stream.step()
-            if event is None:
-                continue
-            kind, pcollection, value = event
-            if kind == ELEMENTS:
-                self.emit(pcollection, value)
-            elif kind == PROCESSING_TIME:
-                self._set_clock(self.now + value)
-            self._advance()
-            return True
-        later = [d for stage in self._stages for d in stage.deadlines() if d is not None and d > self.now]
-        if not later:
+        """Nothing can run: take one step of time (engine/timeline.py), the next TestStream event
+        (the pipeline is quiescent, so each event sees all earlier work done) or else a jump of
+        the processing-time clock to the next processing-time timer, trigger deadline or resume
+        time. False when neither is possible."""
+        step = timeline.next_step(
+            self._streams, self.now, lambda: (d for stage in self._stages for d in stage.deadlines())
+        )
+        if step is None:
             return False
-        self._set_clock(min(later))
+        if step.elements is not None:
+            self.emit(*step.elements)
+        if step.clock is not None:
+            self._set_clock(step.clock)
         self._advance()
         return True
 
@@ -344,12 +327,8 @@ __all__ = [
     "Deferred",
     "ElementManager",
     "KeyedSpec",
+    "StageKind",
     "StageSpec",
-    "SDK",
-    "FLATTEN",
-    "GROUP",
-    "IMPULSE",
-    "TEST_STREAM",
     "ELEMENTS",
     "WATERMARK",
     "PROCESSING_TIME",

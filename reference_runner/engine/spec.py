@@ -3,13 +3,25 @@ KeyedSpec), the work handed out (Bundle) and self-checkpointed work handed back 
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from reference_runner.engine.grouping import Grouping
 
-SDK, FLATTEN, GROUP, IMPULSE, TEST_STREAM = "sdk", "flatten", "group", "impulse", "test_stream"
+
+class StageKind(str, enum.Enum):
+    """What runs a stage: the SDK worker, or the runner itself (the other four)."""
+
+    IMPULSE = "impulse"  # the runner emits one empty element in the global window
+    TEST_STREAM = "test_stream"  # the runner replays the TestStream's events
+    SDK = "sdk"  # a fused stage the SDK worker runs
+    GROUP = "group"  # GroupByKey, run by the runner
+    FLATTEN = "flatten"  # Flatten (and the runner's re-keying and Reshuffle), run by the runner
+
+    def __str__(self) -> str:  # as its value, in messages and traces ("sdk", not "StageKind.SDK")
+        return self.value
 
 
 @dataclass
@@ -35,7 +47,7 @@ class KeyedSpec:
 @dataclass
 class StageSpec:
     id: str
-    kind: str  # SDK, FLATTEN, GROUP, IMPULSE or TEST_STREAM
+    kind: StageKind
     inputs: list[str]  # main input PCollections
     outputs: list[str]  # PCollections leaving the stage
     side_inputs: list[str] = field(default_factory=list)

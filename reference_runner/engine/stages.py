@@ -219,14 +219,6 @@ class SdkStage(Stage):
         """Residuals of the running bundle -> items (an unread input is the same element again)."""
         return list(residuals)
 
-    def fail(self, bundle: Bundle) -> None:
-        """Nothing the bundle did is kept; its input goes back to the front."""
-        (self.to_truncate if bundle.truncate else self.pending)[:0] = self._running_items(bundle)
-        self.in_flight -= 1
-
-    def _running_items(self, bundle: Bundle) -> list:
-        return bundle.inputs
-
     def drain(self) -> None:
         """Deferred residuals go to truncation, however far in the future they were to resume."""
         self.to_truncate += [d.element for d in self.deferred]

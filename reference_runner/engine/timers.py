@@ -117,11 +117,6 @@ class TimerStore:
             del self._pending[t.id]
         return taken
 
-    def restore(self, timers) -> None:
-        """Timers of a failed bundle are pending again (unless something replaced them)."""
-        for t in timers:
-            self._pending.setdefault(t.id, t)
-
     def drop_processing(self, windows: set) -> None:
         """Processing-time timers of expired windows never fire (their state is gone)."""
         for tid in [tid for tid, t in self._pending.items() if t.processing and tid.window in windows]:

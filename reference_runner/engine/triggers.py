@@ -1,6 +1,7 @@
 """Trigger state machines: when a window's pane fires (conformance/SEMANTICS.md, section 5).
 
-A trigger is plain data (built by the executor from the Runner API Trigger proto); the state
+A trigger is plain, immutable and picklable data (built once, when the Plan is, from the Runner
+API Trigger proto: graph/trigger_spec.py); the state
 of one trigger for one key and window is a tree of ``Node`` objects, parallel to the trigger.
 The pane logic (engine/panes.py) drives it: ``on_element`` for each element added to the
 window, ``should_fire`` whenever the window is evaluated (after an element, when the watermark
@@ -341,6 +342,11 @@ class OrFinally(Trigger):
             st.finished = True
 
 
+def waits_for_processing_time(trigger: Trigger) -> bool:
+    """Does the trigger, or one of its sub-triggers, fire on processing time?"""
+    return isinstance(trigger, AfterProcessingTime) or any(waits_for_processing_time(c) for c in trigger.children)
+
+
 __all__ = [
     "AfterAll",
     "AfterAny",
@@ -357,4 +363,5 @@ __all__ = [
     "OrFinally",
     "Repeatedly",
     "Trigger",
+    "waits_for_processing_time",
 ]

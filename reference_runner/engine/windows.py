@@ -22,9 +22,6 @@ class Interval:
     def max_timestamp(self) -> int:
         return self.end - 1000
 
-    def intersects(self, other: Interval) -> bool:
-        return self.start < other.end and other.start < self.end
-
     def span(self, other: Interval) -> Interval:
         return Interval(min(self.start, other.start), max(self.end, other.end))
 

@@ -17,24 +17,25 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from reference_runner.engine.spec import StageKind
 from reference_runner.graph import urns
 from reference_runner.graph.pipeline import PipelineGraph, Transform, is_stateful
 
 KIND_OF = {
-    urns.IMPULSE: "impulse",
-    urns.TEST_STREAM: "test_stream",
-    urns.FLATTEN: "flatten",
-    urns.GROUP_BY_KEY: "group",
-    urns.KEYS_TO_BYTES: "flatten",
-    urns.KEYS_FROM_BYTES: "flatten",
-    urns.RESHUFFLE: "flatten",
+    urns.IMPULSE: StageKind.IMPULSE,
+    urns.TEST_STREAM: StageKind.TEST_STREAM,
+    urns.FLATTEN: StageKind.FLATTEN,
+    urns.GROUP_BY_KEY: StageKind.GROUP,
+    urns.KEYS_TO_BYTES: StageKind.FLATTEN,
+    urns.KEYS_FROM_BYTES: StageKind.FLATTEN,
+    urns.RESHUFFLE: StageKind.FLATTEN,
 }
 
 
 @dataclass
 class Stage:
     id: str
-    kind: str  # sdk, impulse, flatten, group
+    kind: StageKind
     transforms: list[Transform]
     inputs: list[str]  # main input PCollections (from outside the stage)
     side_inputs: list[tuple[str, str, str]] = field(default_factory=list)  # (pcoll, transform, tag)
@@ -48,11 +49,11 @@ def fuse(graph: PipelineGraph, enabled: bool = True) -> list[Stage]:
     stages: list[Stage] = []
     stage_of_pcoll: dict[str, Stage] = {}
     for t in graph.transforms:
-        kind = KIND_OF.get(t.urn, "sdk")
+        kind = KIND_OF.get(t.urn, StageKind.SDK)
         mains = t.main_inputs()
         home = None
         if (
-            kind == "sdk"
+            kind == StageKind.SDK
             and (enabled or t.urn == urns.COMBINE_EXTRACT_OUTPUTS)
             and len(mains) == 1
             and not t.side_inputs()
@@ -60,7 +61,7 @@ def fuse(graph: PipelineGraph, enabled: bool = True) -> list[Stage]:
             and t.urn not in urns.STAGE_ROOTS
         ):
             upstream = stage_of_pcoll.get(mains[0])
-            if upstream is not None and upstream.kind == "sdk":
+            if upstream is not None and upstream.kind == StageKind.SDK:
                 home = upstream
         if home is None:
             home = Stage(f"s{len(stages) + 1}-{_short(t.name)}", kind, [], list(mains))
@@ -79,7 +80,7 @@ def fuse(graph: PipelineGraph, enabled: bool = True) -> list[Stage]:
                 stage_of_pcoll.get(p) is stage and c not in {t.id for t in stage.transforms}
                 for c in graph.consumers.get(p, ())
             )
-            or stage.kind != "sdk"
+            or stage.kind != StageKind.SDK
         ]
     return stages
 

@@ -15,23 +15,16 @@ from __future__ import annotations
 
 import collections
 import dataclasses
-import enum
 import hashlib
 import threading
 from dataclasses import dataclass, field
 
 from apache_beam.portability.api import beam_runner_api_pb2
 
+from reference_runner.engine import triggers
+from reference_runner.engine.spec import StageKind
 from reference_runner.graph import descriptors, front_end, fusion, sdf, trigger_spec, urns, windowing
 from reference_runner.graph.pipeline import PipelineGraph, is_stateful
-
-
-class StageKind(str, enum.Enum):
-    IMPULSE = "impulse"  # the runner emits one empty element in the global window
-    TEST_STREAM = "test_stream"  # the runner replays the TestStream's events
-    SDK = "sdk"  # a fused stage the SDK worker runs
-    GROUP = "group"  # GroupByKey, run by the runner
-    FLATTEN = "flatten"  # Flatten (and the runner's re-keying and Reshuffle), run by the runner
 
 
 @dataclass(frozen=True)
@@ -58,7 +51,7 @@ class GroupSpec:
     merge_in_sdk: bool  # a custom merging WindowFn: the SDK merges the windows
     timestamp_combiner: str
     allowed_lateness: int  # micros
-    trigger: bytes  # the Runner API Trigger to run, serialized; b"": one pane per window at its end
+    trigger: triggers.Trigger | None  # the trigger to run (engine/triggers.py); None: one pane per window at its end
     accumulating: bool
 
 
@@ -184,7 +177,7 @@ def _plan(graph: PipelineGraph, profile: front_end.Profile, fuse: bool) -> Plan:
 
 def _stage(graph: PipelineGraph, stage: fusion.Stage, streaming: bool) -> PlannedStage:
     planned = PlannedStage(
-        stage.id, StageKind(stage.kind), list(stage.inputs), list(stage.outputs), [t.id for t in stage.transforms]
+        stage.id, stage.kind, list(stage.inputs), list(stage.outputs), [t.id for t in stage.transforms]
     )
     head = stage.transforms[0]
     if planned.kind == StageKind.SDK:
@@ -237,6 +230,6 @@ def _group(ws: beam_runner_api_pb2.WindowingStrategy, streaming: bool) -> GroupS
         merge_in_sdk=windowing.merged_in_sdk(ws),
         timestamp_combiner=windowing.timestamp_combiner(ws),
         allowed_lateness=ws.allowed_lateness * 1000,
-        trigger=ws.trigger.SerializeToString() if runs_trigger else b"",
+        trigger=trigger_spec.from_proto(ws.trigger) if runs_trigger else None,
         accumulating=ws.accumulation_mode == beam_runner_api_pb2.AccumulationMode.ACCUMULATING,
     )

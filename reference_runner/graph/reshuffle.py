@@ -3,7 +3,7 @@
 Beam's Reshuffle composite expands to random keys, a GroupByKey and four ParDos that put every
 element back as it was; since Beam 2.65 it keeps value, timestamp, window and pane. A runner
 may run it itself: here it becomes a one-input pass-through that ends the fused stage before
-it (kind "flatten" in graph/fusion.py). The Spark backend redistributes its elements evenly
+it (kind FLATTEN in graph/fusion.py). The Spark backend redistributes its elements evenly
 over the partitions (``repartition``), which the expansion's random keys only approximate.
 """
 

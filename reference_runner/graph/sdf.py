@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from apache_beam.portability.api import beam_runner_api_pb2
 
+from reference_runner.engine.spec import StageKind
 from reference_runner.graph import urns
 
 
@@ -117,4 +118,6 @@ def truncation_stage(stage, components: beam_runner_api_pb2.Components):
     proto.outputs["out"] = truncated
     # Same transform id as the process part: its side inputs are found under the same names.
     side_inputs = [s for s in stage.side_inputs if s[1] == root.id]
-    return Stage(f"{stage.id}/truncate", "sdk", [Transform(root.id, proto)], [main], side_inputs, [truncated]), extended
+    return Stage(
+        f"{stage.id}/truncate", StageKind.SDK, [Transform(root.id, proto)], [main], side_inputs, [truncated]
+    ), extended

@@ -1,4 +1,9 @@
-"""Runner API Trigger protos -> the engine's trigger data (engine/triggers.py)."""
+"""Runner API Trigger protos -> the engine's trigger data (engine/triggers.py).
+
+The one translation: the Plan runs it once per GroupByKey (graph/plan.py, GroupSpec.trigger) and
+both backends build their trigger state machines from what it gives. The other functions here
+read the proto itself, for the front end's checks before there is a Plan.
+"""
 
 from __future__ import annotations
 

@@ -64,7 +64,6 @@ SLIDING_WINDOWS = "beam:window_fn:sliding_windows:v1"
 SESSION_WINDOWS = "beam:window_fn:session_windows:v1"
 PICKLED_PYTHON_WINDOW_FN = "beam:window_fn:pickled_python:v1"
 PICKLED_PYTHON_CODER = "beam:coder:pickled_python:v1"
-STANDARD_WINDOW_FNS = {GLOBAL_WINDOWS, FIXED_WINDOWS, SLIDING_WINDOWS, SESSION_WINDOWS}
 
 # Coders
 WINDOWED_VALUE_CODER = "beam:coder:windowed_value:v1"

@@ -8,7 +8,7 @@ new input, applies the pass (new input at the stage's previous input watermark, 
 processing time, the new upstream watermark), runs every bundle that becomes runnable until
 the partition is quiescent, and returns the outputs, the new state record and a small report
 (output watermark, deadlines, whether state is left, user metrics) for the driver, which
-computes the watermarks of the next stages from it (spark/streaming.py).
+computes the watermarks of the next stages from it (spark/stream_passes.py).
 
 The engine objects hold coder-backed functions of their spec (decoders, codecs, triggers built
 from protos), which must not travel: a state record pickles the object with those as
@@ -27,10 +27,9 @@ import reference_runner.spark.tasks as tasks
 from reference_runner import bundling
 from reference_runner.engine import manager
 from reference_runner.engine.keyed import KeyedSdkStage
-from reference_runner.engine.spec import Bundle, StageSpec
+from reference_runner.engine.spec import Bundle, StageKind, StageSpec
 from reference_runner.engine.stages import GroupStage, SdkStage, Stage
 from reference_runner.engine.userstate import UserStateStore
-from reference_runner.graph.plan import StageKind
 from reference_runner.spark.plan import StagePlan, coders_of
 from reference_runner.spark.sdk_workers import Lease, lease
 from reference_runner.spark.stateful import keyed_stage

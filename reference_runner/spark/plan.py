@@ -17,8 +17,9 @@ from dataclasses import dataclass
 
 from apache_beam.portability.api import beam_runner_api_pb2
 
+from reference_runner.engine.spec import StageKind
 from reference_runner.graph.descriptors import StageDescriptor
-from reference_runner.graph.plan import Plan, PlannedStage, StageKind
+from reference_runner.graph.plan import Plan, PlannedStage
 from reference_runner.spark.user_code import EMBEDDED_CODE, UserCode
 from reference_runner.worker import codecs
 

@@ -12,9 +12,9 @@ from apache_beam.utils import windowed_value
 from apache_beam.utils.timestamp import Timestamp
 
 from reference_runner.engine import grouping, manager
-from reference_runner.graph import trigger_spec
+from reference_runner.engine.spec import StageKind
 from reference_runner.graph.pipeline import test_stream_output
-from reference_runner.graph.plan import GroupSpec, Plan, PlannedStage, StageKind
+from reference_runner.graph.plan import GroupSpec, Plan, PlannedStage
 from reference_runner.worker import codecs, sidewindows
 from reference_runner.worker.keyed import KeyedStage
 
@@ -25,26 +25,17 @@ CONVERSIONS = {
     "keys_from_bytes": codecs.KeysFromBytes,
 }
 
-_ENGINE_KIND = {
-    StageKind.SDK: manager.SDK,
-    StageKind.FLATTEN: manager.FLATTEN,
-    StageKind.GROUP: manager.GROUP,
-    StageKind.IMPULSE: manager.IMPULSE,
-    StageKind.TEST_STREAM: manager.TEST_STREAM,
-}
-
 
 def grouping_of(spec: GroupSpec, codec: codecs.GroupCodec, merge_fn=None) -> grouping.Grouping:
     """The engine's Grouping for a GroupByKey; ``merge_fn``: the SDK's window merging, for a
     custom merging WindowFn (spec.merge_in_sdk)."""
-    trigger = trigger_spec.from_proto(beam_runner_api_pb2.Trigger.FromString(spec.trigger)) if spec.trigger else None
     return grouping.Grouping(
         codec,
         merging=spec.merging,
         merge_fn=merge_fn,
         timestamp_combiner=spec.timestamp_combiner,
         allowed_lateness=spec.allowed_lateness,
-        trigger=trigger,
+        trigger=spec.trigger,
         accumulating=spec.accumulating,
     )
 
@@ -125,7 +116,7 @@ def engine_spec(
         )
     return manager.StageSpec(
         stage.id,
-        _ENGINE_KIND[stage.kind],
+        stage.kind,
         list(stage.inputs),
         list(stage.outputs),
         stage.side_pcolls,

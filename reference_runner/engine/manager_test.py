@@ -1,8 +1,10 @@
-"""Streaming side inputs in the engine (engine/sideinputs.py, ElementManager's held main input),
-driven with plain elements: no SDK, no protos."""
+"""The ElementManager (engine/manager.py) driven with plain elements: no SDK, no protos. TestStream
+events and the processing-time clock; side inputs, streaming (held main input) and batch."""
 
 from reference_runner.engine import manager as m
-from reference_runner.engine.sideinputs import SideInputBuffer
+from reference_runner.engine import triggers as t
+from reference_runner.engine.grouping import Grouping
+from reference_runner.engine.triggers_test import Codec
 
 S = 1_000_000  # one second in micros
 
@@ -13,27 +15,19 @@ def _decode(element):
     return [window], index
 
 
-def test_buffer_keeps_the_latest_pane_per_window_and_accumulates_unknown_panes():
-    buf = SideInputBuffer(_decode)
-    buf.add([("a", b"w1", 0), ("b", b"w1", 0), ("x", b"w2", None)])
-    assert buf.contents() == {b"w1": [("a", b"w1", 0), ("b", b"w1", 0)], b"w2": [("x", b"w2", None)]}
-    assert buf.fired(b"w1") and not buf.fired(b"w2")  # w2 only becomes ready by the watermark
-    version = buf.version
-    buf.add([("c", b"w1", 1), ("y", b"w2", None)])
-    assert buf.contents() == {b"w1": [("c", b"w1", 1)], b"w2": [("x", b"w2", None), ("y", b"w2", None)]}
-    buf.add([("late", b"w1", 0)])  # an older pane than the latest is superseded already
-    assert buf.contents()[b"w1"] == [("c", b"w1", 1)]
-    assert buf.version > version
-
-
 def _manager(events):
     # stream -> "main" read by "read" with side input "side" (straight from the stream). Main
     # elements are (name, side window they need, its max timestamp).
     return m.ElementManager(
         [
-            m.StageSpec("stream", m.TEST_STREAM, [], ["main", "side"], events=events),
+            m.StageSpec("stream", m.StageKind.TEST_STREAM, [], ["main", "side"], events=events),
             m.StageSpec(
-                "read", m.SDK, ["main"], ["out"], side_inputs=["side"], side_windows=lambda e: [("side", e[1], e[2])]
+                "read",
+                m.StageKind.SDK,
+                ["main"],
+                ["out"],
+                side_inputs=["side"],
+                side_windows=lambda e: [("side", e[1], e[2])],
             ),
         ],
         side_decoders={"side": _decode},
@@ -73,13 +67,14 @@ def test_main_input_waits_for_a_pane_or_the_side_watermark_and_holds_the_waterma
 def test_batch_side_inputs_are_read_whole_once_the_producer_finished():
     em = m.ElementManager(
         [
-            m.StageSpec("imp", m.IMPULSE, [], ["side"]),
-            m.StageSpec("imp2", m.IMPULSE, [], ["main"]),
-            m.StageSpec("read", m.SDK, ["main"], [], side_inputs=["side"]),
+            m.StageSpec("imp", m.StageKind.IMPULSE, [], ["side"]),
+            m.StageSpec("imp2", m.StageKind.IMPULSE, [], ["main"]),
+            m.StageSpec("read", m.StageKind.SDK, ["main"], [], side_inputs=["side"]),
         ]
     )
     em.start({"side": [b"s"], "main": [b"m"]})
     bundle = em.next_bundle()
+    assert bundle is not None
     assert bundle.inputs == [b"m"] and em.side_input("side") == (0, [b"s"])
 
 
@@ -88,13 +83,40 @@ def test_batch_triggered_side_input_is_read_once_finished_showing_the_latest_pan
     # once its producer finished, as a window -> latest pane map, not every pane it fired.
     em = m.ElementManager(
         [
-            m.StageSpec("side_src", m.IMPULSE, [], ["side"]),
-            m.StageSpec("main_src", m.IMPULSE, [], ["main"]),
-            m.StageSpec("read", m.SDK, ["main"], [], side_inputs=["side"]),
+            m.StageSpec("side_src", m.StageKind.IMPULSE, [], ["side"]),
+            m.StageSpec("main_src", m.StageKind.IMPULSE, [], ["main"]),
+            m.StageSpec("read", m.StageKind.SDK, ["main"], [], side_inputs=["side"]),
         ],
         side_decoders={"side": _decode},
     )
     em.start({"side": [(1, b"w1", 0), (3, b"w1", 1), (5, b"w2", 0), (6, b"w2", 0)], "main": [b"m"]})
     bundle = em.next_bundle()
+    assert bundle is not None
     assert bundle.inputs == [b"m"]
     assert em.side_input("side")[1] == {b"w1": [(3, b"w1", 1)], b"w2": [(5, b"w2", 0), (6, b"w2", 0)]}
+
+
+def test_element_manager_applies_teststream_events_one_at_a_time_and_moves_the_clock():
+    trig = t.AfterWatermark(early=t.AfterProcessingTime((("delay", 5 * S),)))
+    grouping = Grouping(Codec(), trigger=trig)
+    events = [
+        (m.ELEMENTS, "in", [("k", 1, 1, 10)]),
+        (m.PROCESSING_TIME, None, 6 * S),
+        (m.ELEMENTS, "in", [("k", 2, 2, 10)]),
+        (m.WATERMARK, "in", 5 * S),
+    ]
+    em = m.ElementManager(
+        [
+            m.StageSpec("stream", m.StageKind.TEST_STREAM, [], ["in"], events=events),
+            m.StageSpec("group", m.StageKind.GROUP, ["in"], ["out"], grouping=grouping),
+            m.StageSpec("sink", m.StageKind.SDK, ["out"], []),
+        ]
+    )
+    em.start({})
+    steps = 0
+    while em.advance_time():
+        steps += 1
+    assert steps == 5  # four events, then the exhausted stream's watermark goes to +inf
+    assert em.now == 6 * S
+    assert [(p[1], p[4][0]) for p in em.pending["sink"]] == [([1], "EARLY"), ([2], "ON_TIME")]
+    assert em.output_watermark["group"] == m.PLUS_INFINITY

@@ -211,31 +211,3 @@ def test_hold_keeps_the_output_watermark_at_open_windows():
     assert buf.hold(0, INF) == 3 * S
     d.watermark(50)  # fired on time: no element hold left, past the end: no end-of-window hold
     assert buf.hold(50 * S, INF) == INF
-
-
-def test_element_manager_applies_teststream_events_one_at_a_time_and_moves_the_clock():
-    from reference_runner.engine import manager as m
-
-    trig = t.AfterWatermark(early=t.AfterProcessingTime((("delay", 5 * S),)))
-    grouping = Grouping(Codec(), trigger=trig)
-    events = [
-        (m.ELEMENTS, "in", [("k", 1, 1, 10)]),
-        (m.PROCESSING_TIME, None, 6 * S),
-        (m.ELEMENTS, "in", [("k", 2, 2, 10)]),
-        (m.WATERMARK, "in", 5 * S),
-    ]
-    em = m.ElementManager(
-        [
-            m.StageSpec("stream", m.TEST_STREAM, [], ["in"], events=events),
-            m.StageSpec("group", m.GROUP, ["in"], ["out"], grouping=grouping),
-            m.StageSpec("sink", m.SDK, ["out"], []),
-        ]
-    )
-    em.start({})
-    steps = 0
-    while em.advance_time():
-        steps += 1
-    assert steps == 5  # four events, then the exhausted stream's watermark goes to +inf
-    assert em.now == 6 * S
-    assert [(p[1], p[4][0]) for p in em.pending["sink"]] == [([1], "EARLY"), ([2], "ON_TIME")]
-    assert em.output_watermark["group"] == m.PLUS_INFINITY

@@ -1,0 +1,57 @@
+import pickle
+
+import apache_beam as beam
+from apache_beam.transforms import trigger, window
+
+from reference_runner.engine import triggers
+from reference_runner.graph import front_end, plan, trigger_spec
+
+
+def _proto(t: trigger.TriggerFn):
+    return t.to_runner_api(None)
+
+
+def test_a_nested_trigger_translates_once_and_pickles():
+    t = trigger_spec.from_proto(
+        _proto(
+            trigger.AfterWatermark(
+                early=trigger.AfterProcessingTime(5),
+                late=trigger.OrFinally(trigger.AfterCount(2), trigger.AfterAll(trigger.AfterCount(1))),
+            )
+        )
+    )
+    assert t == triggers.AfterWatermark(
+        triggers.AfterProcessingTime((("delay", 5_000_000),)),
+        triggers.OrFinally(triggers.AfterCount(2), triggers.AfterAll((triggers.AfterCount(1),))),
+    )
+    assert pickle.loads(pickle.dumps(t)) == t
+
+
+def test_waits_for_processing_time_agrees_on_the_proto_and_the_engine_trigger():
+    for t, waits in [
+        (trigger.AfterWatermark(early=trigger.AfterProcessingTime(5)), True),
+        (trigger.Repeatedly(trigger.AfterAny(trigger.AfterCount(3), trigger.AfterProcessingTime(1))), True),
+        (trigger.AfterWatermark(late=trigger.AfterCount(1)), False),
+        (trigger.DefaultTrigger(), False),
+    ]:
+        proto = _proto(t)
+        assert trigger_spec.waits_for_processing_time(proto) is waits
+        assert triggers.waits_for_processing_time(trigger_spec.from_proto(proto)) is waits
+
+
+def test_the_plan_keeps_the_engine_trigger_and_pickles():
+    p = beam.Pipeline()
+    _ = (
+        p
+        | beam.Create([("k", 1)])
+        | beam.WindowInto(
+            window.FixedWindows(10),
+            trigger=trigger.Repeatedly(trigger.AfterCount(2)),
+            accumulation_mode=trigger.AccumulationMode.DISCARDING,
+        )
+        | beam.GroupByKey()
+    )
+    planned = plan.build_plan(p.to_runner_api(), front_end.REFERENCE)
+    [group] = [s for s in planned.stages if s.group is not None]
+    assert group.group is not None and group.group.trigger == triggers.Repeatedly(triggers.AfterCount(2))
+    assert pickle.loads(pickle.dumps(group)).group == group.group
