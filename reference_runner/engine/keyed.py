@@ -54,14 +54,14 @@ def arm_expiry(spec: KeyedSpec, store: TimerStore, elements: Iterable[KeyedEleme
 
 
 class KeyedSdkStage(SdkStage):
-    def __init__(self, spec: StageSpec, keyed: KeyedSpec, streaming: bool, expired: list[tuple[str, bytes]]):
+    def __init__(self, spec: StageSpec, keyed: KeyedSpec, test_stream_driven: bool, expired: list[tuple[str, bytes]]):
         """``expired``: where to report (transform, encoded window) whose state is to be dropped."""
-        super().__init__(spec, streaming)
+        super().__init__(spec, test_stream_driven)
         self.keyed = keyed
         self.timers = TimerStore()
-        self._decoding = streaming or keyed.time_sorted or keyed.expiry_family is not None
+        self._decoding = test_stream_driven or keyed.time_sorted or keyed.expiry_family is not None
         #: streaming: encoded window -> expiry, for the windows the input reached
-        self.windows_seen: dict[bytes, int] | None = {} if streaming else None
+        self.windows_seen: dict[bytes, int] | None = {} if test_stream_driven else None
         self._expired = expired
         #: time-sorted input: (timestamp, arrival, item) waiting for the watermark to pass
         self.unsorted: list[tuple[int, int, KeyedElement]] | None = [] if keyed.time_sorted else None

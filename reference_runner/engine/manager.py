@@ -71,7 +71,7 @@ class ElementManager:
         ([encoded window], pane index or None), see engine/sideinputs.py; the side inputs to keep
         per window and pane (in streaming every one, in batch the triggered ones)."""
         self.policy = bundle_policy
-        self.streaming = any(s.kind == StageKind.TEST_STREAM for s in stages)
+        self.test_stream_driven = any(s.kind == StageKind.TEST_STREAM for s in stages)
         self.draining = False
         self.clock = clock or VirtualClock()
         self.now = self.clock.now()  # processing time (micros), as last read from the clock
@@ -108,8 +108,8 @@ class ElementManager:
     def _stage(self, spec: StageSpec) -> Stage:
         if spec.kind == StageKind.SDK:
             if spec.keyed is not None:
-                return KeyedSdkStage(spec, spec.keyed, self.streaming, self.expired)
-            return SdkStage(spec, self.streaming)
+                return KeyedSdkStage(spec, spec.keyed, self.test_stream_driven, self.expired)
+            return SdkStage(spec, self.test_stream_driven)
         if spec.kind == StageKind.GROUP:
             return GroupStage(spec)
         if spec.kind == StageKind.FLATTEN:

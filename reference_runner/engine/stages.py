@@ -120,13 +120,13 @@ class SdkStage(Stage):
     truncation instead. In streaming, input of a stage reading side inputs is ``held`` until
     the side windows it needs are ready."""
 
-    def __init__(self, spec: StageSpec, streaming: bool):
+    def __init__(self, spec: StageSpec, test_stream_driven: bool):
         super().__init__(spec)
         self.pending: list = []
         self.deferred: list[Deferred] = []
         self.in_flight = 0
         self.to_truncate: list = []  # draining: residuals of splittable DoFns
-        self.side_windows = spec.side_windows if streaming and spec.side_inputs else None
+        self.side_windows = spec.side_windows if test_stream_driven and spec.side_inputs else None
         #: (item, [(side PCollection, encoded window, max timestamp)] it waits for)
         self.held: list[tuple[Any, list]] | None = [] if self.side_windows is not None else None
 

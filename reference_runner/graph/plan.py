@@ -116,7 +116,9 @@ class Plan:
     graph: PipelineGraph  # the normalized pipeline (the driver's; not shipped)
     stages: list[PlannedStage]
     profile: front_end.Profile
-    streaming: bool  # TestStreams drive it
+    # TestStreams feed it: input arrives over time, so triggers run, side inputs are read per
+    # window as they grow and keyed state expires per window (the engine's behaviour follows)
+    test_stream_driven: bool
     unbounded: bool  # may run until drained or cancelled
 
     @property
@@ -167,15 +169,15 @@ _lock = threading.Lock()
 
 
 def _plan(graph: PipelineGraph, profile: front_end.Profile, fuse: bool) -> Plan:
-    streaming = any(t.urn == urns.TEST_STREAM for t in graph.transforms)
-    unbounded = streaming or any(
+    test_stream_driven = any(t.urn == urns.TEST_STREAM for t in graph.transforms)
+    unbounded = test_stream_driven or any(
         p.is_bounded == beam_runner_api_pb2.IsBounded.UNBOUNDED for p in graph.components.pcollections.values()
     )
-    stages = [_stage(graph, s, streaming) for s in fusion.fuse(graph, enabled=fuse)]
-    return Plan(graph, stages, profile, streaming, unbounded)
+    stages = [_stage(graph, s, test_stream_driven) for s in fusion.fuse(graph, enabled=fuse)]
+    return Plan(graph, stages, profile, test_stream_driven, unbounded)
 
 
-def _stage(graph: PipelineGraph, stage: fusion.Stage, streaming: bool) -> PlannedStage:
+def _stage(graph: PipelineGraph, stage: fusion.Stage, test_stream_driven: bool) -> PlannedStage:
     planned = PlannedStage(
         stage.id, stage.kind, list(stage.inputs), list(stage.outputs), [t.id for t in stage.transforms]
     )
@@ -187,10 +189,11 @@ def _stage(graph: PipelineGraph, stage: fusion.Stage, streaming: bool) -> Planne
             planned.truncation = _descriptor(*sdf.truncation_stage(stage, graph.components))
         planned.keyed_head = next((t.id for t in stage.transforms if is_stateful(t)), "")
         planned.side_inputs = [
-            _side_input(graph, pcoll, transform_id, tag, streaming) for pcoll, transform_id, tag in stage.side_inputs
+            _side_input(graph, pcoll, transform_id, tag, test_stream_driven)
+            for pcoll, transform_id, tag in stage.side_inputs
         ]
     elif planned.kind == StageKind.GROUP:
-        planned.group = _group(graph.windowing_of(stage.inputs[0]), streaming)
+        planned.group = _group(graph.windowing_of(stage.inputs[0]), test_stream_driven)
     elif planned.kind == StageKind.FLATTEN:
         planned.conversion = _CONVERSIONS.get(head.urn, "transcode")
         planned.redistribute = head.urn == urns.RESHUFFLE
@@ -204,7 +207,7 @@ def _descriptor(stage: fusion.Stage, components) -> Descriptor:
     return Descriptor(built.proto.SerializeToString(), built.input_transform, dict(built.output_transforms))
 
 
-def _side_input(graph: PipelineGraph, pcoll: str, transform_id: str, tag: str, streaming: bool) -> SideInput:
+def _side_input(graph: PipelineGraph, pcoll: str, transform_id: str, tag: str, test_stream_driven: bool) -> SideInput:
     payload = graph.by_id[transform_id].pardo_payload()
     assert payload is not None, f"{transform_id} reads side inputs, so it is a ParDo"
     side = payload.side_inputs[tag]
@@ -216,15 +219,15 @@ def _side_input(graph: PipelineGraph, pcoll: str, transform_id: str, tag: str, s
         tag,
         multimap=access == urns.MULTIMAP_SIDE_INPUT,
         globally_windowed=ws.window_fn.urn == urns.GLOBAL_WINDOWS,
-        by_pane=streaming or trigger_spec.fires_panes_in_batch(ws.trigger),
+        by_pane=test_stream_driven or trigger_spec.fires_panes_in_batch(ws.trigger),
         window_mapping_fn=side.window_mapping_fn.SerializeToString(deterministic=True),
     )
 
 
-def _group(ws: beam_runner_api_pb2.WindowingStrategy, streaming: bool) -> GroupSpec:
+def _group(ws: beam_runner_api_pb2.WindowingStrategy, test_stream_driven: bool) -> GroupSpec:
     # batch: the default trigger and Always fire one pane per window at its end (the engine's
     # untriggered buffer); anything else runs as the trigger says, as in streaming
-    runs_trigger = streaming or trigger_spec.fires_panes_in_batch(ws.trigger)
+    runs_trigger = test_stream_driven or trigger_spec.fires_panes_in_batch(ws.trigger)
     return GroupSpec(
         merging=windowing.merging(ws),
         merge_in_sdk=windowing.merged_in_sdk(ws),

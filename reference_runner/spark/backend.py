@@ -17,7 +17,7 @@ from reference_runner.spark.plan import stage_plans
 from reference_runner.spark.session import current as current_session
 from reference_runner.spark.session import get as get_session
 from reference_runner.spark.settings import SparkSettings
-from reference_runner.spark.streaming import StreamingRun, StreamStuck, needs_streaming
+from reference_runner.spark.streaming import StreamingRun, StreamStuck, runs_as_micro_batches
 from reference_runner.spark.translate import Translation
 from reference_runner.spark.user_code import EMBEDDED_CODE, UserCode, choose
 from reference_runner.worker.pool import EnvironmentUnsupported
@@ -79,7 +79,7 @@ def _run(prepared: Plan, settings: SparkSettings, control: Control, plans: list)
     if control.job_id:
         spark.sparkContext.setJobGroup(control.job_id, f"Beam job {control.job_id}", interruptOnCancel=True)
         control.attach(_JobGroup(control.job_id))
-    if needs_streaming(prepared):
+    if runs_as_micro_batches(prepared):
         run = StreamingRun(spark, prepared, plans, parallelism, settings.bundle_size, control, seed=settings.seed)
         control.attach(run)
         try:

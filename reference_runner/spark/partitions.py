@@ -53,7 +53,7 @@ class PassInfo:
     upstream: int  # the least output watermark of the main input's producers
     previous: int  # the stage's input watermark before this pass (new input arrives at it)
     now: int  # processing time (the driver's virtual clock)
-    streaming: bool  # the pipeline has TestStreams (the engine's streaming behaviour)
+    test_stream_driven: bool  # the pipeline has TestStreams (Plan.test_stream_driven)
     draining: bool = False
     resume: bool = False  # self-checkpointed residuals ready at ``now`` may run
     bundle_size: int = 1000
@@ -231,8 +231,8 @@ class _SdkPartition(_Partition):
 
         def fresh():
             if keyed is not None:
-                return KeyedSdkStage(spec, spec.keyed, info.streaming, expired)
-            return SdkStage(spec, info.streaming)
+                return KeyedSdkStage(spec, spec.keyed, info.test_stream_driven, expired)
+            return SdkStage(spec, info.test_stream_driven)
 
         stage, user = self._load(spec, blobs, fresh)
         assert isinstance(stage, SdkStage)
@@ -398,7 +398,7 @@ class _PlanView:
     """What stage_specs.engine_spec reads of a Plan, on an executor (no PipelineGraph there)."""
 
     def __init__(self, plan: StagePlan):
-        self.streaming = plan.streaming
+        self.test_stream_driven = plan.test_stream_driven
         self.components = coders_of(plan.components).components
 
 

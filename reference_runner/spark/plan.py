@@ -30,7 +30,7 @@ class StagePlan:
     job_id: str  # the Spark run's own id (Translation.job_id)
     stage: PlannedStage  # every fact about the stage (kind, inputs, side inputs, grouping ...)
     components: bytes  # the pipeline's Components, serialized
-    streaming: bool = False  # the pipeline has TestStreams (the engine's streaming behaviour)
+    test_stream_driven: bool = False  # the pipeline has TestStreams (Plan.test_stream_driven)
     user_code: UserCode = EMBEDDED_CODE  # where its user code runs (the embedded harness, or the environment's workers)
 
     def described(self, endpoint: str) -> StageDescriptor:
@@ -57,7 +57,8 @@ class StagePlan:
 def stage_plans(prepared: Plan, job_id: str, user_code: UserCode = EMBEDDED_CODE) -> list[StagePlan]:
     components = prepared.components.SerializeToString()
     return [
-        StagePlan(f"{job_id}/{s.id}", job_id, s, components, prepared.streaming, user_code) for s in prepared.stages
+        StagePlan(f"{job_id}/{s.id}", job_id, s, components, prepared.test_stream_driven, user_code)
+        for s in prepared.stages
     ]
 
 

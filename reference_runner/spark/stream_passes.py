@@ -215,7 +215,7 @@ class PassScheduler:
         return moved or (stage.held > 0 and self._side_marks(stage) != stage.seen_sides)
 
     def _sides_ready(self, stage: DriverStage) -> bool:
-        if self.prepared.streaming:
+        if self.prepared.test_stream_driven:
             return True  # streaming: per window, in the task (input held until ready)
         return all(self.producer[s.pcoll].output_watermark >= PLUS_INFINITY for s in stage.plan.stage.side_inputs)
 
@@ -250,7 +250,7 @@ class PassScheduler:
             upstream,
             stage.input_watermark,
             self.now,
-            self.prepared.streaming,
+            self.prepared.test_stream_driven,
             draining=self.draining,
             resume=resume,
             bundle_size=self.bundle_size,

@@ -34,7 +34,7 @@ class StreamStuck(RuntimeError):
     pass
 
 
-def needs_streaming(prepared: Plan) -> bool:
+def runs_as_micro_batches(prepared: Plan) -> bool:
     """Run as micro-batches: TestStreams or unbounded input, splittable DoFns (whose watermark
     estimators must move downstream watermarks while they run) or triggers waiting for
     processing time (the batch translation has no clock to drive them)."""

@@ -109,7 +109,7 @@ def engine_spec(
     """The engine's StageSpec of ``stage``; ``keyed``: its KeyedStage, if it has a keyed head;
     ``side_mapper``: the SDK's window mapping, for a side input of a user's WindowFn in streaming."""
     side_windows = None
-    if plan.streaming and stage.kind == StageKind.SDK and stage.side_inputs:
+    if plan.test_stream_driven and stage.kind == StageKind.SDK and stage.side_inputs:
         # streaming: how the engine finds the side windows a main-input element waits for
         side_windows = sidewindows.side_window_needs(
             plan.components, coders, stage.inputs[0], stage.side_inputs, side_mapper
