@@ -10,13 +10,14 @@ import threading
 from reference_runner import bundling
 from reference_runner.backends import Control, JobCancelled
 from reference_runner.engine import clock, manager
+from reference_runner.executor import stage_specs
+from reference_runner.executor.bundles import BundleError, BundleRunner
+from reference_runner.executor.keyed import KeyedStage
+from reference_runner.executor.side_snapshots import SideSnapshots
 from reference_runner.graph.descriptors import EMBEDDED_ENDPOINT, StageDescriptor
 from reference_runner.graph.plan import Plan, PlannedStage, StageKind
 from reference_runner.knobs import Knobs
-from reference_runner.worker import codecs, merging, stage_specs, warm, window_mapping
-from reference_runner.worker.bundles import BundleError, BundleRunner
-from reference_runner.worker.keyed import KeyedStage
-from reference_runner.worker.side_snapshots import SideSnapshots
+from reference_runner.worker import codecs, merging, warm, window_mapping
 from reference_runner.worker.state import StateService
 
 _LOG = logging.getLogger(__name__)

@@ -30,11 +30,12 @@ from reference_runner.engine.keyed import KeyedSdkStage
 from reference_runner.engine.spec import Bundle, StageKind, StageSpec
 from reference_runner.engine.stages import GroupStage, SdkStage, Stage
 from reference_runner.engine.userstate import UserStateStore
+from reference_runner.executor import stage_specs
+from reference_runner.executor.bundles import BundleError
 from reference_runner.spark.plan import StagePlan, coders_of
 from reference_runner.spark.sdk_workers import Lease, lease
 from reference_runner.spark.stateful import keyed_stage
-from reference_runner.worker import merging, stage_specs
-from reference_runner.worker.bundles import BundleError
+from reference_runner.worker import merging
 from reference_runner.worker.state import StateService
 
 STATE, ELEMENT, OUTPUT, REPORT = "S", "E", "O", "R"

@@ -21,10 +21,10 @@ from reference_runner.engine.keyed import arm_expiry, decode
 from reference_runner.engine.manager import PLUS_INFINITY
 from reference_runner.engine.timers import TimerStore
 from reference_runner.engine.userstate import UserStateStore
+from reference_runner.executor.bundles import BundleRunner
+from reference_runner.executor.keyed import KeyedStage
 from reference_runner.spark.plan import PerStage, StagePlan, coders_of
 from reference_runner.spark.tasks import Outputs, PartitionRun, bundle_runner, run_bundle, sdk_worker
-from reference_runner.worker.bundles import BundleRunner
-from reference_runner.worker.keyed import KeyedStage
 from reference_runner.worker.state import StateService
 
 

@@ -42,10 +42,11 @@ from reference_runner.engine.sideinputs import SideInputBuffer
 from reference_runner.engine.spec import StageKind
 from reference_runner.engine.teststream import TestStreamStage
 from reference_runner.engine.windows import MIN_TIMESTAMP, PLUS_INFINITY
+from reference_runner.executor import stage_specs
 from reference_runner.graph.plan import Plan
 from reference_runner.spark.partitions import PassInfo
 from reference_runner.spark.plan import StagePlan
-from reference_runner.worker import codecs, stage_specs
+from reference_runner.worker import codecs
 
 CHECKPOINT_EVERY = 10  # runs of a stage between checkpoints of its state
 

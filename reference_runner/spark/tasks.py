@@ -12,11 +12,12 @@ from pyspark import AccumulatorParam
 from reference_runner.engine import grouping, panes
 from reference_runner.engine.manager import PLUS_INFINITY
 from reference_runner.engine.windows import MIN_TIMESTAMP
+from reference_runner.executor import side_snapshots, stage_specs
+from reference_runner.executor.bundles import BundleError, BundleRunner
 from reference_runner.graph.descriptors import StageDescriptor
 from reference_runner.spark.plan import PerStage, StagePlan, coders_of
 from reference_runner.spark.sdk_workers import Lease, lease
-from reference_runner.worker import codecs, merging, side_snapshots, stage_specs, window_mapping
-from reference_runner.worker.bundles import BundleError, BundleRunner
+from reference_runner.worker import codecs, merging, window_mapping
 from reference_runner.worker.state import SideInputIndex, StateService
 
 

@@ -22,9 +22,9 @@ from pyspark.accumulators import _accumulatorRegistry
 import reference_runner.spark.stateful as stateful
 import reference_runner.spark.tasks as tasks
 from reference_runner.engine.sideinputs import SideInputBuffer
+from reference_runner.executor import sidewindows, stage_specs
 from reference_runner.graph.plan import SideInput
 from reference_runner.spark.plan import StagePlan, coders_of
-from reference_runner.worker import sidewindows, stage_specs
 
 _JOB_IDS = itertools.count(1)
 

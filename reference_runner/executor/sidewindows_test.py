@@ -14,10 +14,11 @@ from apache_beam.pvalue import AsList
 from apache_beam.transforms import window
 from apache_beam.utils.windowed_value import WindowedValue
 
+from reference_runner.executor import sidewindows
 from reference_runner.graph import plan as planning
 from reference_runner.graph import urns
 from reference_runner.graph.front_end import REFERENCE
-from reference_runner.worker import sidewindows, window_mapping
+from reference_runner.worker import window_mapping
 from reference_runner.worker.codecs import Coders
 from reference_runner.worker.embedded import EmbeddedWorker
 from reference_runner.worker.state import StateService

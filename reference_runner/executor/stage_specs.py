@@ -13,10 +13,11 @@ from apache_beam.utils.timestamp import Timestamp
 
 from reference_runner.engine import grouping, manager
 from reference_runner.engine.spec import StageKind
+from reference_runner.executor import sidewindows
+from reference_runner.executor.keyed import KeyedStage
 from reference_runner.graph.pipeline import test_stream_output
 from reference_runner.graph.plan import GroupSpec, Plan, PlannedStage
-from reference_runner.worker import codecs, sidewindows
-from reference_runner.worker.keyed import KeyedStage
+from reference_runner.worker import codecs
 
 #: Flatten conversions by name (PlannedStage.conversion)
 CONVERSIONS = {

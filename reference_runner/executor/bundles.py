@@ -17,11 +17,11 @@ from dataclasses import dataclass, field
 
 from apache_beam.metrics import monitoring_infos
 
+from reference_runner.executor.keyed import KeyedStage, TimerPastExpiration
 from reference_runner.graph.descriptors import StageDescriptor
 from reference_runner.graph.plan import PlannedStage
 from reference_runner.worker import attempt, codecs
 from reference_runner.worker.embedded import BundleFailed
-from reference_runner.worker.keyed import KeyedStage, TimerPastExpiration
 from reference_runner.worker.state import StateService
 
 
