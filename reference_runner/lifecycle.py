@@ -75,7 +75,11 @@ class JobRecord:
         position = 0
         while True:
             with self._changed:
-                self._changed.wait_for(lambda seen=position: seen < len(self.events) or stop(), timeout=1)
+
+                def moved(seen: int = position) -> bool:  # binds position now; mypy cannot type a lambda with a default
+                    return seen < len(self.events) or stop()
+
+                self._changed.wait_for(moved, timeout=1)
                 batch = self.events[position:]
                 position = len(self.events)
                 ended = self.state in TERMINAL

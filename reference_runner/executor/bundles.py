@@ -129,6 +129,7 @@ class BundleRunner:
             if result.response.requires_finalization:
                 committed._finalize = functools.partial(self._finalize, result.instruction_id, noted)
             return committed
+        raise AssertionError("unreachable: itertools.count() never ends")
 
     def _committed(
         self,

@@ -63,6 +63,7 @@ def tripling():
     _ = (tripled,) | "Out" >> beam.Flatten()
     plan = planning.build_plan(p.to_runner_api(), REFERENCE)
     [stage] = [s for s in plan.stages if s.descriptor and plan.graph.by_id[s.transforms[0]].name == "Triple"]
+    assert stage.descriptor is not None  # chosen for having one
     described = stage.descriptor.instantiate("bundles-test-triple")
     state = StateService()
     worker = EmbeddedWorker(state)
@@ -74,7 +75,7 @@ def tripling():
 
 def _elements(runner_coders, stage, values) -> list[bytes]:
     impl = runner_coders.windowed(stage.inputs[0]).get_impl()
-    return [impl.encode_nested(WindowedValue(v, Timestamp(micros=v), [GlobalWindow()])) for v in values]
+    return [impl.encode_nested(WindowedValue(v, Timestamp(micros=v), (GlobalWindow(),))) for v in values]
 
 
 def _values(runner_coders, pcoll, elements) -> list[int]:

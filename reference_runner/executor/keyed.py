@@ -34,6 +34,7 @@ class KeyedStage:
         """``head``: the stateful ParDo at the head of the stage; ``coders``: of the pipeline's
         components (all a process without a PipelineGraph, e.g. a Spark executor, has)."""
         payload = head.pardo_payload()
+        assert payload is not None  # a stateful ParDo
         [main] = head.main_inputs()
         wv_coder = coders.windowed(main)
         self.transform = head.id

@@ -58,7 +58,7 @@ def _needs(side_windowfn, main_windows, main_windowfn=None, sdk_mapper=None) -> 
     out = []
     for w in main_windows:
         mains = [_window(m) for m in w] if isinstance(w, list) else [_window(w)]  # a list: one element in them all
-        got = needs(main_impl.encode_nested(WindowedValue(1, mains[0].start, mains)))
+        got = needs(main_impl.encode_nested(WindowedValue(1, mains[0].start, tuple(mains))))
         assert {pcoll for pcoll, _, _ in got} == {stage.side_pcolls[0]}
         out += [(side_coder.decode(encoded), max_timestamp) for _, encoded, max_timestamp in got]
     return out

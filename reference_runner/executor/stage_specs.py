@@ -69,11 +69,12 @@ def stream_events(plan: Plan, coders: codecs.Coders, stage: PlannedStage) -> lis
     (global window, no pane), times in micros."""
     transform = plan.graph.by_id[stage.test_stream].proto
     payload = beam_runner_api_pb2.TestStreamPayload.FromString(transform.spec.payload)
-    events = []
+    events: list[tuple[str, str | None, list[bytes] | int]] = []
     for event in payload.events:
         kind = event.WhichOneof("event")
         if kind == "element_event":
             pcoll = test_stream_output(transform, event.element_event.tag)
+            assert pcoll is not None  # graph/check.py refuses an event tag without an output
             impl = coders.windowed(pcoll).get_impl()
             read = coders.outer_reader(payload.coder_id)  # (graph/transcode.py: the output has its coder)
             elements = [

@@ -146,6 +146,7 @@ class StagingService(beam_artifact_api_pb2_grpc.ArtifactStagingServiceServicer):
         first = next(responses, None)
         if first is None or not first.staging_token:
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, "the first message must carry the staging token")
+        assert first is not None  # context.abort raised
         try:
             conversation = self.sessions.stage(first.staging_token)
             request = next(conversation)

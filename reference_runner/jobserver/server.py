@@ -49,8 +49,11 @@ class JobServer:
             get_session(spark_settings.master)
         elif backend != "reference":
             raise ValueError(f"unknown backend {backend!r}: reference or spark")
-        self._tmp = None if staging_dir else tempfile.TemporaryDirectory(prefix="reference-staging-")
-        self.staging_dir = staging_dir or self._tmp.name
+        self._tmp = None
+        if not staging_dir:
+            self._tmp = tempfile.TemporaryDirectory(prefix="reference-staging-")
+            staging_dir = self._tmp.name
+        self.staging_dir = staging_dir
         os.makedirs(self.staging_dir, exist_ok=True)
         self.fn = FnApiServer(host)
         # Messages may carry a whole pipeline or an artifact chunk; anything larger is refused by gRPC.

@@ -90,7 +90,9 @@ class JobService(beam_job_api_pb2_grpc.JobServiceServicer):
             prepared = self._prepared.pop(request.preparation_id, None)
         if prepared is None:
             context.abort(grpc.StatusCode.NOT_FOUND, f"no prepared job {request.preparation_id[:100]!r}")
+        assert prepared is not None  # context.abort raised
         pipeline = self.sessions.pipeline(request.preparation_id, wait=60)
+        assert pipeline is not None  # its session is closed or removed only with its preparation
         self.sessions.close(request.preparation_id)
         name, options, backend, plan = prepared
         job_id = f"job-{next(_JOB_IDS)}-{_slug(name)}"
@@ -161,6 +163,7 @@ class JobService(beam_job_api_pb2_grpc.JobServiceServicer):
                 grpc.StatusCode.NOT_FOUND,
                 f"no job {job_id[:100]!r} (this server keeps the last {self.keep_finished} ended jobs)",
             )
+        assert job is not None  # context.abort raised
         return job
 
 
@@ -169,7 +172,10 @@ def _describe_options() -> list:
 
     parser = argparse.ArgumentParser(add_help=False)
     ReferenceOptions._add_argparse_args(parser)
-    kinds = {int: beam_job_api_pb2.PipelineOptionType.INTEGER, float: beam_job_api_pb2.PipelineOptionType.NUMBER}
+    kinds: dict[object, beam_job_api_pb2.PipelineOptionType.Enum.ValueType] = {
+        int: beam_job_api_pb2.PipelineOptionType.INTEGER,
+        float: beam_job_api_pb2.PipelineOptionType.NUMBER,
+    }
     return [
         beam_job_api_pb2.PipelineOptionDescriptor(
             name=action.dest,

@@ -55,6 +55,7 @@ def run(
         if progress.split_done:
             return
         progress.split_done = True
+        assert split is not None  # only called when splitting
         response = worker.split(instruction_id, input_transform, split.fraction, len(elements))
         progress.residuals = list(response.residual_roots)
         for channel in response.channel_splits:

@@ -54,7 +54,7 @@ def doubling():
 
 
 def _elements(impl, values) -> list[bytes]:
-    return [impl.encode_nested(WindowedValue(v, Timestamp(micros=1000 * v), [GlobalWindow()])) for v in values]
+    return [impl.encode_nested(WindowedValue(v, Timestamp(micros=1000 * v), (GlobalWindow(),))) for v in values]
 
 
 def _outputs(result: attempt.Attempt, impl, output_transform: str) -> list[tuple[int, int]]:

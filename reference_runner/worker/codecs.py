@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from apache_beam.coders import coders
 from apache_beam.coders.coder_impl import create_InputStream
 from apache_beam.transforms import window as beam_window
@@ -173,12 +175,13 @@ class GroupCodec:
         self._out = output_coder.get_impl()
         self._window = input_coder.window_coder.get_impl()
         self._panes: dict = {}  # engine Pane -> the SDK's PaneInfo
-        self._last_timestamp = (None, None)
+        self._last_timestamp: tuple[int | None, Timestamp | None] = (None, None)
 
     def split(self, element: bytes):
         wv = self._in.decode_nested(element)
         key, value = wv.value
         ws = wv.windows
+        windows: Sequence[engine_windows.Interval | engine_windows.GlobalWindow | engine_windows.OpaqueWindow]
         if len(ws) == 1 and ws[0] is _BEAM_GLOBAL:  # the common case, without a conversion
             windows = _ONLY_GLOBAL
         else:
@@ -193,9 +196,9 @@ class GroupCodec:
             )
         if timestamp != self._last_timestamp[0]:  # groups of one window share their timestamp
             self._last_timestamp = (timestamp, Timestamp(micros=timestamp))
-        wv = windowed_value.WindowedValue(
-            (key, values), self._last_timestamp[1], (from_engine_window(window, self._window),), info
-        )
+        stamp = self._last_timestamp[1]
+        assert stamp is not None  # set just above, on the first group
+        wv = windowed_value.WindowedValue((key, values), stamp, (from_engine_window(window, self._window),), info)
         return self._out.encode_nested(wv)
 
 

@@ -88,8 +88,8 @@ def test_split_kvs_whose_value_coder_the_runner_does_not_know_by_their_length_pr
 
 def test_split_windowed_values_in_interval_windows():
     wv = coders.WindowedValueCoder(coders.VarIntCoder(), coders.IntervalWindowCoder())
-    first = WindowedValue(1, Timestamp(micros=1000), [IntervalWindow(0, 10), IntervalWindow(5, 15)])
-    second = WindowedValue(300, Timestamp(micros=7000), [IntervalWindow(0, 10)])
+    first = WindowedValue(1, Timestamp(micros=1000), (IntervalWindow(0, 10), IntervalWindow(5, 15)))
+    second = WindowedValue(300, Timestamp(micros=7000), (IntervalWindow(0, 10),))
     encoded = [wv.get_impl().encode_nested(v) for v in (first, second)]
     pieces = split_elements(wv.get_impl(), b"".join(encoded))
     assert pieces == encoded
@@ -109,7 +109,7 @@ def _group_codec(window_coder: coders.Coder) -> tuple[GroupCodec, coders.Windowe
 
 def test_group_codec_splits_an_element_in_the_global_window():
     codec, source, _ = _group_codec(coders.GlobalWindowCoder())
-    element = source.get_impl().encode_nested(WindowedValue(("ab", 7), Timestamp(micros=5000), [GlobalWindow()]))
+    element = source.get_impl().encode_nested(WindowedValue(("ab", 7), Timestamp(micros=5000), (GlobalWindow(),)))
     assert codec.split(element) == (b"\x02ab", "ab", 7, 5000, (engine_windows.GLOBAL,))
 
 
@@ -144,7 +144,7 @@ def test_group_codec_builds_each_pane_with_its_own_timing_and_timestamp():
 def test_group_codec_interval_windows_round_trip():
     codec, source, target = _group_codec(coders.IntervalWindowCoder())
     element = source.get_impl().encode_nested(
-        WindowedValue(("k", 4), Timestamp(micros=6000), [IntervalWindow(0, 10), IntervalWindow(5, 15)])
+        WindowedValue(("k", 4), Timestamp(micros=6000), (IntervalWindow(0, 10), IntervalWindow(5, 15)))
     )
     key_bytes, key, value, timestamp, windows = codec.split(element)
     assert (key_bytes, key, value, timestamp) == (b"\x01k", "k", 4, 6000)
@@ -162,7 +162,7 @@ def test_group_codec_keeps_a_custom_window_as_its_encoding_and_max_timestamp():
     codec, source, target = _group_codec(coders.TimestampPrefixingOpaqueWindowCoder())
     window_bytes = _timestamp_bytes(1999) + b"\x03abc"  # max timestamp 1.999 s, then the user's encoding
     [custom] = (coders.TimestampPrefixingOpaqueWindowCoder().get_impl().decode_nested(window_bytes),)
-    element = source.get_impl().encode_nested(WindowedValue(("k", 1), Timestamp(micros=1000), [custom]))
+    element = source.get_impl().encode_nested(WindowedValue(("k", 1), Timestamp(micros=1000), (custom,)))
     _, _, _, _, windows = codec.split(element)
     assert list(windows) == [engine_windows.OpaqueWindow(window_bytes, 1_999_000)]
     built = target.get_impl().decode_nested(
@@ -179,7 +179,7 @@ def test_group_codec_keeps_a_custom_window_as_its_encoding_and_max_timestamp():
 def test_transcoder_rewrites_the_element_with_the_target_coder():
     source = coders.WindowedValueCoder(coders.VarIntCoder(), coders.GlobalWindowCoder())
     target = coders.WindowedValueCoder(coders.LengthPrefixCoder(coders.VarIntCoder()), coders.GlobalWindowCoder())
-    wv = WindowedValue(300, Timestamp(micros=2000), [GlobalWindow()])
+    wv = WindowedValue(300, Timestamp(micros=2000), (GlobalWindow(),))
     out = Transcoder(source, target)(source.get_impl().encode_nested(wv))
     assert out == target.get_impl().encode_nested(wv)
     assert out.endswith(b"\x02\xac\x02"), "the value is length-prefixed now"
@@ -190,7 +190,7 @@ def test_keys_to_bytes_and_back_are_inverse_and_keep_time_window_and_pane():
     typed = coders.WindowedValueCoder(coders.TupleCoder([coders.StrUtf8Coder(), coders.VarIntCoder()]), window)
     as_bytes = coders.WindowedValueCoder(coders.TupleCoder([coders.BytesCoder(), coders.VarIntCoder()]), window)
     pane = PaneInfo(False, False, PaneInfoTiming.EARLY, 3, -1)
-    wv = WindowedValue(("ab", 5), Timestamp(micros=4000), [IntervalWindow(0, 10)], pane)
+    wv = WindowedValue(("ab", 5), Timestamp(micros=4000), (IntervalWindow(0, 10),), pane)
     original = typed.get_impl().encode_nested(wv)
     rekeyed = KeysToBytes(typed, as_bytes)(original)
     assert _parts(as_bytes.get_impl().decode_nested(rekeyed)) == ((b"\x02ab", 5), 4000, (IntervalWindow(0, 10),), pane)

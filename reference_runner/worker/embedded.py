@@ -159,6 +159,8 @@ def with_traceback(error: BaseException) -> str:
 class BundleFailed(RuntimeError):
     """The SDK worker reported an error for a bundle (the user's exception text included)."""
 
+    metrics: list  # set by a remote worker only: the bundle's monitoring infos so far (worker/attempt.py)
+
     def __init__(self, message: str, cause: BaseException | None = None):
         super().__init__(message)
         self.cause = cause

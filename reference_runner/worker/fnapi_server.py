@@ -15,6 +15,7 @@ import itertools
 import logging
 import queue
 import threading
+from collections.abc import Callable
 from concurrent import futures
 
 import grpc
@@ -25,6 +26,8 @@ from apache_beam.portability.api import (
     beam_provision_api_pb2_grpc,
     endpoints_pb2,
 )
+
+from reference_runner.worker.state import StateService
 
 _LOG = logging.getLogger(__name__)
 _CLOSE = object()  # ends an outgoing stream
@@ -184,9 +187,9 @@ class FnApiServer(
         self._forgotten: collections.OrderedDict[str, None] = collections.OrderedDict()
         self._arrived = threading.Condition()
         #: instruction id -> the StateService answering that bundle's state requests
-        self.state_services: dict[str, object] = {}
+        self.state_services: dict[str, StateService] = {}
         #: worker id -> called with every LogEntry that worker sends (its job's message stream)
-        self.log_sinks: dict[str, object] = {}
+        self.log_sinks: dict[str, Callable[[beam_fn_api_pb2.LogEntry], None]] = {}
         self._server.start()
 
     def connection(self, worker_id: str, timeout: float) -> Connection:
@@ -278,7 +281,9 @@ class FnApiServer(
         worker_id = _worker_id(context)
         for entries in request_iterator:
             sink = self.log_sinks.get(worker_id)
-            for entry in entries.log_entries if sink else ():
+            if not sink:
+                continue
+            for entry in entries.log_entries:
                 try:
                     sink(entry)
                 except Exception:  # noqa: BLE001 - a log sink must never break the worker

@@ -32,7 +32,7 @@ from apache_beam.portability import python_urns
 from apache_beam.portability.api import beam_fn_api_pb2, beam_fn_api_pb2_grpc, beam_runner_api_pb2, endpoints_pb2
 
 from reference_runner.worker.embedded import EmbeddedWorker
-from reference_runner.worker.fnapi_server import FnApiServer
+from reference_runner.worker.fnapi_server import Connection, FnApiServer
 from reference_runner.worker.remote import RemoteWorker
 
 EXTERNAL = "beam:env:external:v1"
@@ -66,7 +66,7 @@ class _Started:
     def __init__(self, worker_id: str, process: subprocess.Popen | None = None):
         self.worker_id = worker_id
         self.process = process
-        self.connection = None
+        self.connection: Connection | None = None
         self.idle_since = time.monotonic()
 
 

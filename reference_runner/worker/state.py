@@ -5,7 +5,10 @@ for ordered lists), kept in the engine's UserStateStore, staged per bundle (inst
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 from apache_beam.coders.coder_impl import create_InputStream, create_OutputStream
+from apache_beam.coders.coders import TupleCoder
 from apache_beam.portability.api import beam_fn_api_pb2
 
 from reference_runner.engine.userstate import UserStateStore
@@ -26,8 +29,10 @@ class SideInputIndex:
         self.values: dict[bytes, bytearray] = {}
         self.by_key: dict[bytes, dict[bytes, list[bytes]]] = {}
         if multimap:
+            assert isinstance(element_coder, TupleCoder)  # a multimap side input is of KVs (Coders builds TupleCoder)
             key_impl, value_impl = (c.get_impl() for c in element_coder.coders())
         value_impl_all = element_coder.get_impl()
+        placed: Iterator[tuple[bytes, list[bytes] | None]]
         if isinstance(elements, dict):
             placed = ((e, [w]) for w, in_window in elements.items() for e in in_window)
         else:
@@ -86,7 +91,7 @@ class StateService:
         except Exception as e:  # the worker reports it as the bundle's failure
             return beam_fn_api_pb2.StateResponse(id=request.id, error=f"{type(e).__name__}: {e}")
 
-    def _user_state(self, request, kind: str) -> beam_fn_api_pb2.StateResponse:
+    def _user_state(self, request, kind: str | None) -> beam_fn_api_pb2.StateResponse:
         bundle = request.instruction_id
         if not bundle:
             raise ValueError("user state request without an instruction id")
