@@ -1,5 +1,6 @@
-"""Pane helpers shared by the cases about windowing, triggers and lateness: group a keyed PCollection
-into its panes in one step, and the PaneInfo a pane of each timing carries (SEMANTICS.md, section 5).
+"""Pane helpers shared by the cases about windowing, triggers and lateness: group a keyed
+PCollection into its panes in one step, and the PaneInfo a pane of each timing carries
+(conformance/SEMANTICS.md, section 5).
 
 group_panes is the one way a case windows, groups and sorts: its transforms are labelled Window,
 Group and Sort, so a pipeline holds one of it (a case that groups twice labels its own transforms).

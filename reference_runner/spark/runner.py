@@ -39,7 +39,8 @@ class SparkRunner(PipelineRunner):
         bundle_size: int | None = None,
         seed: int | None = None,
     ):
-        self.arguments = dict(master=master, parallelism=parallelism, conf=conf, bundle_size=bundle_size, seed=seed)
+        self.master, self.parallelism, self.conf, self.bundle_size = master, parallelism, conf, bundle_size
+        self.seed = seed
 
     def run_pipeline(self, pipeline, options):
         return self.run_portable_pipeline(pipeline.to_runner_api(), options)
@@ -48,7 +49,8 @@ class SparkRunner(PipelineRunner):
         """Run a Runner API pipeline (Beam's hook for runners of protos)."""
         opts = options.view_as(SparkOptions)
         from_options = SparkSettings.parse({name: getattr(opts, f"{PREFIX}{name}") for name in SPARK_OPTIONS})
-        settings = SparkSettings.parse(self.arguments, base=from_options)
+        arguments = {name: getattr(self, name) for name in ("master", "parallelism", "conf", "bundle_size", "seed")}
+        settings = SparkSettings.parse(arguments, base=from_options)
         return run_on(SparkBackend(settings), proto, streaming=options.view_as(StandardOptions).streaming)
 
 
