@@ -9,7 +9,7 @@ import traceback
 from apache_beam.portability.api import beam_fn_api_pb2
 from apache_beam.runners.worker import sdk_worker, statecache
 
-from reference_runner.worker import lifecycle
+from reference_runner.worker import setup_teardown
 from reference_runner.worker.channel import BundleChannel, BundleChannelFactory
 from reference_runner.worker.control import BundleControl
 from reference_runner.worker.state import StateService
@@ -86,7 +86,7 @@ class EmbeddedWorker(BundleControl):
         )
         self._worker = sdk_worker.SdkWorker(self._cache)
         self._ids = itertools.count()
-        self._plain: dict[str, bool] = {}  # descriptor id -> lifecycle.without_setup_or_teardown
+        self._plain: dict[str, bool] = {}  # descriptor id -> setup_teardown.without_setup_or_teardown
 
     def serve(self, state: StateService) -> None:
         """Answer state requests (side inputs, user state) from ``state`` from now on: a warm
@@ -104,7 +104,7 @@ class EmbeddedWorker(BundleControl):
             return False
         for descriptor_id, processors in cache.cached_bundle_processors.items():
             if processors and descriptor_id not in self._plain:
-                self._plain[descriptor_id] = lifecycle.without_setup_or_teardown(processors[0])
+                self._plain[descriptor_id] = setup_teardown.without_setup_or_teardown(processors[0])
             if processors and not self._plain[descriptor_id]:
                 return False
         return True
