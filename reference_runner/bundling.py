@@ -14,7 +14,8 @@ import json
 import random
 from dataclasses import dataclass
 
-WHOLE, RANDOM, NONE = "whole", "random", "none"
+from reference_runner.knobs import NONE, RANDOM, WHOLE, Knobs
+
 #: an attempt that has failed this often is not failed on purpose again, so every bundle commits
 MAX_INJECTED_FAULTS = 3
 
@@ -40,24 +41,16 @@ class ReplayMismatch(ValueError):
 
 
 class SeededPolicy:
-    """Decisions drawn from the seed. The knobs come read and checked (knobs.Knobs.policy, the
-    one place they are parsed); ``max_bundle_size`` caps every bundle (the Spark backend's
-    seeded bundles)."""
+    """Decisions drawn from the knobs' seed (knobs.Knobs: read and checked there, the one place
+    knobs are parsed); ``max_bundle_size`` caps every bundle (the Spark backend's seeded bundles)."""
 
-    def __init__(
-        self,
-        seed: int | str = 0,
-        bundle_size: str | int = WHOLE,
-        splits: str = NONE,
-        faults: float = 0.0,
-        max_bundle_size: int | None = None,
-    ):
-        self.bundle_size_knob, self.splits, self.faults = bundle_size, splits, faults
+    def __init__(self, knobs: Knobs, max_bundle_size: int | None = None):
+        self.bundle_size_knob, self.splits, self.faults = knobs.bundle_size, knobs.splits, knobs.faults
         self.max_bundle_size = max_bundle_size
         # String seeds hash the same way in every process (unlike hash()).
-        self._sizes = random.Random(f"{seed}/sizes")
-        self._splits = random.Random(f"{seed}/splits")
-        self._faults = random.Random(f"{seed}/faults")
+        self._sizes = random.Random(f"{knobs.seed}/sizes")
+        self._splits = random.Random(f"{knobs.seed}/splits")
+        self._faults = random.Random(f"{knobs.seed}/faults")
 
     def bundle_size(self, stage: str, pending: int) -> int:
         if self.max_bundle_size is not None:

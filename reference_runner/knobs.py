@@ -4,8 +4,8 @@ and the options a Job API client sends the job server.
 
 Each knob has one reader that accepts its value as typed or as text and names the knob when it
 refuses one (OptionError). The same readers and ``read`` serve the Spark backend's option table
-(spark/settings.py). ``Knobs`` is the one record of a run's schedule: the seeded policy is made
-from it (``Knobs.policy``).
+(spark/settings.py). ``Knobs`` is the one record of a run's schedule, defaults included: the
+seeded policy (bundling.SeededPolicy) is made from it.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from reference_runner.bundling import NONE, RANDOM, WHOLE, SeededPolicy
+WHOLE, RANDOM, NONE = "whole", "random", "none"  # the knobs' words (bundle_size, splits)
 
 
 class OptionError(ValueError):
@@ -145,7 +145,7 @@ KNOBS: dict[str, Knob] = {
 
 @dataclass(frozen=True)
 class Knobs:
-    seed: int = 0
+    seed: int | str = 0  # str: a seed derived from one (the Spark backend's per partition, "7/3")
     bundle_size: str | int = WHOLE
     splits: str = NONE
     faults: float = 0.0
@@ -168,9 +168,6 @@ class Knobs:
         not taken from clients."""
         remote = [name for name, knob in KNOBS.items() if knob.remote]
         return cls.parse(job_options(options, "reference_", remote), base)
-
-    def policy(self) -> SeededPolicy:
-        return SeededPolicy(self.seed, self.bundle_size, self.splits, self.faults)
 
 
 def job_options(options, prefix: str, names) -> dict[str, Any]:

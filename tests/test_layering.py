@@ -10,9 +10,9 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent / "reference_runner"
 # Lower numbers first. SparkRunner (spark/runner.py) is a runner, above the backend it wraps.
 LAYERS = {
     "engine": 0,
-    "bundling": 1,
+    "knobs": 1,
     "metrics": 1,
-    "knobs": 2,
+    "bundling": 2,
     "graph": 3,
     "worker": 4,
     "backends": 5,

@@ -143,3 +143,11 @@ def test_runner_named_on_the_command_line(tmp_path):
     with beam.Pipeline(options=options) as p:
         assert_that(p | beam.Create([1, 2, 3]) | beam.Map(lambda x: x + 1), equal_to([2, 3, 4]))
     assert {json.loads(line)["elements"] for line in trace.read_text().splitlines()} == {1}
+
+
+def test_reference_runners_parameters_are_the_knobs():
+    import inspect
+
+    from reference_runner.knobs import KNOBS
+
+    assert set(inspect.signature(ReferenceRunner).parameters) == set(KNOBS)

@@ -47,7 +47,7 @@ class Job:
         self.control = control or Control()  # where user metrics go as bundles commit
         self.state = StateService()
         self.coders = codecs.Coders(plan.components)
-        self.policy = bundling.Replay(knobs.replay) if knobs.replay else knobs.policy()
+        self.policy = bundling.Replay(knobs.replay) if knobs.replay else bundling.SeededPolicy(knobs)
         self.clock = clock.make(knobs.clock)
         self.trace_path = knobs.trace
         self.job_id = job_id  # prefixes descriptor ids: a reused worker may have run other jobs

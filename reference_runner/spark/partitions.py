@@ -32,6 +32,7 @@ from reference_runner.engine.stages import GroupStage, SdkStage, Stage
 from reference_runner.engine.userstate import UserStateStore
 from reference_runner.executor import stage_specs
 from reference_runner.executor.bundles import BundleError
+from reference_runner.knobs import RANDOM, Knobs
 from reference_runner.spark.plan import StagePlan, coders_of
 from reference_runner.spark.sdk_workers import Lease, lease
 from reference_runner.spark.stateful import keyed_stage
@@ -309,11 +310,12 @@ class _SdkPartition(_Partition):
 def _bundling(info: PassInfo):
     """Bundles of ``bundle_size`` elements, or of seeded sizes (drawn per partition of the pass)."""
     if info.seed is None:
-        return bundling.SeededPolicy(bundle_size=info.bundle_size)
+        return bundling.SeededPolicy(Knobs(bundle_size=info.bundle_size))
     from pyspark import TaskContext
 
     partition = TaskContext.get().partitionId()
-    return bundling.SeededPolicy(f"{info.seed}/{partition}", bundling.RANDOM, max_bundle_size=info.bundle_size)
+    knobs = Knobs(seed=f"{info.seed}/{partition}", bundle_size=RANDOM)
+    return bundling.SeededPolicy(knobs, max_bundle_size=info.bundle_size)
 
 
 def _sdk_active(stage: SdkStage, user: UserStateStore) -> bool:
