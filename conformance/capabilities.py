@@ -53,7 +53,7 @@ PANE_METADATA = "pane metadata"
 METRICS_REPORTING = "metrics reporting"
 TEST_STREAM = "TestStream"
 # How a runner that does not run TestStream refuses it: the job fails naming its URN, or naming
-# the TestStream transform by its id in the submitted pipeline (targets/base.py, refuses_test_stream).
+# the TestStream transform by its id in the submitted pipeline (authoring/case_runner.py, refuses_test_stream).
 TEST_STREAM_URN = "beam:transform:teststream:v1"
 
 

@@ -1,4 +1,4 @@
-"""Unit tests of the bundle runner (worker/bundles.py) on Beam's SDK harness in this process:
+"""Unit tests of the bundle runner (executor/bundles.py) on Beam's SDK harness in this process:
 injected faults retried until an attempt commits, a channel split's remainder handed back as
 residuals, user metrics of committed and failed attempts kept apart, a user's error named."""
 

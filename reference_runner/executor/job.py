@@ -1,5 +1,5 @@
 """The in-process executor's run loop: a Plan's stages on the engine (ElementManager), bundle by
-bundle on one SDK worker (worker/bundles.py), until every watermark is +inf, the job is
+bundle on one SDK worker (executor/bundles.py), until every watermark is +inf, the job is
 cancelled, or a drain has finished it."""
 
 from __future__ import annotations

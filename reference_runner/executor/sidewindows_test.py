@@ -1,4 +1,4 @@
-"""Unit tests of the side windows a main window reads (worker/sidewindows.py): the model's WindowFns
+"""Unit tests of the side windows a main window reads (executor/sidewindows.py): the model's WindowFns
 mapped from their payloads, against windows worked out by hand from the model (the side WindowFn
 applied to the main window's max timestamp, of several windows the earliest); sessions and an
 unknown WindowFn refused by name; a user's WindowFn mapped by Beam's SDK harness in this process,

@@ -39,7 +39,7 @@ class SideInput:
     by_pane: bool
     # the SDK's function from a main window to the side window read (SideInput.window_mapping_fn,
     # a serialized FunctionSpec): what the runner asks the SDK to map with, for a WindowFn it
-    # does not know (worker/sidewindows.py)
+    # does not know (executor/sidewindows.py)
     window_mapping_fn: bytes = b""
 
 

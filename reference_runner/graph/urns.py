@@ -15,7 +15,7 @@ MAP_WINDOWS = "beam:transform:map_windows:v1"  # the SDK maps main windows to a 
 # A stage the SDK fused itself (pre_optimize=all), expanded again by graph/unfuse.py
 EXECUTABLE_STAGE = "beam:runner:executable_stage:v1"
 # What the SDK's pre-optimization puts before a Flatten input whose coder differs from the
-# output's (and graph/flatten_coders.py does too): the SDK re-encodes the elements.
+# output's (and graph/transcode.py does too): the SDK re-encodes the elements.
 IDENTITY_DOFN = "beam:dofn:identity:0.1"
 # Splittable DoFn parts (graph/sdf.py expands a splittable ParDo into them)
 SDF_PAIR_WITH_RESTRICTION = "beam:transform:sdf_pair_with_restriction:v1"
