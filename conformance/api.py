@@ -31,7 +31,7 @@ from conformance.authoring.elements import (
     pane,
     satisfies,
 )
-from conformance.authoring.inputs import keyed_input, stamped_by_value, value_at_time
+from conformance.authoring.inputs import keyed_at, keyed_input, stamped_by_value, value_at_time
 from conformance.authoring.panes import (
     ACCUMULATING,
     DISCARDING,
@@ -101,6 +101,7 @@ __all__ = [
     "el",
     "group_panes",
     "grouped",
+    "keyed_at",
     "keyed_input",
     "late_pane",
     "on_time_pane",

@@ -6,6 +6,11 @@ import apache_beam as beam
 from apache_beam.transforms.window import TimestampedValue
 
 
+def keyed_at(value, seconds, key="k") -> TimestampedValue:
+    """The element (key, value) at event time ``seconds``: a TestStream's or Create's input."""
+    return TimestampedValue((key, value), seconds)
+
+
 def stamped_by_value():
     """(key, t) -> the same pair, timestamped at t."""
     return beam.Map(lambda kv: TimestampedValue(kv, kv[1]))

@@ -17,6 +17,7 @@ from conformance.api import (
     check,
     el,
     grouped,
+    keyed_at,
     sorted_groups,
     stamped_by_value,
 )
@@ -362,10 +363,6 @@ def _in_sessions(p, stream):
     )
 
 
-def _tv(value, seconds, key="k"):
-    return window.TimestampedValue((key, value), seconds)
-
-
 @pytest.mark.streaming
 @capability("gbk.sessions")
 def test_sessions_exactly_one_gap_apart_in_a_stream_stay_apart(runner):
@@ -377,11 +374,11 @@ def test_sessions_exactly_one_gap_apart_in_a_stream_stay_apart(runner):
     stream = (
         test_stream.TestStream()
         .advance_watermark_to(0)
-        .add_elements([_tv("a", 0)])
+        .add_elements([keyed_at("a", 0)])
         .advance_watermark_to(5)
-        .add_elements([_tv("b", 10)])
+        .add_elements([keyed_at("b", 10)])
         .advance_watermark_to(10)
-        .add_elements([_tv("c", 12)])
+        .add_elements([keyed_at("c", 12)])
         .advance_watermark_to_infinity()
     )
     p = runner.pipeline()
@@ -402,11 +399,11 @@ def test_sessions_one_millisecond_short_of_a_gap_merge_in_a_stream(runner):
     stream = (
         test_stream.TestStream()
         .advance_watermark_to(0)
-        .add_elements([_tv("a", 0)])
+        .add_elements([keyed_at("a", 0)])
         .advance_watermark_to(5)
-        .add_elements([_tv("b", 9.999)])
+        .add_elements([keyed_at("b", 9.999)])
         .advance_watermark_to(10)
-        .add_elements([_tv("c", 5)])
+        .add_elements([keyed_at("c", 5)])
         .advance_watermark_to_infinity()
     )
     p = runner.pipeline()
@@ -427,10 +424,10 @@ def test_later_bridging_element_merges_two_sessions_in_a_stream(runner):
     stream = (
         test_stream.TestStream()
         .advance_watermark_to(0)
-        .add_elements([_tv("a", 0)])
-        .add_elements([_tv("b", 15)])
+        .add_elements([keyed_at("a", 0)])
+        .add_elements([keyed_at("b", 15)])
         .advance_watermark_to(9.999)
-        .add_elements([_tv("c", 5.001)])
+        .add_elements([keyed_at("c", 5.001)])
         .advance_watermark_to(10)
         .advance_watermark_to_infinity()
     )
@@ -453,9 +450,9 @@ def test_expired_session_is_gone_for_a_later_overlapping_element(runner):
     stream = (
         test_stream.TestStream()
         .advance_watermark_to(0)
-        .add_elements([_tv("a", 0)])
+        .add_elements([keyed_at("a", 0)])
         .advance_watermark_to(10)
-        .add_elements([_tv("d", 5)])
+        .add_elements([keyed_at("d", 5)])
         .advance_watermark_to_infinity()
     )
     p = runner.pipeline()

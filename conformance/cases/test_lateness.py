@@ -23,12 +23,18 @@ Model facts the expectations rely on (SEMANTICS 5 and the Runner API):
 from apache_beam.testing import test_stream
 from apache_beam.transforms import trigger, window
 
-from conformance.api import ACCUMULATING, DISCARDING, W, capability, check, el, group_panes, late_pane, on_time_pane
-
-
-def _tv(value, ts, key="k"):
-    """A keyed element with event timestamp ``ts`` (seconds)."""
-    return window.TimestampedValue((key, value), ts)
+from conformance.api import (
+    ACCUMULATING,
+    DISCARDING,
+    W,
+    capability,
+    check,
+    el,
+    group_panes,
+    keyed_at,
+    late_pane,
+    on_time_pane,
+)
 
 
 @capability("lateness.allowed")
@@ -38,9 +44,9 @@ def test_fixed_default_late_data_refires_accumulated_window(runner):
     # to infinity) every window still open emits its final pane (EMIT_ALWAYS).
     stream = (
         test_stream.TestStream()
-        .add_elements([_tv(t, t) for t in (1, 2, 3, 10, 11, 25)])
+        .add_elements([keyed_at(t, t) for t in (1, 2, 3, 10, 11, 25)])
         .advance_watermark_to(100)
-        .add_elements([_tv(7, 7)])
+        .add_elements([keyed_at(7, 7)])
         .advance_watermark_to_infinity()
     )
     p = runner.pipeline()
@@ -69,11 +75,11 @@ def test_fixed_drop_late_data_after_allowed_lateness(runner):
     # are already past GC when they first fire, so that single pane is also the final one.
     stream = (
         test_stream.TestStream()
-        .add_elements([_tv(t, t) for t in (1, 2, 10, 11, 80, 81)])
+        .add_elements([keyed_at(t, t) for t in (1, 2, 10, 11, 80, 81)])
         .advance_watermark_to(100)
-        .add_elements([_tv(7, 7), _tv(8, 8)])
-        .add_elements([_tv(17, 17), _tv(18, 18)])
-        .add_elements([_tv(82, 82)])
+        .add_elements([keyed_at(7, 7), keyed_at(8, 8)])
+        .add_elements([keyed_at(17, 17), keyed_at(18, 18)])
+        .add_elements([keyed_at(82, 82)])
         .advance_watermark_to_infinity()
     )
     p = runner.pipeline()
@@ -100,8 +106,8 @@ def test_first_element_far_behind_watermark_is_dropped(runner):
     stream = (
         test_stream.TestStream()
         .advance_watermark_to(0)
-        .add_elements([_tv("late", -1000)])
-        .add_elements([_tv("onTime", 0.1)])
+        .add_elements([keyed_at("late", -1000)])
+        .add_elements([keyed_at("onTime", 0.1)])
         .advance_watermark_to_infinity()
     )
     p = runner.pipeline()
@@ -116,10 +122,10 @@ def test_late_data_in_discarding_mode_fires_only_new_elements(runner):
     # only itself; the final pane at expiry is empty (nothing new since the last firing).
     stream = (
         test_stream.TestStream()
-        .add_elements([_tv(1, 1), _tv(2, 2)])
+        .add_elements([keyed_at(1, 1), keyed_at(2, 2)])
         .advance_watermark_to(50)
-        .add_elements([_tv(7, 7)])
-        .add_elements([_tv(8, 8)])
+        .add_elements([keyed_at(7, 7)])
+        .add_elements([keyed_at(8, 8)])
         .advance_watermark_to_infinity()
     )
     p = runner.pipeline()
@@ -142,10 +148,10 @@ def test_element_exactly_at_lateness_horizon_is_kept(runner):
     # 9.999 + 5 the element at 3 is late but kept, and fires a LATE pane.
     stream = (
         test_stream.TestStream()
-        .add_elements([_tv(1, 1)])
+        .add_elements([keyed_at(1, 1)])
         .advance_watermark_to(12)
         .advance_watermark_to(14.999)
-        .add_elements([_tv(3, 3)])
+        .add_elements([keyed_at(3, 3)])
         .advance_watermark_to_infinity()
     )
     p = runner.pipeline()
@@ -167,11 +173,11 @@ def test_element_one_ms_past_lateness_horizon_is_dropped(runner):
     # watermark passes the GC time) and the element at 3 is dropped; 13 in [10,20) is kept.
     stream = (
         test_stream.TestStream()
-        .add_elements([_tv(1, 1)])
+        .add_elements([keyed_at(1, 1)])
         .advance_watermark_to(12)
         .advance_watermark_to(15)
-        .add_elements([_tv(3, 3)])
-        .add_elements([_tv(13, 13)])
+        .add_elements([keyed_at(3, 3)])
+        .add_elements([keyed_at(13, 13)])
         .advance_watermark_to_infinity()
     )
     p = runner.pipeline()
@@ -193,10 +199,10 @@ def test_zero_lateness_drops_data_behind_watermark(runner):
     # final and a later element at 5 is dropped; 15 in the open window [10,20) is kept.
     stream = (
         test_stream.TestStream()
-        .add_elements([_tv(1, 1)])
+        .add_elements([keyed_at(1, 1)])
         .advance_watermark_to(10)
-        .add_elements([_tv(5, 5)])
-        .add_elements([_tv(15, 15)])
+        .add_elements([keyed_at(5, 5)])
+        .add_elements([keyed_at(15, 15)])
         .advance_watermark_to_infinity()
     )
     p = runner.pipeline()
@@ -217,9 +223,9 @@ def test_element_behind_watermark_in_open_window_is_not_late(runner):
     # still belongs to the open window [0,10) and joins its single on-time pane (lateness 0).
     stream = (
         test_stream.TestStream()
-        .add_elements([_tv(1, 1)])
+        .add_elements([keyed_at(1, 1)])
         .advance_watermark_to(5)
-        .add_elements([_tv(2, 2)])
+        .add_elements([keyed_at(2, 2)])
         .advance_watermark_to_infinity()
     )
     p = runner.pipeline()
@@ -236,12 +242,12 @@ def test_late_data_accumulating_then_dropped_after_expiry(runner):
     # the elements arriving after watermark 20 min are dropped.
     stream = (
         test_stream.TestStream()
-        .add_elements([_tv(1, 0), _tv(2, 0), _tv(3, 0)])
+        .add_elements([keyed_at(1, 0), keyed_at(2, 0), keyed_at(3, 0)])
         .advance_watermark_to(360)
-        .add_elements([_tv(4, 0)])
-        .add_elements([_tv(5, 0)])
+        .add_elements([keyed_at(4, 0)])
+        .add_elements([keyed_at(5, 0)])
         .advance_watermark_to(1200)
-        .add_elements([_tv(-1, 0), _tv(-2, 0), _tv(-3, 0)])
+        .add_elements([keyed_at(-1, 0), keyed_at(-2, 0), keyed_at(-3, 0)])
         .advance_watermark_to_infinity()
     )
     p = runner.pipeline()
@@ -263,7 +269,9 @@ def test_late_data_accumulating_then_dropped_after_expiry(runner):
 def test_first_pane_of_window_receiving_only_late_data_is_late(runner):
     # A window whose first element arrives after the watermark passed its end (but within
     # lateness) fires a first pane that is LATE with index 0 and nonspeculative index 0.
-    stream = test_stream.TestStream().advance_watermark_to(50).add_elements([_tv(3, 3)]).advance_watermark_to_infinity()
+    stream = (
+        test_stream.TestStream().advance_watermark_to(50).add_elements([keyed_at(3, 3)]).advance_watermark_to_infinity()
+    )
     p = runner.pipeline()
     out = group_panes(p | "Stream" >> stream, window.FixedWindows(10), trigger.DefaultTrigger(), ACCUMULATING, 100)
     check(
@@ -293,12 +301,12 @@ def test_element_in_an_expired_and_a_live_sliding_window_is_kept_only_in_the_liv
     stream = (
         test_stream.TestStream()
         .advance_watermark_to(0)
-        .add_elements([_tv("a", 7)])
+        .add_elements([keyed_at("a", 7)])
         .advance_watermark_to(11.999)
-        .add_elements([_tv("b", 8)])
+        .add_elements([keyed_at("b", 8)])
         .advance_watermark_to(12)
-        .add_elements([_tv("c", 9)])
-        .add_elements([_tv("d", 4)])
+        .add_elements([keyed_at("c", 9)])
+        .add_elements([keyed_at("d", 4)])
         .advance_watermark_to_infinity()
     )
     p = runner.pipeline()

@@ -25,6 +25,8 @@ from apache_beam.utils.secret import RawSecret, Secret
 from apache_beam.utils.timestamp import Duration, Timestamp
 
 from conformance.api import (
+    ACCUMULATING,
+    DISCARDING,
     END_OF_GLOBAL_WINDOW,
     GLOBAL,
     MIN_TIMESTAMP,
@@ -42,9 +44,6 @@ from conformance.api import (
     value_at_time,
 )
 from conformance.authoring.checks import confirmed_in_process
-
-ACCUMULATING = trigger.AccumulationMode.ACCUMULATING
-DISCARDING = trigger.AccumulationMode.DISCARDING
 
 
 def _fixed(start: float, size: float = 10):

@@ -18,10 +18,7 @@ from apache_beam.transforms.deduplicate import Deduplicate
 from apache_beam.transforms.periodicsequence import PeriodicImpulse, PeriodicSequence
 from apache_beam.utils.timestamp import Duration, Timestamp
 
-from conformance.api import GLOBAL, MIN_TIMESTAMP, W, capability, check, el, pane
-
-ACCUMULATING = trigger.AccumulationMode.ACCUMULATING
-DISCARDING = trigger.AccumulationMode.DISCARDING
+from conformance.api import ACCUMULATING, DISCARDING, GLOBAL, MIN_TIMESTAMP, W, capability, check, el, pane
 
 
 def _elements(stream, *batches):

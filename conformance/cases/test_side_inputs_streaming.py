@@ -25,10 +25,8 @@ from apache_beam.pvalue import AsIter, AsList, AsSingleton
 from apache_beam.testing import test_stream
 from apache_beam.transforms import trigger, window
 
-from conformance.api import W, capability, check, el
+from conformance.api import ACCUMULATING, DISCARDING, W, capability, check, el
 
-ACCUMULATING = trigger.AccumulationMode.ACCUMULATING
-DISCARDING = trigger.AccumulationMode.DISCARDING
 TAGS = ("main", "side")
 
 

@@ -44,6 +44,7 @@ from conformance.api import (
     capability,
     check,
     el,
+    keyed_at,
     keyed_input,
     one_of,
     satisfies,
@@ -967,11 +968,6 @@ def test_state_cleared_after_window_expiry(runner):
     runner.run(p)
 
 
-def _tv(value, seconds, key="k"):
-    """A keyed TestStream element at event time ``seconds``."""
-    return window.TimestampedValue((key, value), seconds)
-
-
 @pytest.mark.streaming
 @capability("state.expiry")
 def test_state_expires_mid_stream_at_the_lateness_horizon(runner):
@@ -1009,14 +1005,14 @@ def test_state_expires_mid_stream_at_the_lateness_horizon(runner):
     stream = (
         test_stream.TestStream()
         .advance_watermark_to(0)
-        .add_elements([_tv(1, 1)])
-        .add_elements([_tv(2, 2)])
+        .add_elements([keyed_at(1, 1)])
+        .add_elements([keyed_at(2, 2)])
         .advance_watermark_to(14.999)
-        .add_elements([_tv(3, 3)])
+        .add_elements([keyed_at(3, 3)])
         .advance_watermark_to(15)
-        .add_elements([_tv(4, 4)])
-        .add_elements([_tv(5, 13)])
-        .add_elements([_tv(6, 14)])
+        .add_elements([keyed_at(4, 4)])
+        .add_elements([keyed_at(5, 13)])
+        .add_elements([keyed_at(6, 14)])
         .advance_watermark_to_infinity()
     )
     p = runner.pipeline()
@@ -1062,11 +1058,11 @@ def test_element_in_an_expired_and_a_live_window_is_dropped_only_from_the_expire
     stream = (
         test_stream.TestStream()
         .advance_watermark_to(0)
-        .add_elements([_tv("a", 7)])
+        .add_elements([keyed_at("a", 7)])
         .advance_watermark_to(11.999)
-        .add_elements([_tv("b", 8)])
+        .add_elements([keyed_at("b", 8)])
         .advance_watermark_to(12)
-        .add_elements([_tv("c", 9)])
+        .add_elements([keyed_at("c", 9)])
         .advance_watermark_to_infinity()
     )
     out = p | stream | beam.WindowInto(window.SlidingWindows(10, 5), allowed_lateness=2) | beam.ParDo(_CountPerKey())

@@ -24,7 +24,7 @@ from apache_beam.transforms import window
 from apache_beam.transforms.timeutil import TimeDomain
 from apache_beam.transforms.userstate import BagStateSpec, ReadModifyWriteStateSpec, TimerSpec, on_timer
 
-from conformance.api import GLOBAL, NO_FIRING, W, capability, check, el, keyed_input, one_of, pane
+from conformance.api import GLOBAL, NO_FIRING, W, capability, check, el, keyed_at, keyed_input, one_of, pane
 
 StateParam = beam.DoFn.StateParam
 TimerParam = beam.DoFn.TimerParam
@@ -210,11 +210,6 @@ def test_timer_callback_flushes_buffered_state_per_window(runner):
     runner.run(p)
 
 
-def _tv(value, seconds, key="k"):
-    """A keyed TestStream element at event time ``seconds``."""
-    return window.TimestampedValue((key, value), seconds)
-
-
 class _TimerAndProbes(beam.DoFn):
     """("set", t) arms an event-time timer at t; ("probe", label) reports whether it has fired yet
     (its callback notes the firing in state)."""
@@ -255,11 +250,11 @@ def test_event_time_timer_fires_once_the_watermark_is_past_it_not_at_it(runner):
     stream = (
         test_stream.TestStream()
         .advance_watermark_to(0)
-        .add_elements([_tv(("set", 5), 1)])
+        .add_elements([keyed_at(("set", 5), 1)])
         .advance_watermark_to(5)
-        .add_elements([_tv(("probe", "watermark at 5"), 5)])
+        .add_elements([keyed_at(("probe", "watermark at 5"), 5)])
         .advance_watermark_to(5.001)
-        .add_elements([_tv(("probe", "watermark at 5.001"), 5.001)])
+        .add_elements([keyed_at(("probe", "watermark at 5.001"), 5.001)])
         .advance_watermark_to_infinity()
     )
     p = runner.pipeline()
@@ -720,7 +715,7 @@ def test_processing_time_timer_of_an_expired_window_never_fires(runner):
     stream = (
         test_stream.TestStream()
         .advance_watermark_to(0)
-        .add_elements([_tv(30, 1, key="i"), _tv(50, 2, key="k"), _tv(50, 12, key="j")])
+        .add_elements([keyed_at(30, 1, key="i"), keyed_at(50, 2, key="k"), keyed_at(50, 12, key="j")])
         .advance_watermark_to(9.999)
         .advance_processing_time(40)
         .advance_watermark_to(10)
@@ -884,13 +879,13 @@ def test_on_window_expiration_runs_mid_stream_once_the_window_expired(runner):
     stream = (
         test_stream.TestStream()
         .advance_watermark_to(0)
-        .add_elements([_tv(1, 1), _tv(2, 2), _tv(3, 15, key="j")])
+        .add_elements([keyed_at(1, 1), keyed_at(2, 2), keyed_at(3, 15, key="j")])
         .advance_watermark_to(9.999)
-        .add_elements([_tv("watermark at 9.999", 10, key="probe")])
+        .add_elements([keyed_at("watermark at 9.999", 10, key="probe")])
         .advance_watermark_to(12)
-        .add_elements([_tv("watermark at 12", 12, key="probe")])
-        .add_elements([_tv(4, 5)])
-        .add_elements([_tv(5, 13)])
+        .add_elements([keyed_at("watermark at 12", 12, key="probe")])
+        .add_elements([keyed_at(4, 5)])
+        .add_elements([keyed_at(5, 13)])
         .advance_watermark_to_infinity()
     )
     p = runner.pipeline()

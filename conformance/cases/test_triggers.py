@@ -36,6 +36,7 @@ from conformance.api import (
     early_pane,
     el,
     group_panes,
+    keyed_at,
     late_pane,
     on_time_pane,
     one_of,
@@ -49,15 +50,10 @@ def _pipeline(runner):
     return runner.pipeline("--allow_unsafe_triggers")
 
 
-def _tv(value, ts, key="k"):
-    """A keyed element with event timestamp ``ts`` (seconds)."""
-    return window.TimestampedValue((key, value), ts)
-
-
 def _one_per_step(stream, items):
     """Adds each (value, timestamp) as its own TestStream step."""
     for value, ts in items:
-        stream = stream.add_elements([_tv(value, ts)])
+        stream = stream.add_elements([keyed_at(value, ts)])
     return stream
 
 
@@ -70,7 +66,7 @@ def test_default_trigger_fires_one_final_on_time_pane_per_window(runner):
     # with allowed lateness 0 each on-time pane is also the final one.
     stream = (
         test_stream.TestStream()
-        .add_elements([_tv(t, t) for t in (1, 2, 3, 10, 11)])
+        .add_elements([keyed_at(t, t) for t in (1, 2, 3, 10, 11)])
         .advance_watermark_to(25)
         .advance_watermark_to_infinity()
     )
@@ -110,12 +106,12 @@ def test_on_time_pane_fires_even_when_empty_after_early_panes(runner):
     # OnTimeBehavior FIRE_ALWAYS) and, lateness being 0, both on-time panes are final.
     stream = (
         test_stream.TestStream()
-        .add_elements([_tv(1, 1), _tv(2, 2)])
-        .add_elements([_tv(4, 4)])
-        .add_elements([_tv(14, 14)])
-        .add_elements([_tv(5, 5)])
-        .add_elements([_tv(18, 18)])
-        .add_elements([_tv(6, 6)])
+        .add_elements([keyed_at(1, 1), keyed_at(2, 2)])
+        .add_elements([keyed_at(4, 4)])
+        .add_elements([keyed_at(14, 14)])
+        .add_elements([keyed_at(5, 5)])
+        .add_elements([keyed_at(18, 18)])
+        .add_elements([keyed_at(6, 6)])
         .advance_watermark_to(100)
         .advance_watermark_to_infinity()
     )
@@ -178,13 +174,13 @@ def test_early_and_late_firings_over_merging_sessions(runner):
     # Either way [1,15) is still open at expiry and emits its final pane.
     stream = (
         test_stream.TestStream()
-        .add_elements([_tv(1, 1), _tv(2, 2)])
-        .add_elements([_tv(3, 3)])
-        .add_elements([_tv(4, 4)])
-        .add_elements([_tv(5, 5)])
+        .add_elements([keyed_at(1, 1), keyed_at(2, 2)])
+        .add_elements([keyed_at(3, 3)])
+        .add_elements([keyed_at(4, 4)])
+        .add_elements([keyed_at(5, 5)])
         .advance_watermark_to(100)
-        .add_elements([_tv(1, 1)])
-        .add_elements([_tv(3, 3), _tv(4, 4)])
+        .add_elements([keyed_at(1, 1)])
+        .add_elements([keyed_at(3, 3), keyed_at(4, 4)])
         .advance_watermark_to_infinity()
     )
     p = _pipeline(runner)
@@ -231,7 +227,7 @@ def test_earliest_timestamp_ignores_elements_behind_watermark(runner):
     stream = (
         test_stream.TestStream()
         .advance_watermark_to(5)
-        .add_elements([_tv(t, t) for t in (2, 3, 7, 8)])
+        .add_elements([keyed_at(t, t) for t in (2, 3, 7, 8)])
         .advance_watermark_to(11)
         .advance_watermark_to_infinity()
     )
@@ -254,7 +250,7 @@ def test_earliest_timestamp_falls_back_to_end_of_window_without_hold(runner):
     stream = (
         test_stream.TestStream()
         .advance_watermark_to(8)
-        .add_elements([_tv(t, t) for t in (2, 3, 7)])
+        .add_elements([keyed_at(t, t) for t in (2, 3, 7)])
         .advance_watermark_to(11)
         .advance_watermark_to_infinity()
     )
@@ -286,11 +282,11 @@ def test_on_time_pane_fires_once_the_watermark_is_past_the_window_max_timestamp(
     stream = (
         test_stream.TestStream()
         .advance_watermark_to(0)
-        .add_elements([_tv("a", 1)])
+        .add_elements([keyed_at("a", 1)])
         .advance_watermark_to(9.999)
-        .add_elements([_tv("b", 9.999)])
+        .add_elements([keyed_at("b", 9.999)])
         .advance_watermark_to(10)
-        .add_elements([_tv("c", 5)])
+        .add_elements([keyed_at("c", 5)])
         .advance_watermark_to_infinity()
     )
     p = _pipeline(runner)
@@ -339,9 +335,9 @@ def test_after_count_per_key_in_global_window(runner):
     # per key and finishes, so A's later 4,5,6 are dropped.
     stream = (
         test_stream.TestStream()
-        .add_elements([_tv(v, 0, key="A") for v in (1, 2, 3)])
-        .add_elements([_tv(v, 0, key="A") for v in (4, 5, 6)])
-        .add_elements([_tv(v, 0, key="B") for v in (1, 2, 3)])
+        .add_elements([keyed_at(v, 0, key="A") for v in (1, 2, 3)])
+        .add_elements([keyed_at(v, 0, key="A") for v in (4, 5, 6)])
+        .add_elements([keyed_at(v, 0, key="B") for v in (1, 2, 3)])
         .advance_watermark_to_infinity()
     )
     p = _pipeline(runner)
@@ -366,11 +362,11 @@ def test_early_processing_time_panes_of_window(runner):
     # then the watermark fires the final on-time pane {1,2,3}.
     stream = (
         test_stream.TestStream()
-        .add_elements([_tv(1, 1)])
+        .add_elements([keyed_at(1, 1)])
         .advance_processing_time(360)
-        .add_elements([_tv(2, 2)])
+        .add_elements([keyed_at(2, 2)])
         .advance_processing_time(360)
-        .add_elements([_tv(3, 3)])
+        .add_elements([keyed_at(3, 3)])
         .advance_processing_time(360)
         .advance_watermark_to_infinity()
     )
@@ -395,11 +391,11 @@ def test_after_processing_time_fires_once_then_finishes(runner):
     # finishes (Python test_after_processing_time): {1,2} is final, 3 arrives to a closed window.
     stream = (
         test_stream.TestStream()
-        .add_elements([_tv(1, 1)])
+        .add_elements([keyed_at(1, 1)])
         .advance_processing_time(2)
-        .add_elements([_tv(2, 2)])
+        .add_elements([keyed_at(2, 2)])
         .advance_processing_time(20)
-        .add_elements([_tv(3, 3)])
+        .add_elements([keyed_at(3, 3)])
         .advance_processing_time(20)
         .advance_watermark_to_infinity()
     )
@@ -416,11 +412,11 @@ def test_repeatedly_after_processing_time_discarding(runner):
     # ON_TIME pane is empty (discarding, nothing new; OnTimeBehavior FIRE_ALWAYS).
     stream = (
         test_stream.TestStream()
-        .add_elements([_tv(1, 1)])
+        .add_elements([keyed_at(1, 1)])
         .advance_processing_time(2)
-        .add_elements([_tv(2, 2)])
+        .add_elements([keyed_at(2, 2)])
         .advance_processing_time(4)
-        .add_elements([_tv(3, 3)])
+        .add_elements([keyed_at(3, 3)])
         .advance_processing_time(6)
         .advance_watermark_to_infinity()
     )
@@ -446,7 +442,7 @@ def test_processing_time_firing_after_window_expiry_is_ignored(runner):
     stream = (
         test_stream.TestStream()
         .advance_watermark_to(0)
-        .add_elements([_tv(2, 2), _tv(5, 5)])
+        .add_elements([keyed_at(2, 2), keyed_at(5, 5)])
         .advance_watermark_to(100)
         .advance_processing_time(10)
         .advance_watermark_to_infinity()
@@ -554,9 +550,9 @@ def test_repeatedly_after_any_count_or_processing_time(runner):
     # count, {3} by processing time (6 s later); the window's final ON_TIME pane is empty.
     stream = (
         test_stream.TestStream()
-        .add_elements([_tv(1, 1)])
-        .add_elements([_tv(2, 2)])
-        .add_elements([_tv(3, 3)])
+        .add_elements([keyed_at(1, 1)])
+        .add_elements([keyed_at(2, 2)])
+        .add_elements([keyed_at(3, 3)])
         .advance_processing_time(6)
         .advance_watermark_to_infinity()
     )
@@ -682,10 +678,10 @@ def test_discarding_mode_java_vector(runner):
     stream = (
         test_stream.TestStream()
         .advance_watermark_to(0)
-        .add_elements([_tv("firstPane", 0.1), _tv("alsoFirstPane", 0.2)])
-        .add_elements([_tv("onTimePane", 0.5)])
+        .add_elements([keyed_at("firstPane", 0.1), keyed_at("alsoFirstPane", 0.2)])
+        .add_elements([keyed_at("onTimePane", 0.5)])
         .advance_watermark_to(1)
-        .add_elements([_tv("finalLatePane", 0.75), _tv("alsoFinalLatePane", 0.25)])
+        .add_elements([keyed_at("finalLatePane", 0.75), keyed_at("alsoFinalLatePane", 0.25)])
         .advance_watermark_to_infinity()
     )
     p = _pipeline(runner)
@@ -733,7 +729,9 @@ def test_pane_info_through_early_on_time_late_and_final_panes(runner):
 def test_on_time_pane_after_early_pane_is_last_with_zero_lateness(runner):
     # With allowed lateness 0 the ON_TIME pane is the final one: first=False (an early pane
     # fired before), index 1, nonspeculative index 0, last=True.
-    stream = test_stream.TestStream().add_elements([_tv(1, 1)]).advance_watermark_to(20).advance_watermark_to_infinity()
+    stream = (
+        test_stream.TestStream().add_elements([keyed_at(1, 1)]).advance_watermark_to(20).advance_watermark_to_infinity()
+    )
     p = _pipeline(runner)
     trig = trigger.AfterWatermark(early=trigger.AfterCount(1))
     out = group_panes(p | "Stream" >> stream, window.FixedWindows(10), trig, ACCUMULATING)
@@ -754,10 +752,10 @@ def test_pane_indices_are_per_key_and_window(runner):
     # on-time pane, empty here because early panes already discarded everything.
     stream = (
         test_stream.TestStream()
-        .add_elements([_tv(1, 1, key="a")])
-        .add_elements([_tv(2, 2, key="b")])
-        .add_elements([_tv(3, 3, key="a")])
-        .add_elements([_tv(12, 12, key="a")])
+        .add_elements([keyed_at(1, 1, key="a")])
+        .add_elements([keyed_at(2, 2, key="b")])
+        .add_elements([keyed_at(3, 3, key="a")])
+        .add_elements([keyed_at(12, 12, key="a")])
         .advance_watermark_to_infinity()
     )
     p = _pipeline(runner)
