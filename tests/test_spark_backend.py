@@ -12,6 +12,7 @@ from apache_beam.utils.timestamp import Timestamp
 
 pytest.importorskip("pyspark")
 
+from reference_runner.knobs import OptionError  # noqa: E402
 from reference_runner.spark import SparkRunner  # noqa: E402
 from reference_runner.spark.backend import SparkJobFailed  # noqa: E402
 
@@ -94,10 +95,18 @@ def test_the_users_whole_traceback_reaches_the_caller_nested_frames_included():
 
 
 def test_a_side_input_over_the_size_limit_is_refused_by_name():
-    p = beam.Pipeline(runner=SparkRunner(), options=PipelineOptions(["--spark_max_side_input_mib=0"]))
-    side = p | "Side" >> beam.Create(["x" * 100])
+    p = beam.Pipeline(runner=SparkRunner(), options=PipelineOptions(["--spark_max_side_input_mib=1"]))
+    side = p | "Side" >> beam.Create(["x" * (2 << 20)])
     _ = p | beam.Create([1]) | beam.Map(lambda x, s: x, beam.pvalue.AsList(side))
     with pytest.raises(SparkJobFailed, match="over the limit"):
+        p.run()
+
+
+def test_a_limit_that_is_not_a_positive_integer_is_refused_by_name():
+    # in process as over the job server: the options are read by one table (spark/settings.py)
+    p = beam.Pipeline(runner=SparkRunner(), options=PipelineOptions(["--spark_max_side_input_mib=0"]))
+    _ = p | beam.Create([1])
+    with pytest.raises(OptionError, match="spark_max_side_input_mib must be a positive integer, not '0'"):
         p.run()
 
 
