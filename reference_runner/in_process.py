@@ -17,6 +17,8 @@ from reference_runner.backends import Backend
 from reference_runner.lifecycle import JobRecord
 
 _JobState = beam_job_api_pb2.JobState
+# the lifecycle's steps before and around running that Beam's in-process results do not show
+_SHOWN_AS_RUNNING = {_JobState.STARTING, _JobState.CANCELLING}
 
 
 def run_on(backend: Backend, proto: beam_runner_api_pb2.Pipeline, streaming: bool = False) -> PipelineResult:
@@ -45,9 +47,7 @@ class InProcessResult(PipelineResult):
     @property
     def state(self):
         state = self._job.state
-        if state in (_JobState.STARTING, _JobState.UNSPECIFIED):
-            return PipelineState.RUNNING
-        if state == _JobState.CANCELLING:  # the lifecycle's step Beam's in-process runners do not show
+        if state in _SHOWN_AS_RUNNING:
             return PipelineState.RUNNING
         return getattr(PipelineState, _JobState.Enum.Name(state))
 
