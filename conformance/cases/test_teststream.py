@@ -9,10 +9,9 @@ their own rows as not judged (capabilities.CROSS_CUTTING).
 """
 
 import apache_beam as beam
-from apache_beam.testing import test_stream
 from apache_beam.transforms import window
 
-from conformance.api import ON_TIME_ONLY, W, capability, check, el, sorted_groups
+from conformance.api import ON_TIME_ONLY, TestStream, W, capability, check, el, sorted_groups
 
 
 def _tv(value, seconds):
@@ -22,7 +21,7 @@ def _tv(value, seconds):
 @capability("teststream")
 def test_elements_arrive_with_their_timestamps(runner):
     stream = (
-        test_stream.TestStream()
+        TestStream()
         .add_elements([_tv("a", 1), _tv("b", 2)])
         .add_elements([_tv("c", 30)])
         .advance_watermark_to_infinity()
@@ -39,7 +38,7 @@ def test_watermark_advance_fires_the_windows_it_passes_before_later_elements(run
     that window fires its one on-time pane with just them; the element at 15, added after the
     advance, goes to [10,20), which fires when the stream's watermark reaches infinity."""
     stream = (
-        test_stream.TestStream()
+        TestStream()
         .advance_watermark_to(0)
         .add_elements([_tv(("k", 1), 1), _tv(("k", 2), 2)])
         .advance_watermark_to(10)
@@ -54,8 +53,8 @@ def test_watermark_advance_fires_the_windows_it_passes_before_later_elements(run
 
 @capability("teststream")
 def test_several_test_streams_in_one_pipeline_are_flattened(runner):
-    left = test_stream.TestStream().add_elements([_tv("l1", 1)]).advance_watermark_to_infinity()
-    right = test_stream.TestStream().add_elements([_tv("r1", 2), _tv("r2", 3)]).advance_watermark_to_infinity()
+    left = TestStream().add_elements([_tv("l1", 1)]).advance_watermark_to_infinity()
+    right = TestStream().add_elements([_tv("r1", 2), _tv("r2", 3)]).advance_watermark_to_infinity()
     p = runner.pipeline()
     out = (p | "Left" >> left, p | "Right" >> right) | beam.Flatten()
     check(out, [el("l1", 1), el("r1", 2), el("r2", 3)])
