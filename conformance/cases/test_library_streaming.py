@@ -4,7 +4,11 @@ PeriodicSequence (unbounded splittable DoFns on the wall clock, no TestStream).
 TestStream semantics the expectations rely on (as in test_side_inputs_streaming.py): each event
 is applied once the pipeline has processed everything earlier events made processable, so a
 main-input element waiting for its side window is processed right after the event that made
-the window ready, before the next event; a trigger sees elements one event at a time.
+the window ready, before the next event; a trigger sees elements one event at a time. The cases
+with a main and a side input feed both from one single-output TestStream of tagged elements split
+downstream (conformance.api.TaggedTestStream): one ordered sequence of events, one watermark for
+both inputs (test_side_inputs_streaming.py says why that keeps the semantics of a TestStream with
+two outputs whose watermarks move together).
 """
 
 import time
@@ -12,7 +16,6 @@ import time
 import apache_beam as beam
 from apache_beam.coders import coders
 from apache_beam.pvalue import AsDict
-from apache_beam.testing import test_stream
 from apache_beam.transforms import trigger, window
 from apache_beam.transforms.deduplicate import Deduplicate
 from apache_beam.transforms.periodicsequence import PeriodicImpulse, PeriodicSequence
@@ -23,6 +26,7 @@ from conformance.api import (
     DISCARDING,
     GLOBAL,
     MIN_TIMESTAMP,
+    TaggedTestStream,
     TestStream,
     W,
     capability,
@@ -88,13 +92,11 @@ TAGS = ("main", "side")
 
 
 def _two_streams(*steps):
-    """A TestStream with outputs "main" and "side": (tag, [(value, t), ...]) adds a batch to one."""
-    stream = test_stream.TestStream(output_tags=set(TAGS))
+    """The tagged stream of "main" and "side": (tag, [(value, t), ...]) adds a batch to one."""
+    stream = TaggedTestStream(*TAGS)
     for tag, batch in steps:
-        stream = stream.add_elements([window.TimestampedValue(v, t) for v, t in batch], tag=tag)
-    for tag in TAGS:
-        stream = stream.advance_watermark_to_infinity(tag=tag)
-    return stream
+        stream = stream.add_elements(tag, [window.TimestampedValue(v, t) for v, t in batch])
+    return stream.advance_watermark_to_infinity()
 
 
 _SIDE_AND_MAIN = (
