@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import apache_beam as beam
 import pytest
 from apache_beam.metrics.metric import MetricsFilter
 from apache_beam.options.pipeline_options import PipelineOptions
+from apache_beam.portability.api import beam_runner_api_pb2
 
 from conformance.authoring import checks, shapes
 from conformance.capabilities import METRICS_REPORTING, TEST_STREAM, TEST_STREAM_URN
@@ -125,12 +127,33 @@ def _tail(text: str, lines: int = 25) -> str:
     return "\n".join("    " + line for line in kept)
 
 
+@dataclass
+class PipelineCapture:
+    """--capture-pipelines DIR: the Runner API proto of every pipeline a case submits, as the case
+    built it (before any --pipeline-shape rewrite), written to DIR/<case id>-<n>.pb (n from 1, in
+    the order the case submits them; the case id's slash makes a directory per case module)."""
+
+    directory: Path
+    case_id: str
+    written: int = 0
+
+    def write(self, proto: beam_runner_api_pb2.Pipeline) -> Path:
+        self.written += 1
+        # the case id's parts as file names: a parametrized id may hold any character
+        name = "/".join(re.sub(r"[^\w.\[\]=,+-]", "_", part).lstrip(".") or "_" for part in self.case_id.split("/"))
+        path = self.directory / f"{name}-{self.written}.pb"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(proto.SerializeToString())
+        return path
+
+
 class CaseRunner:
     """Builds and runs the pipelines of one case on one target."""
 
-    def __init__(self, target: Target, streaming: bool):
+    def __init__(self, target: Target, streaming: bool, capture: PipelineCapture | None = None):
         self.target = target
         self.streaming = streaming
+        self.capture = capture
         # checks whose output differed only in a cross-cutting property: check id -> (property,
         # text). The case fails with them once its body has checked everything else (finish()).
         self.deviations: dict[str, tuple[str, str]] = {}
@@ -138,6 +161,18 @@ class CaseRunner:
     def pipeline(self, *extra_args: str) -> beam.Pipeline:
         options = PipelineOptions(self.target.option_args(self.streaming) + list(extra_args))
         return beam.Pipeline(runner=self.target.beam_runner(), options=options)
+
+    def _submitted(self, pipeline: beam.Pipeline) -> beam_runner_api_pb2.Pipeline | None:
+        """The pipeline's Runner API proto, written out when --capture-pipelines asks (None when the
+        SDK cannot write it: running it then fails with the SDK's own error). Written once per run
+        and read for the transform names and the TestStream a failure may name."""
+        try:
+            proto = pipeline.to_runner_api()
+        except Exception:
+            return None
+        if self.capture is not None:
+            self.capture.write(proto)
+        return proto
 
     def _execute(self, pipeline: beam.Pipeline, shape: str | None = None):
         shape = shape or self.target.settings.pipeline_shape
@@ -156,6 +191,7 @@ class CaseRunner:
         """Run to completion; raise CaseFailure with a readable diff if anything is off.
         ``shape``: submit the pipeline as the SDK pre-optimizes it (conformance/authoring/shapes.py)."""
         __tracebackhide__ = True
+        proto = self._submitted(pipeline)
         try:
             result, state = self._execute(pipeline, shape)
         except Exception as e:  # the job failed: show our diff if a check failed, else the runner's text
@@ -169,7 +205,7 @@ class CaseRunner:
             note = self.target.explain_failure(text)
             note = f"\n({note})" if note else ""
             message = f"the job failed on {self.target.name}:\n{_tail(text)}{note}"
-            if refuses_test_stream(text, pipeline):
+            if refuses_test_stream(text, pipeline, proto):
                 # refused for the TestStream, not for what the case is about: not judged here
                 raise CaseFailure(message, cross_cutting=TEST_STREAM, judged=False) from None
             raise CaseFailure(message) from None
@@ -179,7 +215,7 @@ class CaseRunner:
         metrics = _all_metrics(result)
         self._collect_deviations(checks.checks_of(pipeline), metrics)
         self._confirm(checks.checks_of(pipeline), metrics)
-        return RunResult(state, metrics, _transform_names(pipeline))
+        return RunResult(state, metrics, _transform_names(proto))
 
     def _collect_deviations(self, check_ids: list[str], metrics: dict) -> None:
         """The checks of this pipeline that deviated only in a cross-cutting property, from the
@@ -215,13 +251,14 @@ class CaseRunner:
 
     def shaped(self, shape: str) -> CaseRunner:
         """This runner, submitting every pipeline in ``shape``."""
-        shaped = _ShapedCaseRunner(self.target, self.streaming, shape)
+        shaped = _ShapedCaseRunner(self.target, self.streaming, shape, self.capture)
         shaped.deviations = self.deviations  # one case, one account of its deviations
         return shaped
 
     def run_expecting_failure(self, pipeline: beam.Pipeline, match: str) -> str:
         """Run a pipeline that must fail; its error text must contain ``match``."""
         __tracebackhide__ = True
+        self._submitted(pipeline)
         try:
             result, state = self._execute(pipeline)
         except Exception as e:
@@ -260,8 +297,8 @@ class CaseRunner:
 
 
 class _ShapedCaseRunner(CaseRunner):
-    def __init__(self, target: Target, streaming: bool, shape: str):
-        super().__init__(target, streaming)
+    def __init__(self, target: Target, streaming: bool, shape: str, capture: PipelineCapture | None):
+        super().__init__(target, streaming, capture)
         self.shape = shapes.check_shape(shape)
 
     def _execute(self, pipeline: beam.Pipeline, shape: str | None = None):
@@ -283,31 +320,34 @@ def _has_test_stream(pipeline: beam.Pipeline) -> bool:
     return finder.found
 
 
-def refuses_test_stream(error_text: str, pipeline: beam.Pipeline) -> bool:
+def refuses_test_stream(
+    error_text: str, pipeline: beam.Pipeline, proto: beam_runner_api_pb2.Pipeline | None = None
+) -> bool:
     """Did the job fail refusing the pipeline's TestStream? Its error names the TestStream: by its URN,
     or by the TestStream transform's id in the submitted pipeline (Beam's Spark job server: its fuser
-    accepts no root but an Impulse or a Read, and names the transform it refuses)."""
+    accepts no root but an Impulse or a Read, and names the transform it refuses). ``proto``: the
+    pipeline's proto, if it was written already."""
     if not _has_test_stream(pipeline):
         return False
     if TEST_STREAM_URN in error_text:
         return True
-    try:
-        transforms = pipeline.to_runner_api().components.transforms
-    except Exception:
-        return False
+    if proto is None:
+        try:
+            proto = pipeline.to_runner_api()
+        except Exception:
+            return False
+    transforms = proto.components.transforms
     ids = [tid for tid, t in transforms.items() if t.spec.urn == TEST_STREAM_URN]
     # the whole id, not a prefix of a longer one (..._TestStream_2 is not ..._TestStream_21)
     return any(re.search(re.escape(tid) + r"(?![\w-])", error_text) for tid in ids)
 
 
-def _transform_names(pipeline: beam.Pipeline) -> dict[str, str]:
+def _transform_names(proto: beam_runner_api_pb2.Pipeline | None) -> dict[str, str]:
     """Transform id -> full name in the pipeline's proto (the ids a runner saw: the SDK numbers its
-    transforms in the same traversal every time it writes the proto). Empty if it cannot be written."""
-    try:
-        transforms = pipeline.to_runner_api().components.transforms
-    except Exception:
+    transforms in the same traversal every time it writes the proto). Empty if it could not be written."""
+    if proto is None:
         return {}
-    return {tid: t.unique_name for tid, t in transforms.items() if t.unique_name}
+    return {tid: t.unique_name for tid, t in proto.components.transforms.items() if t.unique_name}
 
 
 def _all_metrics(result) -> dict:
