@@ -14,8 +14,14 @@ from apache_beam.metrics.metric import MetricsFilter
 from apache_beam.options.pipeline_options import PipelineOptions
 from apache_beam.portability.api import beam_runner_api_pb2
 
-from conformance.authoring import checks, shapes
-from conformance.capabilities import METRICS_REPORTING, TEST_STREAM, TEST_STREAM_URN
+from conformance.authoring import checks, shapes, streams
+from conformance.capabilities import (
+    DECODE_FAILURE_MARKERS,
+    METRICS_REPORTING,
+    TEST_STREAM,
+    TEST_STREAM_PYTHON_ONLY,
+    TEST_STREAM_URN,
+)
 
 if TYPE_CHECKING:
     from conformance.targets import Target
@@ -165,7 +171,7 @@ class CaseRunner:
     def _submitted(self, pipeline: beam.Pipeline) -> beam_runner_api_pb2.Pipeline | None:
         """The pipeline's Runner API proto, written out when --capture-pipelines asks (None when the
         SDK cannot write it: running it then fails with the SDK's own error). Written once per run
-        and read for the transform names and the TestStream a failure may name."""
+        and read for the transform names and the TestStreams a failure may name."""
         try:
             proto = pipeline.to_runner_api()
         except Exception:
@@ -208,6 +214,15 @@ class CaseRunner:
             if refuses_test_stream(text, pipeline, proto):
                 # refused for the TestStream, not for what the case is about: not judged here
                 raise CaseFailure(message, cross_cutting=TEST_STREAM, judged=False) from None
+            undecoded = undecodable_test_stream(text, proto)
+            if undecoded is not None:
+                urns, reason = undecoded
+                raise CaseFailure(
+                    f"the runner could not decode the case's TestStream events (Python-only coder "
+                    f"{', '.join(urns)}: {reason}); {message}",
+                    cross_cutting=TEST_STREAM_PYTHON_ONLY,
+                    judged=False,
+                ) from None
             raise CaseFailure(message) from None
         state = str(state)
         if "DONE" not in state:
@@ -340,6 +355,28 @@ def refuses_test_stream(
     ids = [tid for tid, t in transforms.items() if t.spec.urn == TEST_STREAM_URN]
     # the whole id, not a prefix of a longer one (..._TestStream_2 is not ..._TestStream_21)
     return any(re.search(re.escape(tid) + r"(?![\w-])", error_text) for tid in ids)
+
+
+def undecodable_test_stream(
+    error_text: str, proto: beam_runner_api_pb2.Pipeline | None
+) -> tuple[list[str], str] | None:
+    """Did the job fail because the runner could not decode the events of a TestStream the case
+    declared python_only? Its error names a non-standard coder URN of that TestStream's coder tree,
+    or one of capabilities.DECODE_FAILURE_MARKERS. Returns those URNs and the case's declared
+    reason; None otherwise (and for TestStreams of standard coders: a runner that fails on one of
+    those has no excuse)."""
+    if proto is None:
+        return None
+    components = proto.components
+    for transform in components.transforms.values():
+        declared = transform.annotations.get(streams.PYTHON_ONLY_ANNOTATION)
+        if transform.spec.urn != TEST_STREAM_URN or declared is None:
+            continue
+        coder_id = beam_runner_api_pb2.TestStreamPayload.FromString(transform.spec.payload).coder_id
+        urns = [u for u in streams.coder_urns(coder_id, components) if u not in streams.STANDARD_CODER_URNS]
+        if any(u in error_text for u in urns) or any(m in error_text for m in DECODE_FAILURE_MARKERS):
+            return urns, declared.decode("utf-8")
+    return None
 
 
 def _transform_names(proto: beam_runner_api_pb2.Pipeline | None) -> dict[str, str]:
