@@ -1,7 +1,8 @@
 """Everything a case needs, in one import: the one module case authors import. It gathers the
 modules of conformance.authoring: the runner fixture's class (CaseRunner, RunResult, CaseFailure),
-check() and expected elements, timestamped inputs and the shared pane helpers (group_panes and the
-PaneInfo of each timing).
+check() and expected elements, timestamped inputs, the TestStreams streaming cases are fed by
+(TestStream, TaggedTestStream: standard coders, so runners of every SDK decode them) and the
+shared pane helpers (group_panes and the PaneInfo of each timing).
 
 from conformance.api import *
 
@@ -40,6 +41,7 @@ from conformance.authoring.panes import (
     late_pane,
     on_time_pane,
 )
+from conformance.authoring.streams import StreamInputError, TaggedTestStream, TestStream
 
 # As a Beam Timestamp: a float of seconds cannot hold it to the millisecond.
 END_OF_GLOBAL_WINDOW = Timestamp(micros=END_OF_GLOBAL_WINDOW_MS * 1000)
@@ -92,6 +94,9 @@ __all__ = [
     "NO_FIRING",
     "ON_TIME_ONLY",
     "RunResult",
+    "StreamInputError",
+    "TaggedTestStream",
+    "TestStream",
     "W",
     "capability",
     "check",

@@ -55,6 +55,18 @@ TEST_STREAM = "TestStream"
 # How a runner that does not run TestStream refuses it: the job fails naming its URN, or naming
 # the TestStream transform by its id in the submitted pipeline (authoring/case_runner.py, refuses_test_stream).
 TEST_STREAM_URN = "beam:transform:teststream:v1"
+# Every TestStream of the suite has a standard coder, except where a case declares python_only (why
+# it needs values only the Python SDK can encode: conformance/authoring/streams.py). A runner of
+# another SDK cannot decode such events; when its job fails saying so, the case could not judge its
+# subject (authoring/case_runner.py, undecodable_test_stream). It says so when its error names a
+# non-standard coder URN of that TestStream's coder tree, or one of these texts:
+TEST_STREAM_PYTHON_ONLY = "TestStream of a Python-only coder"
+DECODE_FAILURE_MARKERS = (
+    # the Java SDK's stand-in for a coder it does not know, which fails when asked to decode:
+    # "UnknownCoderWrapper was used to perform an actual decoding in the Java SDK" (Flink, Samza,
+    # Beam's Spark job server; apache/beam#19934)
+    "UnknownCoderWrapper",
+)
 
 
 @dataclass(frozen=True)
@@ -83,6 +95,12 @@ CROSS_CUTTING = {
             "teststream",
             f"the runner refuses TestStream ({TEST_STREAM_URN}), so a streaming case built on one cannot "
             "judge its own subject",
+        ),
+        CrossCutting(
+            TEST_STREAM_PYTHON_ONLY,
+            "teststream",
+            "the runner could not decode the events of a TestStream whose coder only the Python SDK "
+            "knows (the case declared python_only, and why), so the case cannot judge its own subject",
         ),
     )
 }
@@ -142,7 +160,8 @@ CAPABILITIES = [
     _C(
         "teststream",
         "TestStream's elements, watermark and processing-time advances reach the pipeline "
-        "(also counts every streaming case a runner refuses because it does not run TestStream)",
+        "(also counts every streaming case a runner refuses because it does not run TestStream, "
+        "or whose Python-only TestStream events it cannot decode)",
         "TestStream",
         "UsesTestStream",
         True,
@@ -414,6 +433,8 @@ CAPABILITIES = [
         "Submitted pipelines",
         "UsesTestStream",
         True,
+        # its subject is that the runner emits TestStream events of a user coder without decoding them
+        owns=(TEST_STREAM_PYTHON_ONLY,),
     ),
     # Beam's library composites, as users apply them (expansions with state, timers, side inputs)
     _C(

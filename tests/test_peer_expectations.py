@@ -7,6 +7,7 @@ import sys
 
 import pytest
 
+from pipeline_captures import check_directory
 from suite_run import run_suite, unexpected
 
 JOB_SERVER = f"{sys.executable} -m apache_beam.runners.portability.local_job_service_main --port {{port}}"
@@ -51,6 +52,15 @@ PER_CAPABILITY = {
 # The Spark target's run is split in two (batch cases, streaming cases) so that each half is one
 # CI test of its own, run side by side with the others, each well within the per-test timeout.
 SELECTED = {"spark": "not streaming", "spark:streaming": "streaming"}
+# The run whose submitted pipelines are captured (--capture-pipelines) and read afterwards: every
+# TestStream of every case must be one a runner of another SDK decodes (tests/pipeline_captures.py).
+# The whole suite of the in-process reference target, which CI runs anyway.
+CAPTURED = "reference"
+# Every streaming case builds at least one TestStream: fewer means the capture missed cases.
+MIN_CAPTURED_STREAMS = 90
+# The cases whose TestStream has a Python-only coder, declared (python_only=) because their subject
+# needs it: a user type the runner must carry without decoding it.
+PYTHON_ONLY_CASES = {"user_types/user_types_from_a_test_stream"}
 
 PEERS = {
     "beam-direct": ["--target", "beam-direct"],
@@ -122,7 +132,25 @@ def test_suite_matches_committed_expectations(peer, tmp_path):
     narrowed = ["-m", " and ".join(f"({m})" for m in markers)] if markers else []
     if peer in PER_CAPABILITY and not FULL_RUNS:
         narrowed += ["--per-capability", str(PER_CAPABILITY[peer])]
+    captured = tmp_path / "pipelines"
+    if peer == CAPTURED:
+        narrowed += ["--capture-pipelines", str(captured)]
     done, doc = run_suite(PEERS[peer], tmp_path, *narrowed, timeout=RUN_TIMEOUT_S.get(peer, 1500))
     bad = unexpected(doc)
     assert done.returncode == 0 and not bad, "\n".join(bad) or done.stdout[-3000:]
     assert doc["summary"]["passed"] >= 40, doc["summary"]
+    if peer == CAPTURED:
+        _every_test_stream_is_decodable_by_any_runner(captured)
+
+
+def _every_test_stream_is_decodable_by_any_runner(captured):
+    """Every TestStream payload of every captured pipeline decodes with the reference runner's
+    standard-coder reader, event by event, and each output has the payload's coder; a Python-only
+    coder only where the case declared python_only (and why)."""
+    checked = check_directory(captured)
+    assert not checked.problems, "\n".join(checked.problems)
+    assert checked.streams >= MIN_CAPTURED_STREAMS, f"{checked.streams} TestStreams in {checked.pipelines} pipelines"
+    assert checked.events_decoded > checked.streams
+    # the cases that declare python_only, named here so that a new declaration is a reviewed change
+    declaring = {entry.split(".pb:", 1)[0].rsplit("-", 1)[0] for entry in checked.python_only}
+    assert declaring <= PYTHON_ONLY_CASES, "\n".join(checked.python_only)

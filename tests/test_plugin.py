@@ -245,5 +245,6 @@ def test_help_documents_every_option(pytester):
         "--trust-unconfirmed-checks",
         "--per-capability",
         "--property-examples",
+        "--capture-pipelines",
     ):
         result.stdout.fnmatch_lines([f"*{option}*"])

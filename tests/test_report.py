@@ -215,7 +215,39 @@ def test_a_streaming_case_refused_for_its_test_stream_is_not_judged_in_its_own_r
     m = matrix.build([doc])
     sessions = m.row_cell("Session windows", "r")
     assert sessions.verdict == "Yes" and [c["id"] for c in sessions.not_judged] == ["gbk/sessions_in_a_stream"]
+    assert sessions.qualifier == "the only case passes; 1 case not judged (TestStream)"
     assert m.row_cell("TestStream", "r").verdict == "No"
+
+
+def test_a_case_whose_python_only_test_stream_the_runner_cannot_decode_names_that_where_not_judged(tmp_path):
+    from conformance.capabilities import TEST_STREAM_PYTHON_ONLY
+
+    def undecoded(id_, capability):
+        message = "the runner could not decode the case's TestStream events (Python-only coder ...)"
+        return {**case(id_, capability, "failed", message), "cross_cutting": TEST_STREAM_PYTHON_ONLY, "judged": False}
+
+    doc = results_doc(
+        "r",
+        [
+            undecoded("gbk/sessions_of_pickled_values", "gbk.sessions"),
+            case("gbk/sessions_batch", "gbk.sessions", "passed"),
+            # its subject is that very decoding: it fails in its own row
+            undecoded("user_types/user_types_from_a_test_stream", "coders.opaque_user_types.streaming"),
+        ],
+    )
+    m = matrix.build([doc])
+    sessions = m.row_cell("Session windows", "r")
+    assert sessions.verdict == "Yes"
+    assert sessions.qualifier == f"the only case passes; 1 case not judged ({TEST_STREAM_PYTHON_ONLY})"
+    stream_row = m.row_cell("TestStream", "r")
+    assert stream_row.verdict == "No" and [c["id"] for c in stream_row.attributed] == ["gbk/sessions_of_pickled_values"]
+    assert m.row_cell("Submitted pipelines", "r").verdict == "No"
+    path = tmp_path / "results-r.json"
+    path.write_text(json.dumps(doc))
+    written = {p.rsplit("/", 1)[-1]: p for p in write_reports([str(path)], str(tmp_path))}
+    for name in ("capability-matrix.md", "capability-matrix.html"):
+        with open(written[name]) as f:
+            assert f"1 case not judged ({TEST_STREAM_PYTHON_ONLY})" in f.read(), name
 
 
 def test_results_name_the_kits_modules_and_cached_builds_without_machine_paths(monkeypatch, tmp_path):

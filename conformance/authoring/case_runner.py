@@ -5,15 +5,23 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import apache_beam as beam
 import pytest
 from apache_beam.metrics.metric import MetricsFilter
 from apache_beam.options.pipeline_options import PipelineOptions
+from apache_beam.portability.api import beam_runner_api_pb2
 
-from conformance.authoring import checks, shapes
-from conformance.capabilities import METRICS_REPORTING, TEST_STREAM, TEST_STREAM_URN
+from conformance.authoring import checks, shapes, streams
+from conformance.capabilities import (
+    DECODE_FAILURE_MARKERS,
+    METRICS_REPORTING,
+    TEST_STREAM,
+    TEST_STREAM_PYTHON_ONLY,
+    TEST_STREAM_URN,
+)
 
 if TYPE_CHECKING:
     from conformance.targets import Target
@@ -125,12 +133,33 @@ def _tail(text: str, lines: int = 25) -> str:
     return "\n".join("    " + line for line in kept)
 
 
+@dataclass
+class PipelineCapture:
+    """--capture-pipelines DIR: the Runner API proto of every pipeline a case submits, as the case
+    built it (before any --pipeline-shape rewrite), written to DIR/<case id>-<n>.pb (n from 1, in
+    the order the case submits them; the case id's slash makes a directory per case module)."""
+
+    directory: Path
+    case_id: str
+    written: int = 0
+
+    def write(self, proto: beam_runner_api_pb2.Pipeline) -> Path:
+        self.written += 1
+        # the case id's parts as file names: a parametrized id may hold any character
+        name = "/".join(re.sub(r"[^\w.\[\]=,+-]", "_", part).lstrip(".") or "_" for part in self.case_id.split("/"))
+        path = self.directory / f"{name}-{self.written}.pb"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(proto.SerializeToString())
+        return path
+
+
 class CaseRunner:
     """Builds and runs the pipelines of one case on one target."""
 
-    def __init__(self, target: Target, streaming: bool):
+    def __init__(self, target: Target, streaming: bool, capture: PipelineCapture | None = None):
         self.target = target
         self.streaming = streaming
+        self.capture = capture
         # checks whose output differed only in a cross-cutting property: check id -> (property,
         # text). The case fails with them once its body has checked everything else (finish()).
         self.deviations: dict[str, tuple[str, str]] = {}
@@ -138,6 +167,18 @@ class CaseRunner:
     def pipeline(self, *extra_args: str) -> beam.Pipeline:
         options = PipelineOptions(self.target.option_args(self.streaming) + list(extra_args))
         return beam.Pipeline(runner=self.target.beam_runner(), options=options)
+
+    def _submitted(self, pipeline: beam.Pipeline) -> beam_runner_api_pb2.Pipeline | None:
+        """The pipeline's Runner API proto, written out when --capture-pipelines asks (None when the
+        SDK cannot write it: running it then fails with the SDK's own error). Written once per run
+        and read for the transform names and the TestStreams a failure may name."""
+        try:
+            proto = pipeline.to_runner_api()
+        except Exception:
+            return None
+        if self.capture is not None:
+            self.capture.write(proto)
+        return proto
 
     def _execute(self, pipeline: beam.Pipeline, shape: str | None = None):
         shape = shape or self.target.settings.pipeline_shape
@@ -156,6 +197,7 @@ class CaseRunner:
         """Run to completion; raise CaseFailure with a readable diff if anything is off.
         ``shape``: submit the pipeline as the SDK pre-optimizes it (conformance/authoring/shapes.py)."""
         __tracebackhide__ = True
+        proto = self._submitted(pipeline)
         try:
             result, state = self._execute(pipeline, shape)
         except Exception as e:  # the job failed: show our diff if a check failed, else the runner's text
@@ -169,9 +211,18 @@ class CaseRunner:
             note = self.target.explain_failure(text)
             note = f"\n({note})" if note else ""
             message = f"the job failed on {self.target.name}:\n{_tail(text)}{note}"
-            if refuses_test_stream(text, pipeline):
+            if refuses_test_stream(text, pipeline, proto):
                 # refused for the TestStream, not for what the case is about: not judged here
                 raise CaseFailure(message, cross_cutting=TEST_STREAM, judged=False) from None
+            undecoded = undecodable_test_stream(text, proto)
+            if undecoded is not None:
+                urns, reason = undecoded
+                raise CaseFailure(
+                    f"the runner could not decode the case's TestStream events (Python-only coder "
+                    f"{', '.join(urns)}: {reason}); {message}",
+                    cross_cutting=TEST_STREAM_PYTHON_ONLY,
+                    judged=False,
+                ) from None
             raise CaseFailure(message) from None
         state = str(state)
         if "DONE" not in state:
@@ -179,7 +230,7 @@ class CaseRunner:
         metrics = _all_metrics(result)
         self._collect_deviations(checks.checks_of(pipeline), metrics)
         self._confirm(checks.checks_of(pipeline), metrics)
-        return RunResult(state, metrics, _transform_names(pipeline))
+        return RunResult(state, metrics, _transform_names(proto))
 
     def _collect_deviations(self, check_ids: list[str], metrics: dict) -> None:
         """The checks of this pipeline that deviated only in a cross-cutting property, from the
@@ -215,13 +266,14 @@ class CaseRunner:
 
     def shaped(self, shape: str) -> CaseRunner:
         """This runner, submitting every pipeline in ``shape``."""
-        shaped = _ShapedCaseRunner(self.target, self.streaming, shape)
+        shaped = _ShapedCaseRunner(self.target, self.streaming, shape, self.capture)
         shaped.deviations = self.deviations  # one case, one account of its deviations
         return shaped
 
     def run_expecting_failure(self, pipeline: beam.Pipeline, match: str) -> str:
         """Run a pipeline that must fail; its error text must contain ``match``."""
         __tracebackhide__ = True
+        self._submitted(pipeline)
         try:
             result, state = self._execute(pipeline)
         except Exception as e:
@@ -260,8 +312,8 @@ class CaseRunner:
 
 
 class _ShapedCaseRunner(CaseRunner):
-    def __init__(self, target: Target, streaming: bool, shape: str):
-        super().__init__(target, streaming)
+    def __init__(self, target: Target, streaming: bool, shape: str, capture: PipelineCapture | None):
+        super().__init__(target, streaming, capture)
         self.shape = shapes.check_shape(shape)
 
     def _execute(self, pipeline: beam.Pipeline, shape: str | None = None):
@@ -283,31 +335,56 @@ def _has_test_stream(pipeline: beam.Pipeline) -> bool:
     return finder.found
 
 
-def refuses_test_stream(error_text: str, pipeline: beam.Pipeline) -> bool:
+def refuses_test_stream(
+    error_text: str, pipeline: beam.Pipeline, proto: beam_runner_api_pb2.Pipeline | None = None
+) -> bool:
     """Did the job fail refusing the pipeline's TestStream? Its error names the TestStream: by its URN,
     or by the TestStream transform's id in the submitted pipeline (Beam's Spark job server: its fuser
-    accepts no root but an Impulse or a Read, and names the transform it refuses)."""
+    accepts no root but an Impulse or a Read, and names the transform it refuses). ``proto``: the
+    pipeline's proto, if it was written already."""
     if not _has_test_stream(pipeline):
         return False
     if TEST_STREAM_URN in error_text:
         return True
-    try:
-        transforms = pipeline.to_runner_api().components.transforms
-    except Exception:
-        return False
+    if proto is None:
+        try:
+            proto = pipeline.to_runner_api()
+        except Exception:
+            return False
+    transforms = proto.components.transforms
     ids = [tid for tid, t in transforms.items() if t.spec.urn == TEST_STREAM_URN]
     # the whole id, not a prefix of a longer one (..._TestStream_2 is not ..._TestStream_21)
     return any(re.search(re.escape(tid) + r"(?![\w-])", error_text) for tid in ids)
 
 
-def _transform_names(pipeline: beam.Pipeline) -> dict[str, str]:
+def undecodable_test_stream(
+    error_text: str, proto: beam_runner_api_pb2.Pipeline | None
+) -> tuple[list[str], str] | None:
+    """Did the job fail because the runner could not decode the events of a TestStream the case
+    declared python_only? Its error names a non-standard coder URN of that TestStream's coder tree,
+    or one of capabilities.DECODE_FAILURE_MARKERS. Returns those URNs and the case's declared
+    reason; None otherwise (and for TestStreams of standard coders: a runner that fails on one of
+    those has no excuse)."""
+    if proto is None:
+        return None
+    components = proto.components
+    for transform in components.transforms.values():
+        declared = transform.annotations.get(streams.PYTHON_ONLY_ANNOTATION)
+        if transform.spec.urn != TEST_STREAM_URN or declared is None:
+            continue
+        coder_id = beam_runner_api_pb2.TestStreamPayload.FromString(transform.spec.payload).coder_id
+        urns = [u for u in streams.coder_urns(coder_id, components) if u not in streams.STANDARD_CODER_URNS]
+        if any(u in error_text for u in urns) or any(m in error_text for m in DECODE_FAILURE_MARKERS):
+            return urns, declared.decode("utf-8")
+    return None
+
+
+def _transform_names(proto: beam_runner_api_pb2.Pipeline | None) -> dict[str, str]:
     """Transform id -> full name in the pipeline's proto (the ids a runner saw: the SDK numbers its
-    transforms in the same traversal every time it writes the proto). Empty if it cannot be written."""
-    try:
-        transforms = pipeline.to_runner_api().components.transforms
-    except Exception:
+    transforms in the same traversal every time it writes the proto). Empty if it could not be written."""
+    if proto is None:
         return {}
-    return {tid: t.unique_name for tid, t in transforms.items() if t.unique_name}
+    return {tid: t.unique_name for tid, t in proto.components.transforms.items() if t.unique_name}
 
 
 def _all_metrics(result) -> dict:

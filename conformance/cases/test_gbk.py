@@ -5,13 +5,13 @@ import hashlib
 import apache_beam as beam
 import pytest
 from apache_beam import coders
-from apache_beam.testing import test_stream
 from apache_beam.transforms import window
 
 from conformance.api import (
     END_OF_GLOBAL_WINDOW,
     GLOBAL,
     ON_TIME_ONLY,
+    TestStream,
     W,
     capability,
     check,
@@ -372,7 +372,7 @@ def test_sessions_exactly_one_gap_apart_in_a_stream_stay_apart(runner):
     (at 12: [12,22)) into [10,22). A runner merging touching sessions holds a back and gives one
     session [0,22)."""
     stream = (
-        test_stream.TestStream()
+        TestStream()
         .advance_watermark_to(0)
         .add_elements([keyed_at("a", 0)])
         .advance_watermark_to(5)
@@ -397,7 +397,7 @@ def test_sessions_one_millisecond_short_of_a_gap_merge_in_a_stream(runner):
     not late: its window [5,15) ends after the watermark) joins the same session: one pane
     {a, b, c} at the end. A runner that does not merge them fires [0,10) {a} at watermark 10."""
     stream = (
-        test_stream.TestStream()
+        TestStream()
         .advance_watermark_to(0)
         .add_elements([keyed_at("a", 0)])
         .advance_watermark_to(5)
@@ -422,7 +422,7 @@ def test_later_bridging_element_merges_two_sessions_in_a_stream(runner):
     merges only windows arriving together, or does not re-merge buffered ones, fires [0,10) at
     watermark 10."""
     stream = (
-        test_stream.TestStream()
+        TestStream()
         .advance_watermark_to(0)
         .add_elements([keyed_at("a", 0)])
         .add_elements([keyed_at("b", 15)])
@@ -448,7 +448,7 @@ def test_expired_session_is_gone_for_a_later_overlapping_element(runner):
     no live window to merge it with: it makes the session [5,15) {d}. A runner that keeps expired
     sessions until the end of the input merges d into [0,15) and emits a twice."""
     stream = (
-        test_stream.TestStream()
+        TestStream()
         .advance_watermark_to(0)
         .add_elements([keyed_at("a", 0)])
         .advance_watermark_to(10)

@@ -20,12 +20,12 @@ Model facts the expectations rely on (SEMANTICS 5 and the Runner API):
   window's max timestamp (9.999 for [0, 10)).
 """
 
-from apache_beam.testing import test_stream
 from apache_beam.transforms import trigger, window
 
 from conformance.api import (
     ACCUMULATING,
     DISCARDING,
+    TestStream,
     W,
     capability,
     check,
@@ -43,7 +43,7 @@ def test_fixed_default_late_data_refires_accumulated_window(runner):
     # accumulating): on-time panes, then a LATE pane [0,10){1,2,3,7}; at expiry (watermark
     # to infinity) every window still open emits its final pane (EMIT_ALWAYS).
     stream = (
-        test_stream.TestStream()
+        TestStream()
         .add_elements([keyed_at(t, t) for t in (1, 2, 3, 10, 11, 25)])
         .advance_watermark_to(100)
         .add_elements([keyed_at(7, 7)])
@@ -74,7 +74,7 @@ def test_fixed_drop_late_data_after_allowed_lateness(runner):
     # and are dropped; 82 makes a late pane [80,90){80,81,82}. Windows [0,10) and [10,20)
     # are already past GC when they first fire, so that single pane is also the final one.
     stream = (
-        test_stream.TestStream()
+        TestStream()
         .add_elements([keyed_at(t, t) for t in (1, 2, 10, 11, 80, 81)])
         .advance_watermark_to(100)
         .add_elements([keyed_at(7, 7), keyed_at(8, 8)])
@@ -104,7 +104,7 @@ def test_first_element_far_behind_watermark_is_dropped(runner):
     # Java TestStreamTest.testFirstElementLate: watermark 0, element at -1000 s with 5 s
     # lateness is droppable (-999.001 + 5 < 0) and never appears; the on-time element does.
     stream = (
-        test_stream.TestStream()
+        TestStream()
         .advance_watermark_to(0)
         .add_elements([keyed_at("late", -1000)])
         .add_elements([keyed_at("onTime", 0.1)])
@@ -121,7 +121,7 @@ def test_late_data_in_discarding_mode_fires_only_new_elements(runner):
     # Default trigger, discarding, lateness 100: each late element makes a LATE pane holding
     # only itself; the final pane at expiry is empty (nothing new since the last firing).
     stream = (
-        test_stream.TestStream()
+        TestStream()
         .add_elements([keyed_at(1, 1), keyed_at(2, 2)])
         .advance_watermark_to(50)
         .add_elements([keyed_at(7, 7)])
@@ -147,7 +147,7 @@ def test_element_exactly_at_lateness_horizon_is_kept(runner):
     # Droppable iff max_timestamp + lateness < watermark: with watermark 14.999 ==
     # 9.999 + 5 the element at 3 is late but kept, and fires a LATE pane.
     stream = (
-        test_stream.TestStream()
+        TestStream()
         .add_elements([keyed_at(1, 1)])
         .advance_watermark_to(12)
         .advance_watermark_to(14.999)
@@ -172,7 +172,7 @@ def test_element_one_ms_past_lateness_horizon_is_dropped(runner):
     # Watermark 15 > 9.999 + 5: window [0,10) is expired (its final pane fires as the
     # watermark passes the GC time) and the element at 3 is dropped; 13 in [10,20) is kept.
     stream = (
-        test_stream.TestStream()
+        TestStream()
         .add_elements([keyed_at(1, 1)])
         .advance_watermark_to(12)
         .advance_watermark_to(15)
@@ -198,7 +198,7 @@ def test_zero_lateness_drops_data_behind_watermark(runner):
     # Allowed lateness 0: once the watermark (10) passes [0,10)'s end its on-time pane is
     # final and a later element at 5 is dropped; 15 in the open window [10,20) is kept.
     stream = (
-        test_stream.TestStream()
+        TestStream()
         .add_elements([keyed_at(1, 1)])
         .advance_watermark_to(10)
         .add_elements([keyed_at(5, 5)])
@@ -222,7 +222,7 @@ def test_element_behind_watermark_in_open_window_is_not_late(runner):
     # Lateness is judged by the window, not the element: with watermark 5 an element at 2
     # still belongs to the open window [0,10) and joins its single on-time pane (lateness 0).
     stream = (
-        test_stream.TestStream()
+        TestStream()
         .add_elements([keyed_at(1, 1)])
         .advance_watermark_to(5)
         .add_elements([keyed_at(2, 2)])
@@ -241,7 +241,7 @@ def test_late_data_accumulating_then_dropped_after_expiry(runner):
     # EMIT_ALWAYS, Java's FIRE_ALWAYS): on-time {1,2,3}, late panes, final pane {1..5};
     # the elements arriving after watermark 20 min are dropped.
     stream = (
-        test_stream.TestStream()
+        TestStream()
         .add_elements([keyed_at(1, 0), keyed_at(2, 0), keyed_at(3, 0)])
         .advance_watermark_to(360)
         .add_elements([keyed_at(4, 0)])
@@ -269,9 +269,7 @@ def test_late_data_accumulating_then_dropped_after_expiry(runner):
 def test_first_pane_of_window_receiving_only_late_data_is_late(runner):
     # A window whose first element arrives after the watermark passed its end (but within
     # lateness) fires a first pane that is LATE with index 0 and nonspeculative index 0.
-    stream = (
-        test_stream.TestStream().advance_watermark_to(50).add_elements([keyed_at(3, 3)]).advance_watermark_to_infinity()
-    )
+    stream = TestStream().advance_watermark_to(50).add_elements([keyed_at(3, 3)]).advance_watermark_to_infinity()
     p = runner.pipeline()
     out = group_panes(p | "Stream" >> stream, window.FixedWindows(10), trigger.DefaultTrigger(), ACCUMULATING, 100)
     check(
@@ -299,7 +297,7 @@ def test_element_in_an_expired_and_a_live_sliding_window_is_kept_only_in_the_liv
     (EMIT_ALWAYS); c then counts only in [5,15); d at 4 is in [-5,5) and [0,10), both expired: no
     pane anywhere. [5,15) fires once, at the end of the input, on time and final."""
     stream = (
-        test_stream.TestStream()
+        TestStream()
         .advance_watermark_to(0)
         .add_elements([keyed_at("a", 7)])
         .advance_watermark_to(11.999)

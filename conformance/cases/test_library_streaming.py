@@ -4,7 +4,11 @@ PeriodicSequence (unbounded splittable DoFns on the wall clock, no TestStream).
 TestStream semantics the expectations rely on (as in test_side_inputs_streaming.py): each event
 is applied once the pipeline has processed everything earlier events made processable, so a
 main-input element waiting for its side window is processed right after the event that made
-the window ready, before the next event; a trigger sees elements one event at a time.
+the window ready, before the next event; a trigger sees elements one event at a time. The cases
+with a main and a side input feed both from one single-output TestStream of tagged elements split
+downstream (conformance.api.TaggedTestStream): one ordered sequence of events, one watermark for
+both inputs (test_side_inputs_streaming.py says why that keeps the semantics of a TestStream with
+two outputs whose watermarks move together).
 """
 
 import time
@@ -12,13 +16,24 @@ import time
 import apache_beam as beam
 from apache_beam.coders import coders
 from apache_beam.pvalue import AsDict
-from apache_beam.testing import test_stream
 from apache_beam.transforms import trigger, window
 from apache_beam.transforms.deduplicate import Deduplicate
 from apache_beam.transforms.periodicsequence import PeriodicImpulse, PeriodicSequence
 from apache_beam.utils.timestamp import Duration, Timestamp
 
-from conformance.api import ACCUMULATING, DISCARDING, GLOBAL, MIN_TIMESTAMP, W, capability, check, el, pane
+from conformance.api import (
+    ACCUMULATING,
+    DISCARDING,
+    GLOBAL,
+    MIN_TIMESTAMP,
+    TaggedTestStream,
+    TestStream,
+    W,
+    capability,
+    check,
+    el,
+    pane,
+)
 
 
 def _elements(stream, *batches):
@@ -40,7 +55,7 @@ def test_combine_globally_default_over_triggered_stream(runner):
     # logs that a default over unbounded, non-default windowing is ill-defined and suggests
     # without_defaults(); it still builds this expansion, which must not fail.)
     p = runner.pipeline()
-    stream = _elements(test_stream.TestStream(coder=coders.VarIntCoder()), [(1, 1)], [(2, 2)], [(3, 3)], [(4, 4)])
+    stream = _elements(TestStream(coder=coders.VarIntCoder()), [(1, 1)], [(2, 2)], [(3, 3)], [(4, 4)])
     out = (
         p
         | stream.advance_watermark_to_infinity()
@@ -58,7 +73,7 @@ def test_combine_globally_default_over_empty_stream(runner):
     # An unbounded input that never has an element: no pane fires, the side window becomes ready
     # when the watermark passes the end of the global window, and the default is emitted once.
     p = runner.pipeline()
-    stream = test_stream.TestStream(coder=coders.VarIntCoder()).advance_watermark_to(10).advance_watermark_to_infinity()
+    stream = TestStream(coder=coders.VarIntCoder()).advance_watermark_to(10).advance_watermark_to_infinity()
     out = (
         p
         | stream
@@ -77,13 +92,11 @@ TAGS = ("main", "side")
 
 
 def _two_streams(*steps):
-    """A TestStream with outputs "main" and "side": (tag, [(value, t), ...]) adds a batch to one."""
-    stream = test_stream.TestStream(output_tags=set(TAGS))
+    """The tagged stream of "main" and "side": (tag, [(value, t), ...]) adds a batch to one."""
+    stream = TaggedTestStream(*TAGS)
     for tag, batch in steps:
-        stream = stream.add_elements([window.TimestampedValue(v, t) for v, t in batch], tag=tag)
-    for tag in TAGS:
-        stream = stream.advance_watermark_to_infinity(tag=tag)
-    return stream
+        stream = stream.add_elements(tag, [window.TimestampedValue(v, t) for v, t in batch])
+    return stream.advance_watermark_to_infinity()
 
 
 _SIDE_AND_MAIN = (
@@ -165,7 +178,7 @@ def test_reshuffle_keeps_panes_of_triggered_input(runner):
     # window through a Reshuffle (Beam 2.65+: Reshuffle preserves PaneInfo).
     p = runner.pipeline("--allow_unsafe_triggers")
     stream = (
-        test_stream.TestStream()
+        TestStream()
         .add_elements([window.TimestampedValue(("k", 1), 1)])
         .add_elements([window.TimestampedValue(("k", 2), 2)])
         .advance_watermark_to(10)
@@ -207,7 +220,7 @@ def test_deduplicate_event_time_over_a_stream(runner):
     # dropped; once the watermark passes the first copy's time + 10 s its record is gone, so a
     # later copy is emitted again (and its own copies dropped).
     p = runner.pipeline()
-    stream = test_stream.TestStream(coder=coders.StrUtf8Coder())
+    stream = TestStream(coder=coders.StrUtf8Coder())
     stream = _elements(stream, [("a", 1), ("b", 2)], [("a", 5)])
     stream = _elements(stream.advance_watermark_to(20), [("a", 21)], [("a", 22), ("b", 23)])
     out = p | stream.advance_watermark_to_infinity() | Deduplicate(event_time_duration=Duration(seconds=10))
@@ -221,7 +234,7 @@ def test_deduplicate_processing_time_over_a_stream(runner):
     # the first are dropped. (Whether a copy after the duration is emitted depends on the
     # runner's processing time meeting the DoFn's wall-clock timer, which the model leaves open.)
     p = runner.pipeline()
-    stream = test_stream.TestStream(coder=coders.StrUtf8Coder())
+    stream = TestStream(coder=coders.StrUtf8Coder())
     stream = _elements(stream, [("a", 1)]).advance_processing_time(5)
     stream = _elements(stream, [("a", 2), ("b", 3)]).advance_processing_time(5)
     stream = _elements(stream, [("b", 4), ("a", 5)])

@@ -1,8 +1,17 @@
 """Side inputs in streaming: per-window readiness and triggered side inputs (conformance/SEMANTICS.md, section 6).
 
-Every case drives main and side input from ONE TestStream with two outputs ("main" and
-"side"), so the order of main elements relative to side panes is part of the input. Model
-facts the expectations rely on:
+Every case drives main and side input from ONE TestStream, so the order of main elements
+relative to side panes is part of the input. It is a single-output TestStream of tagged
+elements, split into the "main" and "side" PCollections by an element-wise step
+(conformance.api.TaggedTestStream), not a TestStream with two outputs: the cases need one totally
+ordered sequence of events and one watermark for both inputs, which is what a single stream is,
+and not the runner's support for several TestStream outputs (the teststream capability has a
+case of its own for that). The semantics the expectations rely on survive the split: every
+event is still one event of one stream, applied after the effects of the ones before it, and an
+element-wise step holds no watermark back, so both inputs' watermarks are the stream's, as they
+were when each watermark step advanced both outputs together (nothing can happen between two
+such advances of one instant: main elements wait on the side input's watermark, not their own).
+Model facts the expectations rely on:
 - Readiness: a main element in window W is not processed before the side window W maps to
   is ready: the side input's watermark has passed the side window's end, or (triggered side
   input) a first pane has fired for it. Until then it waits; it does not see an empty view.
@@ -22,28 +31,24 @@ Panes are fired one element per step (AfterCount), so their contents do not depe
 
 import apache_beam as beam
 from apache_beam.pvalue import AsIter, AsList, AsSingleton
-from apache_beam.testing import test_stream
 from apache_beam.transforms import trigger, window
 
-from conformance.api import ACCUMULATING, DISCARDING, W, capability, check, el
+from conformance.api import ACCUMULATING, DISCARDING, TaggedTestStream, W, capability, check, el
 
 TAGS = ("main", "side")
 
 
 def _stream(*steps):
-    """A TestStream with outputs "main" and "side". Steps: ("main" | "side", [(value, ts), ...])
-    adds one element batch to that output; ("watermark", t) advances both outputs to t. At the
-    end both watermarks go to infinity."""
-    stream = test_stream.TestStream(output_tags=set(TAGS))
+    """The tagged stream of "main" and "side". Steps: ("main" | "side", [(value, ts), ...]) adds
+    one element batch to that input; ("watermark", t) advances the stream's watermark (both
+    inputs') to t. At the end it goes to infinity."""
+    stream = TaggedTestStream(*TAGS)
     for kind, arg in steps:
         if kind == "watermark":
-            for tag in TAGS:
-                stream = stream.advance_watermark_to(arg, tag=tag)
+            stream = stream.advance_watermark_to(arg)
         else:
-            stream = stream.add_elements([window.TimestampedValue(v, ts) for v, ts in arg], tag=kind)
-    for tag in TAGS:
-        stream = stream.advance_watermark_to_infinity(tag=tag)
-    return stream
+            stream = stream.add_elements(kind, [window.TimestampedValue(v, ts) for v, ts in arg])
+    return stream.advance_watermark_to_infinity()
 
 
 def _pipeline(runner):

@@ -22,7 +22,6 @@ import typing
 import apache_beam as beam
 import pytest
 from apache_beam.coders import coders
-from apache_beam.testing import test_stream
 from apache_beam.transforms import combiners, window
 from apache_beam.transforms.timeutil import TimeDomain
 from apache_beam.transforms.userstate import (
@@ -40,6 +39,7 @@ from conformance.api import (
     END_OF_GLOBAL_WINDOW,
     GLOBAL,
     MIN_TIMESTAMP,
+    TestStream,
     W,
     capability,
     check,
@@ -951,7 +951,7 @@ def test_state_cleared_after_window_expiry(runner):
             yield n
 
     stream = (
-        test_stream.TestStream()
+        TestStream()
         .advance_watermark_to(0)
         .add_elements([window.TimestampedValue(("k", 1), 1)])
         .advance_watermark_to(50)
@@ -1003,7 +1003,7 @@ def test_state_expires_mid_stream_at_the_lateness_horizon(runner):
             yield f"at expiry {count.read()}"
 
     stream = (
-        test_stream.TestStream()
+        TestStream()
         .advance_watermark_to(0)
         .add_elements([keyed_at(1, 1)])
         .add_elements([keyed_at(2, 2)])
@@ -1056,7 +1056,7 @@ def test_element_in_an_expired_and_a_live_window_is_dropped_only_from_the_expire
     [5,15); one that keeps [0,10)'s state past its expiry counts c there 3."""
     p = runner.pipeline()
     stream = (
-        test_stream.TestStream()
+        TestStream()
         .advance_watermark_to(0)
         .add_elements([keyed_at("a", 7)])
         .advance_watermark_to(11.999)

@@ -19,12 +19,11 @@ import apache_beam as beam
 import pytest
 from apache_beam.coders import coders
 from apache_beam.portability import common_urns
-from apache_beam.testing import test_stream
 from apache_beam.transforms import window
 from apache_beam.transforms.timeutil import TimeDomain
 from apache_beam.transforms.userstate import BagStateSpec, ReadModifyWriteStateSpec, TimerSpec, on_timer
 
-from conformance.api import GLOBAL, NO_FIRING, W, capability, check, el, keyed_at, keyed_input, one_of, pane
+from conformance.api import GLOBAL, NO_FIRING, TestStream, W, capability, check, el, keyed_at, keyed_input, one_of, pane
 
 StateParam = beam.DoFn.StateParam
 TimerParam = beam.DoFn.TimerParam
@@ -211,8 +210,9 @@ def test_timer_callback_flushes_buffered_state_per_window(runner):
 
 
 class _TimerAndProbes(beam.DoFn):
-    """("set", t) arms an event-time timer at t; ("probe", label) reports whether it has fired yet
-    (its callback notes the firing in state)."""
+    """("set", "t") arms an event-time timer at t seconds (written as text, so that every event is
+    a pair of strings: one standard coder for the stream); ("probe", label) reports whether it has
+    fired yet (its callback notes the firing in state)."""
 
     FIRED = ReadModifyWriteStateSpec("fired", coders.BooleanCoder())
     FIRE = TimerSpec("fire", TimeDomain.WATERMARK)
@@ -220,7 +220,7 @@ class _TimerAndProbes(beam.DoFn):
     def process(self, kv, fire=TimerParam(FIRE), fired=StateParam(FIRED)):
         what, arg = kv[1]
         if what == "set":
-            fire.set(arg)
+            fire.set(float(arg))
         else:
             yield "probe", arg, bool(fired.read())
 
@@ -248,9 +248,9 @@ def test_event_time_timer_fires_once_the_watermark_is_past_it_not_at_it(runner):
     event once the effects of the earlier ones are processed, so a timer that fired in a step is
     seen by the probe after it."""
     stream = (
-        test_stream.TestStream()
+        TestStream()
         .advance_watermark_to(0)
-        .add_elements([keyed_at(("set", 5), 1)])
+        .add_elements([keyed_at(("set", "5"), 1)])
         .advance_watermark_to(5)
         .add_elements([keyed_at(("probe", "watermark at 5"), 5)])
         .advance_watermark_to(5.001)
@@ -622,7 +622,7 @@ def test_pending_timer_holds_output_watermark(runner):
             yield key, "timer"
 
     stream = (
-        test_stream.TestStream()
+        TestStream()
         .advance_watermark_to(0)
         .add_elements([window.TimestampedValue(("k", "elem"), 1)])
         .advance_watermark_to(30)
@@ -645,7 +645,8 @@ def test_pending_timer_holds_output_watermark(runner):
 
 
 class _ProcessingTimer(beam.DoFn):
-    """Sets a processing-time timer at the element's value; its callback marks the key as fired."""
+    """Sets a processing-time timer at the element's value (seconds, a number or its text); its
+    callback marks the key as fired. The value "probe" instead reports whether it has fired yet."""
 
     FIRED = ReadModifyWriteStateSpec("fired", coders.BooleanCoder())
     PT = TimerSpec("pt", TimeDomain.REAL_TIME)
@@ -654,7 +655,7 @@ class _ProcessingTimer(beam.DoFn):
         if kv[1] == "probe":
             yield kv[0], "probe", bool(fired.read())
         else:
-            pt.set(kv[1])
+            pt.set(float(kv[1]))
 
     @on_timer(PT)
     def on_pt(self, key=KeyParam, fired=StateParam(FIRED)):
@@ -667,7 +668,7 @@ def test_processing_time_timer_fires_in_element_window(runner):
     # A processing-time timer whose time has come (set for processing time 1, clock advanced to 20) fires
     # once, in the window of the element that set it.
     stream = (
-        test_stream.TestStream()
+        TestStream()
         .advance_watermark_to(0)
         .add_elements([window.TimestampedValue(("k", 1), 3), window.TimestampedValue(("j", 1), 12)])
         .advance_processing_time(20)
@@ -683,10 +684,11 @@ def test_processing_time_timer_fires_in_element_window(runner):
 def test_processing_time_timer_waits_for_processing_time(runner):
     # A processing-time timer set for processing time 10 (TestStream processing time starts at 0; Python
     # sets processing-time timers in absolute time) has not fired after advancing 5 s, has after 15 s.
+    # The timer's time is written as text, so that it and the probes are (str, str) pairs of one coder.
     stream = (
-        test_stream.TestStream()
+        TestStream()
         .advance_watermark_to(0)
-        .add_elements([window.TimestampedValue(("k", 10), 1)])
+        .add_elements([window.TimestampedValue(("k", "10"), 1)])
         .advance_processing_time(5)
         .add_elements([window.TimestampedValue(("k", "probe"), 2)])
         .advance_processing_time(10)
@@ -713,7 +715,7 @@ def test_processing_time_timer_of_an_expired_window_never_fires(runner):
     max timestamp + allowed lateness). Processing time of a TestStream starts at 0 and Python
     sets processing-time timers in absolute time."""
     stream = (
-        test_stream.TestStream()
+        TestStream()
         .advance_watermark_to(0)
         .add_elements([keyed_at(30, 1, key="i"), keyed_at(50, 2, key="k"), keyed_at(50, 12, key="j")])
         .advance_watermark_to(9.999)
@@ -858,7 +860,9 @@ def test_on_window_expiration_runs_mid_stream_once_the_window_expired(runner):
 
     The callback's outputs and probe elements go through the same stateful DoFn to a recorder (one
     key, global window) that lists, at each probe, the expirations that arrived before it.
-    TestStream applies each event once the effects of the earlier ones are processed."""
+    TestStream applies each event once the effects of the earlier ones are processed. The counted
+    elements' values are never read; they are strings, as the probes' labels are, so that the
+    stream's events have one standard coder."""
 
     class Fn(beam.DoFn):
         COUNT = ReadModifyWriteStateSpec("count", coders.VarIntCoder())
@@ -877,15 +881,15 @@ def test_on_window_expiration_runs_mid_stream_once_the_window_expired(runner):
                 yield "expired", key, _secs(w.start), n
 
     stream = (
-        test_stream.TestStream()
+        TestStream()
         .advance_watermark_to(0)
-        .add_elements([keyed_at(1, 1), keyed_at(2, 2), keyed_at(3, 15, key="j")])
+        .add_elements([keyed_at("a", 1), keyed_at("b", 2), keyed_at("c", 15, key="j")])
         .advance_watermark_to(9.999)
         .add_elements([keyed_at("watermark at 9.999", 10, key="probe")])
         .advance_watermark_to(12)
         .add_elements([keyed_at("watermark at 12", 12, key="probe")])
-        .add_elements([keyed_at(4, 5)])
-        .add_elements([keyed_at(5, 13)])
+        .add_elements([keyed_at("d", 5)])
+        .add_elements([keyed_at("e", 13)])
         .advance_watermark_to_infinity()
     )
     p = runner.pipeline()

@@ -22,7 +22,6 @@ Model facts the expectations rely on (SEMANTICS 5 and the Runner API):
 - With the END_OF_WINDOW timestamp combiner a pane carries the window's max timestamp.
 """
 
-from apache_beam.testing import test_stream
 from apache_beam.transforms import trigger, window
 
 from conformance.api import (
@@ -30,6 +29,7 @@ from conformance.api import (
     DISCARDING,
     END_OF_GLOBAL_WINDOW,
     GLOBAL,
+    TestStream,
     W,
     capability,
     check,
@@ -65,7 +65,7 @@ def test_default_trigger_fires_one_final_on_time_pane_per_window(runner):
     # SEMANTICS 5 transcript fixed_default: watermark 25 fires [0,10){1,2,3} and [10,20){10,11};
     # with allowed lateness 0 each on-time pane is also the final one.
     stream = (
-        test_stream.TestStream()
+        TestStream()
         .add_elements([keyed_at(t, t) for t in (1, 2, 3, 10, 11)])
         .advance_watermark_to(25)
         .advance_watermark_to_infinity()
@@ -86,7 +86,7 @@ def test_default_trigger_fires_one_final_on_time_pane_per_window(runner):
 def test_default_trigger_fires_merged_sessions_at_watermark(runner):
     # Default trigger over Sessions(10): a@1 and b@2 merge into [1,12), c@15 stays alone in
     # [15,25); one final ON_TIME pane per session when the watermark passes its end.
-    stream = _one_per_step(test_stream.TestStream(), [("a", 1), ("b", 2), ("c", 15)]).advance_watermark_to_infinity()
+    stream = _one_per_step(TestStream(), [("a", 1), ("b", 2), ("c", 15)]).advance_watermark_to_infinity()
     p = _pipeline(runner)
     out = group_panes(p | "Stream" >> stream, window.Sessions(10), trigger.DefaultTrigger(), DISCARDING)
     check(
@@ -105,7 +105,7 @@ def test_on_time_pane_fires_even_when_empty_after_early_panes(runner):
     # discarding; the ON_TIME pane of [10,20) is emitted with no values (the window saw data,
     # OnTimeBehavior FIRE_ALWAYS) and, lateness being 0, both on-time panes are final.
     stream = (
-        test_stream.TestStream()
+        TestStream()
         .add_elements([keyed_at(1, 1), keyed_at(2, 2)])
         .add_elements([keyed_at(4, 4)])
         .add_elements([keyed_at(14, 14)])
@@ -136,7 +136,7 @@ def test_early_on_time_and_late_firings_with_final_pane_at_expiry(runner):
     # AfterWatermark(early=AfterCount(3), late=AfterCount(2)), discarding, lateness 1000
     # (after Python test_fixed_watermark_with_early_late, one element per step): early abc,
     # def; on-time gh; late vw, xy; the pending z is the final pane when the window expires.
-    stream = _one_per_step(test_stream.TestStream(), zip("abcdefgh", range(8), strict=True))
+    stream = _one_per_step(TestStream(), zip("abcdefgh", range(8), strict=True))
     stream = _one_per_step(stream.advance_watermark_to(150), zip("vwxyz", range(5), strict=True))
     stream = stream.advance_watermark_to_infinity()
     p = _pipeline(runner)
@@ -173,7 +173,7 @@ def test_early_and_late_firings_over_merging_sessions(runner):
     # so the first late element fires at once and the other two wait for the final pane.
     # Either way [1,15) is still open at expiry and emits its final pane.
     stream = (
-        test_stream.TestStream()
+        TestStream()
         .add_elements([keyed_at(1, 1), keyed_at(2, 2)])
         .add_elements([keyed_at(3, 3)])
         .add_elements([keyed_at(4, 4)])
@@ -207,7 +207,7 @@ def test_early_and_late_firings_over_merging_sessions(runner):
 def test_never_trigger_fires_only_when_window_expires(runner):
     # SEMANTICS 5: Never fires only at window garbage collection, emitting the final pane;
     # with lateness 0 that is when the watermark passes the end of the window (ON_TIME).
-    stream = _one_per_step(test_stream.TestStream(), [(1, 1), (2, 2), (12, 12)]).advance_watermark_to_infinity()
+    stream = _one_per_step(TestStream(), [(1, 1), (2, 2), (12, 12)]).advance_watermark_to_infinity()
     p = _pipeline(runner)
     out = group_panes(p | "Stream" >> stream, window.FixedWindows(10), trigger._Never(), DISCARDING)
     check(
@@ -225,7 +225,7 @@ def test_earliest_timestamp_ignores_elements_behind_watermark(runner):
     # SEMANTICS 4 transcript known_late_data_watermark: watermark 5, inputs 2,3,7,8 with
     # EARLIEST: 2 and 3 are behind the watermark and cannot hold it, so the pane is at 7.
     stream = (
-        test_stream.TestStream()
+        TestStream()
         .advance_watermark_to(5)
         .add_elements([keyed_at(t, t) for t in (2, 3, 7, 8)])
         .advance_watermark_to(11)
@@ -248,7 +248,7 @@ def test_earliest_timestamp_falls_back_to_end_of_window_without_hold(runner):
     # SEMANTICS 4 transcript known_late_data_no_watermark_hold_possible: watermark 8, inputs
     # 2,3,7 all behind it: no element hold is possible and the pane is at end of window (9.999).
     stream = (
-        test_stream.TestStream()
+        TestStream()
         .advance_watermark_to(8)
         .add_elements([keyed_at(t, t) for t in (2, 3, 7)])
         .advance_watermark_to(11)
@@ -280,7 +280,7 @@ def test_on_time_pane_fires_once_the_watermark_is_past_the_window_max_timestamp(
     window.end". Default trigger, accumulating, allowed lateness 100 (late data kept; the final
     pane at expiry repeats the contents, EMIT_ALWAYS)."""
     stream = (
-        test_stream.TestStream()
+        TestStream()
         .advance_watermark_to(0)
         .add_elements([keyed_at("a", 1)])
         .advance_watermark_to(9.999)
@@ -311,7 +311,7 @@ def test_on_time_pane_fires_once_the_watermark_is_past_the_window_max_timestamp(
 def test_after_count_fires_once_then_finishes(runner):
     # SEMANTICS 5: AfterCount(2) fires once the pane holds 2 elements and finishes: that
     # EARLY pane is the last one, and the window drops the later element 3.
-    stream = _one_per_step(test_stream.TestStream(), [(1, 1), (2, 2), (3, 3)]).advance_watermark_to_infinity()
+    stream = _one_per_step(TestStream(), [(1, 1), (2, 2), (3, 3)]).advance_watermark_to_infinity()
     p = _pipeline(runner)
     out = group_panes(p | "Stream" >> stream, window.FixedWindows(10), trigger.AfterCount(2), ACCUMULATING)
     check(out, [el(("k", [1, 2]), 9.999, W(0, 10), early_pane(0, last=True))])
@@ -322,7 +322,7 @@ def test_after_count_fires_once_then_finishes(runner):
 def test_after_count_never_reached_emits_final_pane_at_expiry(runner):
     # A window whose AfterCount(3) never fired still emits its contents when it is garbage
     # collected (the Python FnApiRunner drops this pane, Prism emits it: SEMANTICS, peers).
-    stream = _one_per_step(test_stream.TestStream(), [(1, 1), (2, 2)]).advance_watermark_to_infinity()
+    stream = _one_per_step(TestStream(), [(1, 1), (2, 2)]).advance_watermark_to_infinity()
     p = _pipeline(runner)
     out = group_panes(p | "Stream" >> stream, window.FixedWindows(10), trigger.AfterCount(3), ACCUMULATING)
     check(out, [el(("k", [1, 2]), 9.999, W(0, 10), on_time_pane(0, last=True))])
@@ -334,7 +334,7 @@ def test_after_count_per_key_in_global_window(runner):
     # Python test_after_count_streaming: AfterCount(3) in the global window fires {1,2,3}
     # per key and finishes, so A's later 4,5,6 are dropped.
     stream = (
-        test_stream.TestStream()
+        TestStream()
         .add_elements([keyed_at(v, 0, key="A") for v in (1, 2, 3)])
         .add_elements([keyed_at(v, 0, key="A") for v in (4, 5, 6)])
         .add_elements([keyed_at(v, 0, key="B") for v in (1, 2, 3)])
@@ -361,7 +361,7 @@ def test_early_processing_time_panes_of_window(runner):
     # accumulating; each 6-minute processing-time advance fires an early pane (sums 1, 3, 6),
     # then the watermark fires the final on-time pane {1,2,3}.
     stream = (
-        test_stream.TestStream()
+        TestStream()
         .add_elements([keyed_at(1, 1)])
         .advance_processing_time(360)
         .add_elements([keyed_at(2, 2)])
@@ -390,7 +390,7 @@ def test_after_processing_time_fires_once_then_finishes(runner):
     # AfterProcessingTime(10) fires 10 s (processing time) after the pane's first element and
     # finishes (Python test_after_processing_time): {1,2} is final, 3 arrives to a closed window.
     stream = (
-        test_stream.TestStream()
+        TestStream()
         .add_elements([keyed_at(1, 1)])
         .advance_processing_time(2)
         .add_elements([keyed_at(2, 2)])
@@ -411,7 +411,7 @@ def test_repeatedly_after_processing_time_discarding(runner):
     # {1,2} fires 6 s after 1, {3} fires 6 s after 3; at the end of the window the final
     # ON_TIME pane is empty (discarding, nothing new; OnTimeBehavior FIRE_ALWAYS).
     stream = (
-        test_stream.TestStream()
+        TestStream()
         .add_elements([keyed_at(1, 1)])
         .advance_processing_time(2)
         .add_elements([keyed_at(2, 2)])
@@ -440,7 +440,7 @@ def test_processing_time_firing_after_window_expiry_is_ignored(runner):
     # watermark 100 (final pane {2,5}, EARLIEST -> 2); its processing-time timer coming due
     # afterwards must not produce a second output.
     stream = (
-        test_stream.TestStream()
+        TestStream()
         .advance_watermark_to(0)
         .add_elements([keyed_at(2, 2), keyed_at(5, 5)])
         .advance_watermark_to(100)
@@ -467,7 +467,7 @@ def test_processing_time_firing_after_window_expiry_is_ignored(runner):
 def test_after_all_count_and_watermark_over_sessions(runner):
     # Python test_sessions_after_all: AfterAll(AfterCount(2), AfterWatermark()) on Sessions(10)
     # fires once, when both children have fired: one pane {a,b,c} for [1,13), final.
-    stream = _one_per_step(test_stream.TestStream(), [("a", 1), ("b", 2), ("c", 3)]).advance_watermark_to_infinity()
+    stream = _one_per_step(TestStream(), [("a", 1), ("b", 2), ("c", 3)]).advance_watermark_to_infinity()
     p = _pipeline(runner)
     trig = trigger.AfterAll(trigger.AfterCount(2), trigger.AfterWatermark())
     out = group_panes(p | "Stream" >> stream, window.Sessions(10), trig, ACCUMULATING)
@@ -479,7 +479,7 @@ def test_after_all_count_and_watermark_over_sessions(runner):
 def test_after_any_fires_with_first_child_and_finishes(runner):
     # Python test_fixed_after_first: AfterAny(AfterCount(2), AfterWatermark()) fires {a,b}
     # as soon as the count child fires, and finishes: c is dropped.
-    stream = _one_per_step(test_stream.TestStream(), [("a", 1), ("b", 2), ("c", 3)]).advance_watermark_to_infinity()
+    stream = _one_per_step(TestStream(), [("a", 1), ("b", 2), ("c", 3)]).advance_watermark_to_infinity()
     p = _pipeline(runner)
     trig = trigger.AfterAny(trigger.AfterCount(2), trigger.AfterWatermark())
     out = group_panes(p | "Stream" >> stream, window.FixedWindows(10), trig, ACCUMULATING)
@@ -492,7 +492,7 @@ def test_after_any_watermark_child_finishes_before_late_data(runner):
     # Python test_fixed_after_first (late data): AfterAny(AfterCount(5), AfterWatermark())
     # fires the on-time pane {a,b,c} and finishes; x,y,z (within lateness 100) are dropped
     # because the window is closed.
-    stream = _one_per_step(test_stream.TestStream(), [("a", 1), ("b", 2), ("c", 3)]).advance_watermark_to(50)
+    stream = _one_per_step(TestStream(), [("a", 1), ("b", 2), ("c", 3)]).advance_watermark_to(50)
     stream = _one_per_step(stream, [("x", 1), ("y", 2), ("z", 3)]).advance_watermark_to_infinity()
     p = _pipeline(runner)
     trig = trigger.AfterAny(trigger.AfterCount(5), trigger.AfterWatermark())
@@ -505,7 +505,7 @@ def test_after_any_watermark_child_finishes_before_late_data(runner):
 def test_after_each_runs_children_in_sequence(runner):
     # AfterEach(AfterCount(2), AfterCount(3)): the first child fires at 2 elements, the second
     # counts the next 3 and fires at 5; AfterEach then finishes and 6 is dropped.
-    stream = _one_per_step(test_stream.TestStream(), [(t, t) for t in range(1, 7)]).advance_watermark_to_infinity()
+    stream = _one_per_step(TestStream(), [(t, t) for t in range(1, 7)]).advance_watermark_to_infinity()
     p = _pipeline(runner)
     trig = trigger.AfterEach(trigger.AfterCount(2), trigger.AfterCount(3))
     out = group_panes(p | "Stream" >> stream, window.FixedWindows(100), trig, ACCUMULATING)
@@ -524,7 +524,7 @@ def test_repeatedly_after_any_count_or_watermark(runner):
     # SEMANTICS 5 / Python test_repeatedly_after_first: Repeatedly(AfterAny(AfterCount(3),
     # AfterWatermark())), accumulating: abc, abcdef (count), abcdefg (watermark), then each
     # late element fires at once (+x, +y, +z); the still-open window emits a final pane.
-    stream = _one_per_step(test_stream.TestStream(), zip("abcdefg", range(7), strict=True)).advance_watermark_to(200)
+    stream = _one_per_step(TestStream(), zip("abcdefg", range(7), strict=True)).advance_watermark_to(200)
     stream = _one_per_step(stream, zip("xyz", range(3), strict=True)).advance_watermark_to_infinity()
     p = _pipeline(runner)
     trig = trigger.Repeatedly(trigger.AfterAny(trigger.AfterCount(3), trigger.AfterWatermark()))
@@ -549,7 +549,7 @@ def test_repeatedly_after_any_count_or_processing_time(runner):
     # Repeatedly(AfterAny(AfterCount(2), AfterProcessingTime(5))), discarding: {1,2} fires by
     # count, {3} by processing time (6 s later); the window's final ON_TIME pane is empty.
     stream = (
-        test_stream.TestStream()
+        TestStream()
         .add_elements([keyed_at(1, 1)])
         .add_elements([keyed_at(2, 2)])
         .add_elements([keyed_at(3, 3)])
@@ -576,7 +576,7 @@ def test_repeatedly_after_any_count_or_processing_time(runner):
 def _early_on_time_late_stream():
     # Early pane at 2 elements, on-time pane at watermark 20, late pane after 2 late
     # elements, and one pending late element for the final pane at expiry.
-    stream = _one_per_step(test_stream.TestStream(), [(1, 1), (2, 2), (3, 3)]).advance_watermark_to(20)
+    stream = _one_per_step(TestStream(), [(1, 1), (2, 2), (3, 3)]).advance_watermark_to(20)
     return _one_per_step(stream, [(4, 4), (5, 5), (6, 6)]).advance_watermark_to_infinity()
 
 
@@ -611,7 +611,7 @@ def test_accumulating_panes_hold_everything_so_far(runner):
 def test_repeatedly_after_count_accumulating(runner):
     # Repeatedly(AfterCount(2)), accumulating: {1,2}, {1,2,3,4}, then the final pane at the
     # end of the window holds all five elements.
-    stream = _one_per_step(test_stream.TestStream(), [(t, t) for t in range(1, 6)]).advance_watermark_to_infinity()
+    stream = _one_per_step(TestStream(), [(t, t) for t in range(1, 6)]).advance_watermark_to_infinity()
     p = _pipeline(runner)
     out = group_panes(
         p | "Stream" >> stream, window.FixedWindows(10), trigger.Repeatedly(trigger.AfterCount(2)), ACCUMULATING
@@ -654,7 +654,7 @@ def test_discarding_panes_hold_only_elements_since_last_firing(runner):
 @capability("triggers.discarding")
 def test_repeatedly_after_count_discarding(runner):
     # Repeatedly(AfterCount(2)), discarding: {1,2}, {3,4}, and the final pane {5}.
-    stream = _one_per_step(test_stream.TestStream(), [(t, t) for t in range(1, 6)]).advance_watermark_to_infinity()
+    stream = _one_per_step(TestStream(), [(t, t) for t in range(1, 6)]).advance_watermark_to_infinity()
     p = _pipeline(runner)
     out = group_panes(
         p | "Stream" >> stream, window.FixedWindows(10), trigger.Repeatedly(trigger.AfterCount(2)), DISCARDING
@@ -676,7 +676,7 @@ def test_discarding_mode_java_vector(runner):
     # discarding, lateness 5 s: early {firstPane, alsoFirstPane}, on-time {onTimePane}, and
     # the two late elements only in the final pane at expiry.
     stream = (
-        test_stream.TestStream()
+        TestStream()
         .advance_watermark_to(0)
         .add_elements([keyed_at("firstPane", 0.1), keyed_at("alsoFirstPane", 0.2)])
         .add_elements([keyed_at("onTimePane", 0.5)])
@@ -706,7 +706,7 @@ def test_pane_info_through_early_on_time_late_and_final_panes(runner):
     # PaneInfo over a window's life: EARLY panes (nonspeculative -1), the ON_TIME pane (even
     # with nothing new since the last early pane), a LATE pane, and the final pane when the
     # watermark passes max_timestamp + lateness (39.999 < 50); index counts every firing.
-    stream = _one_per_step(test_stream.TestStream(), [(1, 1), (2, 2)]).advance_watermark_to(15)
+    stream = _one_per_step(TestStream(), [(1, 1), (2, 2)]).advance_watermark_to(15)
     stream = _one_per_step(stream, [(3, 3), (4, 4), (5, 5)]).advance_watermark_to(50)
     stream = stream.advance_watermark_to_infinity()
     p = _pipeline(runner)
@@ -729,9 +729,7 @@ def test_pane_info_through_early_on_time_late_and_final_panes(runner):
 def test_on_time_pane_after_early_pane_is_last_with_zero_lateness(runner):
     # With allowed lateness 0 the ON_TIME pane is the final one: first=False (an early pane
     # fired before), index 1, nonspeculative index 0, last=True.
-    stream = (
-        test_stream.TestStream().add_elements([keyed_at(1, 1)]).advance_watermark_to(20).advance_watermark_to_infinity()
-    )
+    stream = TestStream().add_elements([keyed_at(1, 1)]).advance_watermark_to(20).advance_watermark_to_infinity()
     p = _pipeline(runner)
     trig = trigger.AfterWatermark(early=trigger.AfterCount(1))
     out = group_panes(p | "Stream" >> stream, window.FixedWindows(10), trig, ACCUMULATING)
@@ -751,7 +749,7 @@ def test_pane_indices_are_per_key_and_window(runner):
     # a second window of a each start at index 0 (first) and end with their own final
     # on-time pane, empty here because early panes already discarded everything.
     stream = (
-        test_stream.TestStream()
+        TestStream()
         .add_elements([keyed_at(1, 1, key="a")])
         .add_elements([keyed_at(2, 2, key="b")])
         .add_elements([keyed_at(3, 3, key="a")])

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import os
 import time
+from pathlib import Path
 
 import pytest
 
 from conformance import api, capabilities
 from conformance.authoring import shapes
-from conformance.authoring.case_runner import CaseRunner
+from conformance.authoring.case_runner import CaseRunner, PipelineCapture
 from conformance.session import results, targets
 from conformance.session.expectations import Expectations, ExpectationsError, KnownFailure
 
@@ -140,6 +141,13 @@ def pytest_addoption(parser):
         "use (Maven, go build, npm). Default: none, and those cases are deselected",
     )
     group.addoption("--no-results", action="store_true", help="do not write results-<target>.json")
+    group.addoption(
+        "--capture-pipelines",
+        default=None,
+        metavar="DIR",
+        help="write the Runner API proto of every pipeline a case submits to DIR/<case id>-<n>.pb "
+        "(as the case built it, n from 1 per case), to reproduce a failure outside the kit",
+    )
     group.addoption(
         "--pipeline-shape",
         default=None,
@@ -390,7 +398,12 @@ def runner(request, conformance_target) -> CaseRunner:
         conformance_target.ensure_running()
     except targets.TargetUnavailable as e:
         pytest.fail(f"the target could not be brought back for this case: {e}", pytrace=False)
-    return CaseRunner(conformance_target, streaming=streaming)
+    capture = None
+    directory = request.config.getoption("capture_pipelines")
+    if directory:
+        case = request.node.stash.get(_CASE, None)
+        capture = PipelineCapture(Path(directory), case.id if case is not None else request.node.name)
+    return CaseRunner(conformance_target, streaming=streaming, capture=capture)
 
 
 # --------------------------------------------------------------------------- outcomes

@@ -84,7 +84,9 @@ class Cell:
         if self.deviating_elsewhere:
             notes.append(f"{_cases(len(self.deviating_elsewhere))} deviating only in another row's property")
         if self.not_judged:
-            notes.append(f"{_cases(len(self.not_judged))} not judged")
+            # the property each could not get past: the runner refuses TestStream, reports no metrics, ...
+            props = ", ".join(dict.fromkeys(c.get("cross_cutting") or "?" for c in self.not_judged))
+            notes.append(f"{_cases(len(self.not_judged))} not judged ({props})")
         if self.attributed:
             notes.append(f"{_cases(len(self.attributed))} from other rows, deviating only here")
         suffix = f"; {', '.join(notes)}" if notes else ""
