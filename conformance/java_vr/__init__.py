@@ -14,3 +14,6 @@ endpoint, with the Java SDK harness serving a LOOPBACK environment inside the te
 - ``placement.py``: which capability of ``conformance/capabilities.py`` each test counts under.
 - ``suite.py``: the pytest side: one item per Java test, case id ``java_vr/<Class>.<method>``.
 """
+
+# --suite: the kit's cases, Beam's Java ValidatesRunner tests, or both
+SUITES = ("cases", "java-vr", "all")

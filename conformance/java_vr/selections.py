@@ -221,7 +221,10 @@ PRISM = Profile(
             "org.apache.beam.sdk.transforms.GroupByKeyTest$BasicTests.testAfterProcessingTimeContinuationTriggerUsingState",
             "",
         ),
-        ("org.apache.beam.sdk.transforms.ParDoTest$StateTests.testRequiresTimeSortedInputWithLateDataAndAllowedLateness", ""),
+        (
+            "org.apache.beam.sdk.transforms.ParDoTest$StateTests.testRequiresTimeSortedInputWithLateDataAndAllowedLateness",
+            "",
+        ),
         ("org.apache.beam.sdk.transforms.ViewTest.testTriggeredLatestSingleton", "31438"),
         ("org.apache.beam.sdk.testing.TestStreamTest.testProcessingTimeTrigger", "31438"),
         ("org.apache.beam.sdk.testing.TestStreamTest.testMultipleStreams", ""),

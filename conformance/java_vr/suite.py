@@ -15,10 +15,9 @@ import sys
 import pytest
 
 from conformance.authoring.case_runner import CaseFailure
-from conformance.java_vr import driver, placement, selections
+from conformance.java_vr import SUITES, driver, placement, selections
 from conformance.peers import artifacts, pins
 
-SUITES = ("cases", "java-vr", "all")
 MODULE = "test_java_vr.py"
 CASE_PREFIX = "java_vr/"
 
@@ -160,7 +159,8 @@ class JvmHolder:
             if self.jvm is not None:
                 self.jvm.close()
             self.endpoint = endpoint
-            self.jvm = driver.LauncherJvm(self.launcher, driver.pipeline_options(endpoint, self.profile.pipeline_options))
+            options = driver.pipeline_options(endpoint, self.profile.pipeline_options)
+            self.jvm = driver.LauncherJvm(self.launcher, options)
         return self.jvm.run(test.junit_id, self.timeout)
 
     def close(self) -> None:

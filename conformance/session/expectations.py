@@ -35,7 +35,6 @@ import yaml
 
 from conformance import capabilities
 
-
 JAVA_VR_PREFIX = "java_vr/"
 
 
