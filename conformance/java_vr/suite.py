@@ -179,8 +179,10 @@ def run_test(test, holder: JvmHolder) -> None:
     if verdict.outcome == "skipped":
         pytest.skip(verdict.message or "skipped by JUnit")
     text = verdict.message or "(no message)"
-    if verdict.trace:
-        text += "\n" + verdict.trace.rstrip()
+    # a JVM trace starts with the exception's own text, which is the message already
+    trace = verdict.trace.removeprefix(verdict.message).strip("\n")
+    if trace:
+        text += "\n" + trace
     raise JavaTestFailure(text, "error" if verdict.outcome == "error" else "failed")
 
 
