@@ -58,6 +58,17 @@ def portable_paths(text: str) -> str:
     return text.replace(str(cache_dir()) + os.sep, "<cache>/").replace(_KIT_ROOT, "")
 
 
+def first_line(message: str) -> str:
+    """A failure message's first line, with the next one when the first only introduces it (ends
+    with a colon, as a JVM's "The Runner experienced the following error during execution:" does)."""
+    lines = [line.strip() for line in (message or "").splitlines() if line.strip()]
+    if not lines:
+        return ""
+    if lines[0].endswith(":") and len(lines) > 1:
+        return f"{lines[0]} {lines[1]}"
+    return lines[0]
+
+
 def _relative(path: str) -> str:
     relative = os.path.relpath(path)
     return path if relative.startswith("..") else relative

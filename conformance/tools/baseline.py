@@ -41,7 +41,7 @@ def reason_of(record: dict) -> str:
         # The runner's traceback follows; its last line names the error.
         text = "the job failed: " + lines[-1]
     else:
-        text = lines[0]
+        text = results.first_line(message)
     return text if len(text) <= REASON_LIMIT else text[: REASON_LIMIT - 3] + "..."
 
 

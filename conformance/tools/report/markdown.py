@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from conformance import capabilities
+from conformance.session import results
 from conformance.tools import diff
 from conformance.tools.report.matrix import Cell, Matrix
 
@@ -163,7 +164,7 @@ def java_vr_section(matrix: Matrix) -> list[str]:
             "|---|---|---|",
         ]
         for case in failing:
-            first = (case["message"].strip().splitlines() or [""])[0]
+            first = results.first_line(case["message"])
             why = f"{case['known_failure']}" if case.get("known_failure") else first
             out.append(f"| `{case['id'].removeprefix('java_vr/')}` | {case['outcome']} | {_esc(why)[:240]} |")
         out.append("")
