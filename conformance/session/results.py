@@ -69,6 +69,17 @@ def first_line(message: str) -> str:
     return lines[0]
 
 
+# a JVM exception's class and the start of its message, e.g. "java.lang.IllegalStateException: "
+_JVM_EXCEPTION = re.compile(r"(?:[a-z_][\w$]*\.)+[A-Z][\w$]*(?:Exception|Error): ")
+
+
+def innermost_cause(text: str) -> str:
+    """From a JVM failure's line, the last exception named in it with its message (the runner's
+    and the harness's wrappers come first): the line itself when it names one or none."""
+    found = list(_JVM_EXCEPTION.finditer(text))
+    return text[found[-1].start() :] if len(found) > 1 else text
+
+
 def _relative(path: str) -> str:
     relative = os.path.relpath(path)
     return path if relative.startswith("..") else relative

@@ -42,6 +42,8 @@ def reason_of(record: dict) -> str:
         text = "the job failed: " + lines[-1]
     else:
         text = results.first_line(message)
+        if str(record.get("id", "")).startswith("java_vr/"):
+            text = results.innermost_cause(text)
     return text if len(text) <= REASON_LIMIT else text[: REASON_LIMIT - 3] + "..."
 
 

@@ -164,7 +164,7 @@ def java_vr_section(matrix: Matrix) -> list[str]:
             "|---|---|---|",
         ]
         for case in failing:
-            first = results.first_line(case["message"])
+            first = results.innermost_cause(results.first_line(case["message"]))
             why = f"{case['known_failure']}" if case.get("known_failure") else first
             out.append(f"| `{case['id'].removeprefix('java_vr/')}` | {case['outcome']} | {_esc(why)[:240]} |")
         out.append("")
