@@ -131,3 +131,25 @@ def test_matrix_shows_changes_since_a_previous_run(tmp_path):
     assert matrix["targets"][0]["since_previous"]["regressions"] == 1
     html = (tmp_path / "capability-matrix.html").read_text()
     assert "pardo/flatmap" in html and "regressed" in html
+
+
+def test_a_targets_java_vr_run_is_paired_with_its_own_earlier_java_vr_run(tmp_path):
+    from conformance.session import results
+    from test_report import java_vr_doc
+
+    for name, docs in (
+        ("old", [before(), java_vr_doc("my-runner", seed=0)]),
+        ("new", [after(), java_vr_doc("my-runner", seed=1)]),
+    ):
+        (tmp_path / name).mkdir()
+        for doc in docs:
+            (tmp_path / name / results.results_file_name(doc["target"], results.suite_of(doc))).write_text(
+                json.dumps(doc)
+            )
+    runs = diff.load_runs(str(tmp_path / "new"))
+    assert sorted(runs) == ["my-runner", "my-runner [java-vr]"]
+    diffs = {d.target: d for d in diff.compare_runs(diff.load_runs(str(tmp_path / "old")), runs)}
+    java = diffs["my-runner [java-vr]"]
+    # seed 1 shifts every outcome by one: the test that passed first fails now
+    assert [c.id for c in java.regressions] == ["java_vr/org.apache.beam.sdk.transforms.ParDoTest$BasicTests.testParDo"]
+    assert all(not c.id.startswith("java_vr/") for c in diffs["my-runner"].changes)

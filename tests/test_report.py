@@ -1,6 +1,7 @@
 """The capability matrix built from results, in each output format."""
 
 import json
+import os
 
 import yaml
 
@@ -38,6 +39,48 @@ def results_doc(target, cases):
         "wall_time_s": 1.5,
         "cases": cases,
     }
+
+
+def java_vr_doc(target, seed=0):
+    """A run of Beam's Java ValidatesRunner suite: passes, a failure, a known one, skips."""
+    from conformance.session import results
+
+    tests = [
+        ("org.apache.beam.sdk.transforms.ParDoTest$BasicTests.testParDo", "pardo.basic"),
+        ("org.apache.beam.sdk.transforms.ParDoTest$TimerTests.testEventTimeTimerBounded", "timers.event_time"),
+        ("org.apache.beam.sdk.transforms.ViewTest.testSingletonSideInput", "side_inputs.singleton"),
+        ("org.apache.beam.sdk.transforms.GroupByKeyTest$BasicTests.testGroupByKey", "gbk.global"),
+        ("org.apache.beam.sdk.testing.TestStreamTest.testLateDataAccumulating", "teststream"),
+    ]
+    outcomes = ["passed", "failed", "expected-failure", "passed", "skipped"]
+    cases = []
+    for i, (test, cap) in enumerate(tests):
+        outcome = outcomes[(i + seed) % len(outcomes)]
+        message = {
+            "failed": "java.lang.AssertionError: ParDo/ParMultiDo(Anonymous).output: \n"
+            "Expected: <3>\n     but: was <2>",
+            "expected-failure": "java.lang.RuntimeException: the job failed",
+            "skipped": "left out by the portable selection: category UsesTestStream excluded (apache/beam ...)",
+        }.get(outcome, "")
+        record = case(
+            f"java_vr/{test}", cap, outcome, message, known="not yet" if outcome == "expected-failure" else None
+        )
+        record["suite"] = "java-vr"
+        cases.append(record)
+    doc = results_doc(target, cases)
+    doc["suite"] = "java-vr"
+    doc["wall_time_s"] = 42.0
+    doc["selection"] = {
+        "deselected": 0,
+        "java_vr": {
+            "beam_java": "2.65.0",
+            "profile": "portable",
+            "selection": "beam",
+            "profile_source": "apache/beam x",
+        },
+    }
+    assert results.suite_of(doc) == "java-vr"
+    return doc
 
 
 def sample():
@@ -260,3 +303,34 @@ def test_results_name_the_kits_modules_and_cached_builds_without_machine_paths(m
         'File "reference_runner/worker/embedded.py", line 139; at main (<cache>/sdk-pipelines/ts-1/pipelines.js:154:3)'
     )
     assert portable_paths(text) == expected
+
+
+def test_java_vr_runs_are_a_section_of_their_own(tmp_path):
+    from conformance.tools.cli import write_reports
+
+    docs = [*sample(), java_vr_doc("runner-a")]
+    paths = []
+    for doc in docs:
+        from conformance.session import results
+
+        p = tmp_path / results.results_file_name(doc["target"], results.suite_of(doc))
+        p.write_text(json.dumps(doc))
+        paths.append(str(p))
+    assert sorted(os.path.basename(p) for p in paths)[-1] == "results-runner-b.json"
+    write_reports(paths, str(tmp_path))
+    data = json.loads((tmp_path / "capability-matrix.json").read_text())
+    # the Java run is no column of the matrix, and does not replace runner-a's cases
+    assert [t["name"] for t in data["targets"]] == ["runner-a", "runner-b"]
+    assert data["targets"][0]["summary"] == sample()[0]["summary"]
+    (java,) = data["java_vr"]
+    assert java["name"] == "runner-a" and java["summary"]["failed"] == 1
+    assert java["rows"]["Timers"]["failing"][0]["id"].endswith("testEventTimeTimerBounded")
+    assert java["rows"]["TestStream"]["skipped"] == 1 and java["rows"]["TestStream"]["ran"] == 0
+    md = (tmp_path / "capability-matrix.md").read_text()
+    section = md[md.index("## Beam's Java ValidatesRunner suite") :]
+    assert "| runner-a | 2.65.0 | portable | 2 | 1 | 1 | 0 | 0 | 1 | 42 s |" in section
+    assert "`org.apache.beam.sdk.transforms.ParDoTest$TimerTests.testEventTimeTimerBounded` | failed" in section
+    # the first line, with the next where the first only introduces it
+    assert "ParDo/ParMultiDo(Anonymous).output: Expected: <3> |" in section and "but: was" not in section
+    page = (tmp_path / "capability-matrix.html").read_text()
+    assert 'id="java-vr-heading"' in page and "Failing Java tests on runner-a (2)" in page

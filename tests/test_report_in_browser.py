@@ -13,8 +13,9 @@ from pathlib import Path
 import pytest
 
 from conformance import capabilities
+from conformance.session import results
 from conformance.tools.cli import write_reports
-from test_report import case, results_doc, sample
+from test_report import case, java_vr_doc, results_doc, sample
 
 CHROMIUM = os.environ.get("CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
 REQUIRED = os.environ.get("BEAM_CONFORMANCE_REQUIRE_BROWSER") == "1"
@@ -76,7 +77,7 @@ def artifacts_dir(tmp_path_factory) -> Path:
 def _write(docs, directory: Path, previous=None) -> Path:
     paths = []
     for doc in docs:
-        p = directory / f"results-{doc['target']}.json"
+        p = directory / results.results_file_name(doc["target"], results.suite_of(doc))
         p.write_text(json.dumps(doc))
         paths.append(str(p))
     prev_dir = None
@@ -127,6 +128,8 @@ def ten_targets():
                     )
                 )
         docs.append(results_doc(name, cases))
+    # Beam's Java ValidatesRunner runs of five of them: the section below the grid
+    docs += [java_vr_doc(name, seed=t) for t, name in enumerate(TEN[:5])]
     previous = json.loads(json.dumps(docs[0]))
     for c in previous["cases"][:6]:
         c["outcome"] = "failed" if c["outcome"] == "passed" else "passed"

@@ -86,6 +86,8 @@ class FlinkTarget(JavaJobServerTarget):
 
     name = "flink"
     pin = pins.FLINK
+    # Beam's batch task: the Java tests submit batch pipelines (selections.FLINK_BATCH says why)
+    java_vr_profile = "flink-batch"
     # a Flink job takes seconds: eight examples of a property case outlast its time limit
     default_property_examples = 2
 
@@ -101,6 +103,7 @@ class BeamSparkJobServerTarget(JavaJobServerTarget):
 
     name = "beam-spark-job-server"
     pin = pins.BEAM_SPARK_JOB_SERVER
+    java_vr_profile = "spark-job-server-batch"
 
     def engine_args(self) -> list[str]:
         return ["--spark-master-url=local[2]"]

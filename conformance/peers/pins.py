@@ -8,6 +8,11 @@ pyproject.toml). Each runner is the newest release this machine's registries ser
   class) on the classpath Maven resolves. The newest Beam release whose Flink and Spark runner
   jars resolve with all their dependencies is 2.62.0 (2.70.0's runner jars are served, but their
   ``beam-runners-java-job-service`` 2.70.0 is not; nor are 2.63-2.69 and 2.71-2.77).
+- Beam's Java ValidatesRunner suite (conformance/java_vr/): the newest release whose tests jar,
+  portable runner (``beam-runners-portability-java``, with its ``beam-runners-java-job-service``)
+  and Java SDK harness all resolve here is 2.65.0 (the portable runner and the job service are
+  served only up to 2.65.0; the core tests jar up to 2.75.0, the harness up to 2.73.0). The
+  launcher's pom (conformance/java_vr/launcher/pom.xml) names the same release.
 - Samza: ``beam-runners-samza`` is served only at 2.14.0 (2019), too old for this SDK's
   pipelines; see samza_status below.
 """
@@ -61,6 +66,15 @@ BEAM_SPARK_JOB_SERVER = JavaJobServer(
         f"org.apache.spark:spark-core_2.12:{SPARK_FOR_BEAM_JOB_SERVER}",
         f"org.apache.spark:spark-streaming_2.12:{SPARK_FOR_BEAM_JOB_SERVER}",
     ),
+)
+
+# Beam's Java ValidatesRunner suite: these three, resolved with their dependencies (and the tests'
+# own test dependencies, which the test-jar's pom leaves out) by the launcher's pom.
+BEAM_JAVA_VR = "2.65.0"
+JAVA_VR_ARTIFACTS = (
+    f"org.apache.beam:beam-sdks-java-core:{BEAM_JAVA_VR}:tests",  # the tests (test-jar)
+    f"org.apache.beam:beam-runners-portability-java:{BEAM_JAVA_VR}",  # TestUniversalRunner
+    f"org.apache.beam:beam-sdks-java-harness:{BEAM_JAVA_VR}",  # the LOOPBACK worker in the test JVM
 )
 
 # Beam's DaskRunner is part of apache-beam; these are the packages it runs on.

@@ -12,6 +12,7 @@ class PrismTarget(JobServerTarget):
     name = "prism"
     beam_version = pins.PRISM.version.lstrip("v")
     runner_version = pins.PRISM.version
+    java_vr_profile = "prism"
 
     def __init__(self, spec, settings):
         if ":" in spec:

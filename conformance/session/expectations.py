@@ -15,6 +15,11 @@ File format (YAML)::
         reason: "fails only in some runs: ..."
         flaky: true                   # optional: a pass is accepted too (nondeterministic runner bug)
 
+Beam's Java ValidatesRunner tests (``--suite java-vr``, case ids ``java_vr/<Class>.<method>``) are
+matched only by ``case`` entries whose id or glob starts with ``java_vr/``; the kit's cases only by
+the other entries. A capability entry is about the kit's cases: a runner limitation found with a
+Python pipeline says nothing certain of a Java test that Beam placed in the same row.
+
 A known failure that fails is reported as an expected failure; one that passes is
 an unexpected pass, which fails the run so the file stays true (unless it is marked
 flaky: then a pass is reported as passed, with the entry's reason attached).
@@ -29,6 +34,8 @@ from dataclasses import dataclass
 import yaml
 
 from conformance import capabilities
+
+JAVA_VR_PREFIX = "java_vr/"
 
 
 class ExpectationsError(ValueError):
@@ -45,7 +52,13 @@ class KnownFailure:
     flaky: bool = False
     source: str = ""
 
+    def for_java_vr(self) -> bool:
+        """Does this entry speak of Beam's Java ValidatesRunner tests (not of the kit's cases)?"""
+        return self.case is not None and self.case.startswith(JAVA_VR_PREFIX)
+
     def matches(self, case_id: str, capability_id: str) -> bool:
+        if case_id.startswith(JAVA_VR_PREFIX) != self.for_java_vr():
+            return False
         if self.case is not None:
             # An exact id first: parametrized ids hold brackets, which a glob reads as a set.
             return case_id == self.case or fnmatch.fnmatchcase(case_id, self.case)

@@ -90,3 +90,21 @@ def test_include_adds_the_entries_of_another_file(tmp_path):
     loaded = Expectations.load(str(tmp_path / "more.yaml"))
     assert [e.reason for e in loaded.entries] == ["more", "base"]
     assert loaded.lookup("triggers/y", "triggers.after_count").reason == "base"
+
+
+def test_java_vr_ids_are_matched_only_by_java_vr_entries():
+    exp = Expectations(
+        parse(
+            {
+                "known_failures": [
+                    {"capability": "pardo", "reason": "the kit's ParDo cases fail"},
+                    {"case": "*", "reason": "every case of the kit"},
+                    {"case": "java_vr/org.apache.beam.sdk.transforms.ParDoTest$*", "reason": "Beam's ParDo tests"},
+                ]
+            }
+        )
+    )
+    java = "java_vr/org.apache.beam.sdk.transforms.ParDoTest$BasicTests.testParDo"
+    assert exp.lookup(java, "pardo.basic").reason == "Beam's ParDo tests"
+    assert exp.lookup("java_vr/org.apache.beam.sdk.transforms.ViewTest.testX", "pardo.basic") is None
+    assert exp.lookup("pardo/map", "pardo.basic").reason == "every case of the kit"

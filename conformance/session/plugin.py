@@ -15,6 +15,7 @@ import pytest
 from conformance import api, capabilities
 from conformance.authoring import shapes
 from conformance.authoring.case_runner import CaseRunner, PipelineCapture
+from conformance.java_vr import suite as java_vr
 from conformance.session import results, targets
 from conformance.session.expectations import Expectations, ExpectationsError, KnownFailure
 
@@ -158,6 +159,7 @@ def pytest_addoption(parser):
         + "; ".join(f"{k}: {v}" for k, v in shapes.SHAPES.items())
         + ". Default: as built (grpc targets: the client's default rewrite)",
     )
+    java_vr.add_options(group)
     group.addoption(
         "--trust-unconfirmed-checks",
         action="store_true",
@@ -179,6 +181,7 @@ class CaseInfo:
 def pytest_configure(config):
     config.addinivalue_line("markers", "capability(id): the capability a conformance case exercises")
     config.addinivalue_line("markers", "sdk(name): a case whose pipeline another SDK wrote (runs with --sdks)")
+    config.addinivalue_line("markers", "java_vr(case_id): one of Beam's Java ValidatesRunner tests (--suite java-vr)")
     for group in capabilities.GROUPS:
         config.addinivalue_line("markers", f"{group}: conformance cases of the {group} capabilities")
     for name, text in capabilities.EXTRA_MARKERS.items():
@@ -273,6 +276,8 @@ def pytest_sessionstart(session):
         targets.create(config.getoption("target"), settings_of(config)).fetch(progress)
     except targets.TargetUnavailable as e:
         pytest.exit(f"target {config.getoption('target')} is unavailable: {e}", returncode=3)
+    if java_vr.runs_java(config):
+        java_vr.build(progress)  # Maven, once: the workers find it in the cache
 
 
 def pytest_report_header(config):
@@ -287,6 +292,9 @@ def pytest_report_header(config):
 
 
 def case_id_of(item) -> str:
+    java = item.get_closest_marker("java_vr")
+    if java is not None:
+        return java.args[0]
     module = item.module.__name__.rsplit(".", 1)[-1]
     module = module[len("test_") :] if module.startswith("test_") else module
     name = item.name[len("test_") :] if item.name.startswith("test_") else item.name
@@ -299,6 +307,28 @@ def _is_case(item) -> bool:
         return True
     module = getattr(item, "module", None)
     return module is not None and module.__name__.startswith(CASES_PACKAGE)
+
+
+def pytest_ignore_collect(collection_path, config):
+    """--suite: the Java ValidatesRunner module is collected only for java-vr and all, the kit's
+    other case modules only for cases and all."""
+    if collection_path.parent.name != "cases" or collection_path.parent.parent.name != "conformance":
+        return None
+    if collection_path.name == java_vr.MODULE:
+        return None if java_vr.runs_java(config) else True
+    if collection_path.name.startswith("test_") and collection_path.suffix == ".py" and not java_vr.runs_cases(config):
+        return True
+    return None
+
+
+def pytest_generate_tests(metafunc):
+    if "java_vr_test" in metafunc.fixturenames:
+        config = metafunc.config
+        try:
+            target = targets.create(config.getoption("target"), settings_of(config))
+        except targets.TargetUnavailable as e:
+            raise pytest.UsageError(str(e)) from None
+        metafunc.parametrize("java_vr_test", java_vr.params(config, target))
 
 
 def _deselect_other_sdks(config, items) -> None:
@@ -363,6 +393,9 @@ def pytest_collection_modifyitems_per_capability(session, config, items):
             continue
         if info.known is not None and info.known.skip:
             dropped.append(item)
+            continue
+        if item.get_closest_marker("java_vr") is not None and item.get_closest_marker("skip") is not None:
+            dropped.append(item)  # a Java test its Beam profile leaves out takes no slot
             continue
         count = taken.get(info.capability.id, 0)
         (kept if count < limit else dropped).append(item)
@@ -463,9 +496,13 @@ def pytest_runtest_makereport(item, call):
         kind, message = "error", _message_of(call)
     if kind is None:
         return
+    failure = call.excinfo.value if call.excinfo is not None else None
+    if kind == "failed" and getattr(failure, "conformance_outcome", None) == "error":
+        kind = "error"  # the Java launcher could not run the test
     cap = case.capability
     report.user_properties.extend(
         [
+            ("suite", "java-vr" if item.get_closest_marker("java_vr") is not None else "cases"),
             ("case_id", case.id),
             ("capability", cap.id),
             ("beam_category", cap.beam_category),
@@ -475,7 +512,9 @@ def pytest_runtest_makereport(item, call):
     )
     if case.known is not None:
         report.user_properties.append(("known_failure", case.known.describe()))
-    failure = call.excinfo.value if call.excinfo is not None else None
+    listed = getattr(getattr(item, "callspec", None), "params", {}).get("java_vr_test")
+    if listed is not None and hasattr(listed, "categories"):
+        report.user_properties.append(("java_categories", java_vr.short_categories(listed.categories)))
     if kind in ("failed", "expected-failure") and getattr(failure, "cross_cutting", None):
         report.user_properties.extend([("cross_cutting", failure.cross_cutting), ("judged", failure.judged)])
 
@@ -555,7 +594,7 @@ class _Recorder:
     def __init__(self, config):
         self.config = config
         self.records: dict[str, dict] = {}
-        self.results_path: str | None = None
+        self.results_paths: list[str] = []
         # The started target's description; xdist workers send theirs to the controller.
         self.target_info: dict | None = None
         # How the run was narrowed: cases left out by -k/-m, packaged case modules not collected
@@ -576,7 +615,11 @@ class _Recorder:
 
         import conformance.cases
 
-        packaged = {m.name for m in pkgutil.iter_modules(conformance.cases.__path__) if m.name.startswith("test_")}
+        packaged = {
+            m.name
+            for m in pkgutil.iter_modules(conformance.cases.__path__)
+            if m.name.startswith("test_") and m.name != java_vr.MODULE.removesuffix(".py")
+        }
         return {"deselected": self.deselected, "case_modules_not_collected": sorted(packaged - self.case_modules)}
 
     def pytest_runtest_logreport(self, report):
@@ -616,31 +659,54 @@ class _Recorder:
         if not self.records or self.config.getoption("no_results"):
             return
         expectations = self.config.stash[_EXPECTATIONS]
-        self.results_path = results.write(
-            results_dir=self.config.getoption("results_dir"),
-            target=self._target_description(),
-            expectations_path=expectations.path,
-            records=list(self.records.values()),
-            started=self.config.stash[_STARTED],
-            selection=self.selection(),
-        )
+        for suite_name, records in self.by_suite().items():
+            java = suite_name == "java-vr"
+            path = results.write(
+                results_dir=self.config.getoption("results_dir"),
+                target=self._target_description(),
+                expectations_path=expectations.path,
+                records=records,
+                started=self.config.stash[_STARTED],
+                selection=self.java_vr_selection() if java else self.selection(),
+                suite=suite_name,
+            )
+            self.results_paths.append(path)
+
+    def by_suite(self) -> dict[str, list[dict]]:
+        suites: dict[str, list[dict]] = {}
+        for record in self.records.values():
+            suites.setdefault(record.get("suite", "cases"), []).append(record)
+        return suites
+
+    def java_vr_selection(self) -> dict:
+        """How the Java run was chosen: Beam's profile or all, and the tests -k/-m left out."""
+        target = targets.create(self.config.getoption("target"), settings_of(self.config))
+        return {"deselected": self.deselected, "java_vr": java_vr.describe(self.config, target)}
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
     recorder = config.stash[_RECORDER]
-    records = list(recorder.records.values())
-    if not records:
+    if not recorder.records:
         return
-    counts = results.summarize(records)
     terminalreporter.section("beam-conformance")
-    terminalreporter.write_line(
-        f"target {config.getoption('target')}: " + ", ".join(f"{n} {k}" for k, n in counts.items() if n)
-    )
-    if recorder.results_path:
-        terminalreporter.write_line(f"results: {recorder.results_path} (merge runs with `beam-conformance report`)")
+    for suite_name, records in recorder.by_suite().items():
+        counts = results.summarize(records)
+        label = " (Beam's Java ValidatesRunner tests)" if suite_name == "java-vr" else ""
+        terminalreporter.write_line(
+            f"target {config.getoption('target')}{label}: " + ", ".join(f"{n} {k}" for k, n in counts.items() if n)
+        )
+    for path in recorder.results_paths:
+        terminalreporter.write_line(f"results: {path} (merge runs with `beam-conformance report`)")
     expectations = config.stash[_EXPECTATIONS]
+    for suite_name, records in recorder.by_suite().items():
+        _report_stale(terminalreporter, expectations, records, suite_name == "java-vr")
+
+
+def _report_stale(terminalreporter, expectations, records, java: bool) -> None:
+    """Entries of this suite that matched no case that ran (Java entries name java_vr/ ids)."""
     run_ids = [r["id"] for r in records]
-    stale = [e for e in expectations.entries if not any(e.matches(r["id"], r["capability"]) for r in records)]
+    own = [e for e in expectations.entries if e.for_java_vr() == java]
+    stale = [e for e in own if not any(e.matches(r["id"], r["capability"]) for r in records)]
     if stale and len(run_ids) >= 50:  # only meaningful when (most of) the suite ran
         terminalreporter.write_line(
             f"{len(stale)} known-failure entr{'y' if len(stale) == 1 else 'ies'} "

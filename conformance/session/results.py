@@ -1,4 +1,6 @@
-"""Machine-readable results of one run: ``results-<target>.json``."""
+"""Machine-readable results of one run: ``results-<target>.json`` for the kit's cases, and
+``results-<target>.java-vr.json`` for Beam's Java ValidatesRunner tests (``--suite java-vr``; the
+document's ``suite`` says which, and a run of both writes both)."""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ from conformance import capabilities
 from conformance.peers.artifacts import cache_dir
 
 FORMAT = "beam-conformance-results/1"
+SUITES = ("cases", "java-vr")
 OUTCOMES = ("passed", "failed", "expected-failure", "unexpected-pass", "skipped", "error")
 
 
@@ -20,6 +23,7 @@ def case_record(nodeid: str, props: dict, duration_s: float) -> dict:
     cap = capabilities.get(props["capability"])
     record = {
         "id": props["case_id"],
+        "suite": props.get("suite", "cases"),
         "nodeid": nodeid,
         "capability": cap.id,
         "capability_title": cap.title,
@@ -31,6 +35,9 @@ def case_record(nodeid: str, props: dict, duration_s: float) -> dict:
         "message": portable_paths(props.get("conformance_message", "")),
         "known_failure": props.get("known_failure"),
     }
+    if props.get("java_categories") is not None:
+        # one of Beam's Java ValidatesRunner tests: its own categories (the capability is placed from them)
+        record["java_categories"] = list(props["java_categories"])
     if props.get("cross_cutting"):
         # every deviation lies in this property: the matrix counts it there (capabilities.CROSS_CUTTING),
         # and in the case's own row as passed (judged) or as not judged
@@ -49,6 +56,28 @@ def portable_paths(text: str) -> str:
     modules from the kit's root, and what the kit built from <cache>/: not by this machine's paths."""
     text = _SITE_PACKAGES.sub("<site-packages>/", text)
     return text.replace(str(cache_dir()) + os.sep, "<cache>/").replace(_KIT_ROOT, "")
+
+
+def first_line(message: str) -> str:
+    """A failure message's first line, with the next one when the first only introduces it (ends
+    with a colon, as a JVM's "The Runner experienced the following error during execution:" does)."""
+    lines = [line.strip() for line in (message or "").splitlines() if line.strip()]
+    if not lines:
+        return ""
+    if lines[0].endswith(":") and len(lines) > 1:
+        return f"{lines[0]} {lines[1]}"
+    return lines[0]
+
+
+# a JVM exception's class and the start of its message, e.g. "java.lang.IllegalStateException: "
+_JVM_EXCEPTION = re.compile(r"(?:[a-z_][\w$]*\.)+[A-Z][\w$]*(?:Exception|Error): ")
+
+
+def innermost_cause(text: str) -> str:
+    """From a JVM failure's line, the last exception named in it with its message (the runner's
+    and the harness's wrappers come first): the line itself when it names one or none."""
+    found = list(_JVM_EXCEPTION.finditer(text))
+    return text[found[-1].start() :] if len(found) > 1 else text
 
 
 def _relative(path: str) -> str:
@@ -74,12 +103,14 @@ def write(
     records: list[dict],
     started: float,
     selection: dict | None = None,
+    suite: str = "cases",
 ) -> str:
     os.makedirs(results_dir, exist_ok=True)
     finished = time.time()
     records = sorted(records, key=lambda r: r["id"])
     document = {
         "format": FORMAT,
+        "suite": suite,
         "target": target["name"],
         "target_info": target,
         "host": {"platform": platform.platform(), "cpus": os.cpu_count()},
@@ -93,13 +124,28 @@ def write(
         "selection": selection or {"deselected": 0, "case_modules_not_collected": []},
         "cases": records,
     }
-    path = os.path.join(results_dir, f"results-{slug(target['name'])}.json")
+    path = os.path.join(results_dir, results_file_name(target["name"], suite))
     tmp = path + ".tmp"
     with open(tmp, "w") as f:
         json.dump(document, f, indent=1, sort_keys=False)
         f.write("\n")
     os.replace(tmp, path)
     return path
+
+
+def results_file_name(target: str, suite: str = "cases") -> str:
+    return f"results-{slug(target)}.json" if suite == "cases" else f"results-{slug(target)}.{suite}.json"
+
+
+def suite_of(document: dict) -> str:
+    """Which suite a results document holds (documents before the field existed: the cases)."""
+    return document.get("suite", "cases")
+
+
+def run_key(document: dict) -> str:
+    """How runs are told apart when paired or merged: the target, and the suite unless it is the cases."""
+    suite = suite_of(document)
+    return document["target"] if suite == "cases" else f"{document['target']} [{suite}]"
 
 
 def narrowed(document: dict) -> bool:

@@ -41,7 +41,9 @@ def reason_of(record: dict) -> str:
         # The runner's traceback follows; its last line names the error.
         text = "the job failed: " + lines[-1]
     else:
-        text = lines[0]
+        text = results.first_line(message)
+        if str(record.get("id", "")).startswith("java_vr/"):
+            text = results.innermost_cause(text)
     return text if len(text) <= REASON_LIMIT else text[: REASON_LIMIT - 3] + "..."
 
 
@@ -87,11 +89,17 @@ def _coverage(entries: list[KnownFailure], records: list[dict]) -> dict[int, lis
     return covered
 
 
+def _no_capability_entries(run: dict) -> bool:
+    """Capability entries only from a whole run of the kit's cases: Java ValidatesRunner tests are
+    matched by their java_vr/ ids alone (conformance/session/expectations.py)."""
+    return results.narrowed(run) or results.suite_of(run) != "cases"
+
+
 def build(run: dict, source: str = "") -> dict:
     """A fresh expectations document from one results document."""
     records = run["cases"]
     failing = [r for r in records if r["outcome"] in FAILING]
-    entries = _collapse(sorted(failing, key=lambda r: r["id"]), records, results.narrowed(run))
+    entries = _collapse(sorted(failing, key=lambda r: r["id"]), records, _no_capability_entries(run))
     return {"target": run["target"], "description": _description(run, source), "known_failures": entries}
 
 
@@ -127,7 +135,7 @@ def update(existing: dict, run: dict, included: list[KnownFailure] = ()) -> tupl
     new_failing = sorted(
         (r for r in records if r["outcome"] in FAILING and r["id"] not in covered_ids), key=lambda r: r["id"]
     )
-    added = _collapse(new_failing, records, results.narrowed(run))
+    added = _collapse(new_failing, records, _no_capability_entries(run))
     for entry in added:
         notes.append(f"added {entry.get('case') or 'capability ' + entry['capability']}: {entry['reason']}")
     document = {k: v for k, v in existing.items() if k != "known_failures"}

@@ -14,6 +14,7 @@ import time
 import yaml
 
 from conformance import capabilities
+from conformance.java_vr import SUITES
 from conformance.session import results
 from conformance.session.expectations import Expectations, ExpectationsError
 from conformance.tools import baseline, diff
@@ -81,6 +82,8 @@ def _run(args) -> int:
     worst = 0
     for target in [t for value in args.target for t in value.split()]:
         name = results.slug(_target_name(target, args.pytest_args))
+        # a Java-only run has its own JUnit XML beside its own results; a run of both suites one XML
+        junit = f"junit-{name}.java-vr.xml" if args.suite == "java-vr" else f"junit-{name}.xml"
         command = [
             sys.executable,
             "-m",
@@ -91,7 +94,9 @@ def _run(args) -> int:
             target,
             "--results-dir",
             args.results_dir,
-            f"--junitxml={args.results_dir}/junit-{name}.xml",
+            f"--junitxml={args.results_dir}/{junit}",
+            "--suite",
+            args.suite,
             "-p",
             "no:cacheprovider",
             "--show-capture=no",
@@ -255,6 +260,13 @@ def main(argv: list[str] | None = None) -> int:
         "--workers",
         default="auto",
         help="pytest-xdist workers per run: a number, 'auto' (one per core) or 0 for none (default auto)",
+    )
+    run.add_argument(
+        "--suite",
+        choices=SUITES,
+        default="cases",
+        help="cases (default): the kit's cases; java-vr: Beam's Java ValidatesRunner tests against each target "
+        "(results-<target>.java-vr.json, junit-<target>.java-vr.xml); all: both",
     )
     run.add_argument("--results-dir", default="reports", help="where results and JUnit XML go (default ./reports)")
     run.add_argument(

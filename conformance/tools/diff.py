@@ -116,7 +116,7 @@ class TargetDiff:
 
 def compare(old: dict | None, new: dict | None) -> TargetDiff:
     """The changes between two results documents of one target."""
-    target = (new or old)["target"]
+    target = results.run_key(new or old)
     before = {c["id"]: c for c in (old or {}).get("cases", [])}
     after = {c["id"]: c for c in (new or {}).get("cases", [])}
     changes = []
@@ -145,7 +145,7 @@ def load_runs(path: str) -> dict[str, dict]:
     runs = {}
     for p in paths:
         doc = results.load(p)
-        runs[doc["target"]] = doc
+        runs[results.run_key(doc)] = doc  # a target's Java VR run is a run of its own
     return runs
 
 

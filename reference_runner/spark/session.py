@@ -50,6 +50,8 @@ def get(master: str = DEFAULT_MASTER, conf: dict | None = None):
         wanted = (master, tuple(sorted((conf or {}).items())))
         if _session is not None and _session.sparkContext._jsc is None:
             _session = _settings = None  # stopped by someone else: start again
+        if _session is not None and not _jvm_alive(_session):
+            _forget_dead_jvm()  # its driver JVM exited under it: a new JVM
         if _session is not None:
             if _settings != wanted:
                 raise RuntimeError(
@@ -89,6 +91,38 @@ def get(master: str = DEFAULT_MASTER, conf: dict | None = None):
         _session.sparkContext.setLogLevel("ERROR")
         _settings, _owned = wanted, True
         return _session
+
+
+def _jvm_alive(session) -> bool:
+    """Does the session's driver JVM still run? Spark exits its JVM on an OutOfMemoryError (a job
+    with keys of 100 MB on a small heap does that), which leaves every later job of this process
+    failing with "Connection refused" from the Py4J gateway."""
+    from pyspark import SparkContext
+
+    gateway = SparkContext._gateway
+    process = getattr(gateway, "proc", None)
+    if process is not None and process.poll() is not None:
+        return False
+    try:
+        return not session.sparkContext._jsc.sc().isStopped()
+    except Exception:  # Py4J's network errors: the gateway no longer answers
+        return False
+
+
+def _forget_dead_jvm() -> None:
+    """Drop every handle on a driver JVM that has exited, so the next session starts a new one
+    (PySpark would otherwise reuse its gateway and its active context)."""
+    global _session, _settings, _owned
+    from pyspark import SparkContext
+    from pyspark.sql import SparkSession
+
+    _session = _settings = None
+    _owned = False
+    SparkContext._active_spark_context = None
+    SparkContext._gateway = None
+    SparkContext._jvm = None
+    SparkSession._instantiatedSession = None
+    SparkSession._activeSession = None
 
 
 def _running_elsewhere():

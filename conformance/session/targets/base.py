@@ -48,6 +48,10 @@ class Target:
     #: random examples per property case when --property-examples is not given (None: the kit's
     #: default); a runner that takes seconds per job asks for fewer, or those cases time out
     default_property_examples: int | None = None
+    #: whose exclusion lists select Beam's Java ValidatesRunner tests for this target (--suite
+    #: java-vr): a profile of conformance/java_vr/selections.py. The default is Beam's portable
+    #: task for its Universal Local Runner, the profile of any Job API runner without one of its own
+    java_vr_profile: str = "portable"
 
     def __init__(self, spec: str, settings: TargetSettings):
         self.spec = spec

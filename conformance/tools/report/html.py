@@ -14,7 +14,7 @@ from importlib import resources
 
 from conformance import capabilities
 from conformance.tools import diff
-from conformance.tools.report.matrix import Cell, Column, Matrix, counted
+from conformance.tools.report.matrix import Cell, Column, JavaVrRun, Matrix, counted
 
 SYMBOL = {"Yes": "✓", "Partially": "◐", "No": "✗", "": "–"}
 CSS_CLASS = {"Yes": "v-yes", "Partially": "v-partially", "No": "v-no", "": "v-none"}
@@ -303,6 +303,7 @@ def render(matrix: Matrix) -> str:
         + "".join(_target_card(c) for c in cols)
         + "</ul>"
     )
+    out += _java_vr_section(matrix)
     out.append(
         '<h2 id="cases-heading">Cases per cell</h2><section id="cases" aria-labelledby="cases-heading">'
         + "".join(details)
@@ -315,3 +316,105 @@ def render(matrix: Matrix) -> str:
     )
     out.append(f"</main><script>{_asset('matrix.js')}</script></body></html>")
     return "\n".join(out) + "\n"
+
+
+def _java_vr_cell(cell: Cell | None) -> str:
+    if cell is None or not cell.cases:
+        return '<td class="v-none"><span class="visually-hidden">no test</span>–</td>'
+    skipped = f", {len(cell.skipped)} skipped" if cell.skipped else ""
+    if not cell.ran:
+        return f'<td class="v-none">–<span class="jv-note">{len(cell.skipped)} skipped</span></td>'
+    return (
+        f'<td class="{CSS_CLASS[cell.verdict]}"><span class="sym" aria-hidden="true">{SYMBOL[cell.verdict]}</span> '
+        f'<span class="visually-hidden">{VERDICT_WORD[cell.verdict]}: </span>{len(cell.passing)}/{len(cell.ran)}'
+        f'<span class="jv-note">{_e(skipped.lstrip(", "))}</span></td>'
+    )
+
+
+def _java_vr_failures(index: int, run: JavaVrRun) -> str:
+    failing = run.failing
+    if not failing:
+        return ""
+    items = []
+    for case in failing:
+        known = (
+            f'<div class="known">known failure: {_e(case["known_failure"])}</div>' if case.get("known_failure") else ""
+        )
+        message = "\n".join(case["message"].strip().splitlines()[:12]) or "(no message)"
+        items.append(
+            f'<li class="failing"><span class="outcome">{_e(case["outcome"])}</span> '
+            f"<code>{_e(case['id'].removeprefix('java_vr/'))}</code>{known}"
+            f'<pre class="message">{_e(message)}</pre></li>'
+        )
+    return (
+        f'<details class="cell-cases" id="java-vr-failing-{index}"><summary>Failing Java tests on '
+        f"{_e(run.name)} ({len(failing)})</summary>"
+        f'<ul class="cases">{"".join(items)}</ul></details>'
+    )
+
+
+def _java_vr_section(matrix: Matrix) -> list[str]:
+    """Beam's Java ValidatesRunner suite: counts per target, verdicts per matrix row, failing tests."""
+    runs = matrix.java_vr
+    if not runs:
+        return []
+    head = "".join(
+        f'<th scope="col">{h}</th>'
+        for h in (
+            "target",
+            "Beam",
+            "profile",
+            "passed",
+            "failed",
+            "known failures",
+            "unexpected passes",
+            "errors",
+            "skipped",
+            "wall time",
+        )
+    )
+    target_rows = []
+    for run in runs:
+        s, sel = run.summary, run.selection
+        profile = sel.get("profile", "?") + (" (all)" if sel.get("selection") == "all" else "")
+        cells = [
+            sel.get("beam_java", "?"),
+            profile,
+            s.get("passed", 0),
+            s.get("failed", 0),
+            s.get("expected-failure", 0),
+            s.get("unexpected-pass", 0),
+            s.get("error", 0),
+            s.get("skipped", 0),
+            f"{run.wall_time_s:g} s",
+        ]
+        target_rows.append(
+            f'<tr><th scope="row" title="{_e(sel.get("profile_source", ""))}">{_e(run.name)}</th>'
+            + "".join(f"<td>{_e(c)}</td>" for c in cells)
+            + "</tr>"
+        )
+    row_rows = []
+    for row in matrix.java_vr_rows():
+        cells = "".join(_java_vr_cell(r.rows.get(row)) for r in runs)
+        row_rows.append(f'<tr><th scope="row">{_e(row)}</th>{cells}</tr>')
+    sources = "".join(f"<li><b>{_e(r.name)}</b>: {_e(r.selection.get('profile_source', ''))}</li>" for r in runs)
+    return [
+        '<h2 id="java-vr-heading">Beam\'s Java ValidatesRunner suite</h2>'
+        '<section class="java-vr" aria-labelledby="java-vr-heading">'
+        "<p class=\"intro\">The ValidatesRunner JUnit tests of Beam's Java SDK core, run with Beam's "
+        "<code>TestUniversalRunner</code> against each target's Job API endpoint (<code>--suite java-vr</code>). "
+        "A target runs what Beam's own Gradle task runs for its kind of runner (its profile); the other tests "
+        "are skipped. Known failures come from the target's expectations file. Each test counts in the row "
+        "its Beam categories, else its class, place it in.</p>"
+        '<div class="jv-wrap" role="region" aria-labelledby="java-vr-runs" tabindex="0">'
+        '<table class="jv"><caption id="java-vr-runs">Java ValidatesRunner runs per target</caption>'
+        f"<thead><tr>{head}</tr></thead><tbody>{''.join(target_rows)}</tbody></table></div>"
+        f'<ul class="jv-sources">{sources}</ul>'
+        '<div class="jv-wrap" role="region" aria-labelledby="java-vr-rows" tabindex="0">'
+        '<table class="jv"><caption id="java-vr-rows">Java tests passing of tests run, per matrix row</caption>'
+        '<thead><tr><th scope="col">matrix row</th>'
+        + "".join(f'<th scope="col">{_e(r.name)}</th>' for r in runs)
+        + f"</tr></thead><tbody>{''.join(row_rows)}</tbody></table></div>"
+        + "".join(_java_vr_failures(i, r) for i, r in enumerate(runs))
+        + "</section>"
+    ]

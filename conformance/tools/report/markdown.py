@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from conformance import capabilities
+from conformance.session import results
 from conformance.tools import diff
-from conformance.tools.report.matrix import Matrix
+from conformance.tools.report.matrix import Cell, Matrix
 
 _ICON = {"Yes": "✅ Yes", "Partially": "🟡 Partially", "No": "❌ No", "": "—"}
 
@@ -68,6 +69,7 @@ def render(matrix: Matrix) -> str:
                 out.append(f"| &nbsp;&nbsp;{_esc(cap.title)} `{cap.id}` | " + " | ".join(cells) + " |")
         out.append("")
     out += _failures(matrix)
+    out += java_vr_section(matrix)
     changed = [c.changes for c in matrix.columns if c.changes is not None]
     if changed:
         out += [diff.to_markdown(changed, "Changes since the previous run", marker=False)]
@@ -103,4 +105,67 @@ def _failures(matrix: Matrix) -> list[str]:
         out.append("")
     if not any_failure:
         out += ["No failing cases.", ""]
+    return out
+
+
+def _count_cell(cell) -> str:
+    if not cell.cases:
+        return "—"
+    if not cell.ran:
+        return f"— ({len(cell.skipped)} skipped)"
+    text = f"{_ICON[cell.verdict]} {len(cell.passing)}/{len(cell.ran)}"
+    return text + (f" ({len(cell.skipped)} skipped)" if cell.skipped else "")
+
+
+def java_vr_section(matrix: Matrix) -> list[str]:
+    """Beam's Java ValidatesRunner suite: per target its counts, per matrix row its verdicts, and
+    every failing test with the first line of its message (or its known-failure reason)."""
+    if not matrix.java_vr:
+        return []
+    runs = matrix.java_vr
+    out = [
+        "## Beam's Java ValidatesRunner suite",
+        "",
+        "The `@Category(ValidatesRunner)` JUnit tests of Beam's Java SDK core (its test-jar), run with Beam's "
+        "`TestUniversalRunner` against each target's Job API endpoint, a LOOPBACK Java harness in the test JVM "
+        "(`--suite java-vr`). Which tests run is what Beam's own Gradle task runs for that kind of runner (its "
+        "profile, below); the others are skipped with the reason. Expected failures come from the target's "
+        "expectations file (`java_vr/...` entries). Each test counts in the row of the capability its Beam "
+        "categories (else its class) place it in.",
+        "",
+        "| target | Beam | profile | passed | failed | known failures | unexpected passes | errors | skipped "
+        "| wall time |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for run in runs:
+        s = run.summary
+        sel = run.selection
+        profile = sel.get("profile", "?") + (" (all)" if sel.get("selection") == "all" else "")
+        out.append(
+            f"| {run.name} | {sel.get('beam_java', '?')} | {profile} | {s.get('passed', 0)} | {s.get('failed', 0)} "
+            f"| {s.get('expected-failure', 0)} | {s.get('unexpected-pass', 0)} | {s.get('error', 0)} "
+            f"| {s.get('skipped', 0)} | {run.wall_time_s:g} s |"
+        )
+    out.append("")
+    out += [f"- **{run.name}**: {_esc(run.selection.get('profile_source', ''))}" for run in runs]
+    out += ["", "| matrix row | " + " | ".join(r.name for r in runs) + " |", "|---|" + "---|" * len(runs)]
+    for row in matrix.java_vr_rows():
+        cells = [_count_cell(run.rows.get(row) or Cell()) for run in runs]
+        out.append(f"| {_esc(row)} | " + " | ".join(cells) + " |")
+    out.append("")
+    for run in runs:
+        failing = run.failing
+        if not failing:
+            continue
+        out += [
+            f"### Failing Java tests on {run.name}",
+            "",
+            "| test | outcome | reason or first line of the failure |",
+            "|---|---|---|",
+        ]
+        for case in failing:
+            first = results.innermost_cause(results.first_line(case["message"]))
+            why = f"{case['known_failure']}" if case.get("known_failure") else first
+            out.append(f"| `{case['id'].removeprefix('java_vr/')}` | {case['outcome']} | {_esc(why)[:240]} |")
+        out.append("")
     return out

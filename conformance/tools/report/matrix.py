@@ -7,6 +7,10 @@ runner does fail them):
   Partially some pass
   No        none pass
   ''        nothing ran (not tested)
+
+Runs of Beam's Java ValidatesRunner suite (results documents whose ``suite`` is ``java-vr``) are not
+columns of the matrix: they make a section of their own (``Matrix.java_vr``), per target its counts,
+wall time and the verdicts of its tests per matrix row.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from conformance import capabilities
+from conformance.session import results
 from conformance.tools import diff
 
 PASSING = ("passed", "unexpected-pass")
@@ -156,11 +161,50 @@ class Column:
 
 
 @dataclass
+class JavaVrRun:
+    """One target's run of Beam's Java ValidatesRunner suite."""
+
+    name: str
+    info: dict  # the target's description
+    summary: dict
+    wall_time_s: float
+    selection: dict  # the results' selection.java_vr: Beam version, profile, its source, time cap
+    rows: dict[str, Cell]  # matrix row -> the tests placed in it
+    cases: list[dict]
+
+    @property
+    def failing(self) -> list[dict]:
+        return sorted((c for c in self.cases if c["outcome"] in FAILING), key=lambda c: c["id"])
+
+    @property
+    def unexpected(self) -> list[dict]:
+        return [c for c in self.cases if c["outcome"] in ("failed", "error", "unexpected-pass")]
+
+    def to_json(self) -> dict:
+        return {
+            "name": self.name,
+            "info": self.info,
+            "summary": self.summary,
+            "wall_time_s": self.wall_time_s,
+            "selection": self.selection,
+            "rows": {row: cell.to_json() for row, cell in self.rows.items() if cell.cases},
+        }
+
+
+@dataclass
 class Matrix:
     columns: list[Column]
     # (row name or capability id) -> target name -> Cell
     rows: dict[str, dict[str, Cell]]
     capabilities: dict[str, dict[str, Cell]]
+    # runs of Beam's Java ValidatesRunner suite, one per target (a section of their own)
+    java_vr: list[JavaVrRun] = field(default_factory=list)
+
+    def java_vr_rows(self) -> list[str]:
+        """The matrix rows any Java run placed a test in, in the matrix's order."""
+        used = {row for run in self.java_vr for row, cell in run.rows.items() if cell.cases}
+        ordered = [r.name for r in capabilities.ROWS if r.name in used]
+        return ordered + sorted(used - set(ordered))
 
     def row_cell(self, row: str, target: str) -> Cell:
         return self.rows[row][target]
@@ -186,8 +230,9 @@ def build(documents: list[dict], previous: dict[str, dict] | None = None) -> Mat
     """Merge results documents (one per target; a later run of the same target replaces an earlier one).
     ``previous`` (target -> an earlier results document) adds each column's changes since then."""
     by_target: dict[str, dict] = {}
+    java: dict[str, dict] = {}
     for doc in documents:
-        by_target[doc["target"]] = doc
+        (java if results.suite_of(doc) == "java-vr" else by_target)[doc["target"]] = doc
     columns = [
         Column(
             name,
@@ -210,7 +255,24 @@ def build(documents: list[dict], previous: dict[str, dict] | None = None) -> Mat
             for holder, entry in _placements(cap, case):
                 caps[holder.id][name].cases.append(entry)
                 rows[holder.row][name].cases.append(entry)
-    return Matrix(columns, rows, caps)
+    return Matrix(columns, rows, caps, [_java_vr_run(doc) for doc in java.values()])
+
+
+def _java_vr_run(doc: dict) -> JavaVrRun:
+    rows: dict[str, Cell] = {}
+    for case in doc["cases"]:
+        cap = capabilities.BY_ID.get(case["capability"])
+        row = cap.row if cap is not None else case.get("matrix_row", "Other")
+        rows.setdefault(row, Cell()).cases.append(case)
+    return JavaVrRun(
+        doc["target"],
+        doc.get("target_info", {}),
+        doc.get("summary", {}),
+        doc.get("wall_time_s", 0.0),
+        doc.get("selection", {}).get("java_vr", {}),
+        rows,
+        doc["cases"],
+    )
 
 
 def _placements(cap: capabilities.Capability, case: dict) -> list[tuple[capabilities.Capability, dict]]:
@@ -264,4 +326,6 @@ def to_json(matrix: Matrix) -> dict:
             }
             for s in capabilities.SECTIONS
         ],
+        # Beam's Java ValidatesRunner suite, per target (not columns of the matrix above)
+        "java_vr": [run.to_json() for run in matrix.java_vr],
     }

@@ -1,0 +1,228 @@
+"""Beam's Java ValidatesRunner suite (--suite java-vr), as a runner author runs it: the launcher
+built with Maven into the cache, Beam 2.65.0's real tests, real job servers.
+
+The listing finds the tests with their categories; Beam's exclusions (by category and by name)
+leave tests out as skipped with their source; a real test passes and a real one fails with its own
+message on our reference runner's job server, and an expectations entry turns that failure into an
+expected one; the time cap kills a test whose job never answers, and the next test still runs (a
+real gRPC Job API server on loopback that forwards to our job server but holds the first Prepare
+forever)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import threading
+from concurrent import futures
+from pathlib import Path
+
+import pytest
+
+from conformance.java_vr import driver, placement, selections
+
+pytestmark = pytest.mark.skipif(
+    shutil.which("mvn") is None or shutil.which(driver.java()) is None, reason="needs Java 17 and Maven"
+)
+
+MODULE = Path(__file__).resolve().parent.parent / "conformance" / "cases" / "test_java_vr.py"
+PASSING = "org.apache.beam.sdk.transforms.KvSwapTest.testKvSwap"
+IMPULSE = "org.apache.beam.sdk.transforms.ImpulseTest.testImpulse"
+# A Beam test our reference runner fails (reports/results-reference.java-vr.json): it refuses at
+# submission a Flatten whose inputs need re-encoding in a Java pipeline; its message must come back.
+FAILING = "org.apache.beam.sdk.transforms.FlattenTest.testFlattenMultipleCoders"
+FAILING_MESSAGE = "UNIMPLEMENTED: the reference runner cannot run this pipeline"
+BY_CATEGORY = "org.apache.beam.sdk.testing.TestStreamTest.testLateDataAccumulating"  # UsesTestStream
+BY_NAME = "org.apache.beam.sdk.testing.PAssertTest.testWindowedIsEqualTo"  # excluded by name (apache/beam#20373)
+
+
+@pytest.fixture(scope="module")
+def launcher():
+    return driver.build(lambda line: None)
+
+
+@pytest.fixture(scope="module")
+def listed(launcher):
+    return {t.junit_id: t for t in driver.listing(launcher, lambda line: None).tests}
+
+
+def test_the_listing_finds_the_validates_runner_tests_with_their_categories(launcher, listed):
+    assert not driver.listing(launcher, lambda line: None).unloadable  # every test dependency is there
+    timer = listed["org.apache.beam.sdk.transforms.ParDoTest$TimerTests.testEventTimeTimerBounded"]
+    # the method's and its class's categories, each with its super-interfaces (ValidatesRunner extends NeedsRunner)
+    assert {selections.BEAM + c for c in ("UsesTimersInParDo", "ValidatesRunner", "NeedsRunner")} <= timer.categories
+    assert listed[IMPULSE].categories >= {selections.VALIDATES_RUNNER}
+    # only ValidatesRunner tests: NeedsRunner-only tests of the jar are not listed
+    assert all(selections.VALIDATES_RUNNER in t.categories for t in listed.values())
+    # every listed test lands in a row of the matrix
+    for t in listed.values():
+        assert placement.capability_of(t.class_name, t.method, t.categories)
+
+
+def test_beam_exclusions_by_category_and_by_name(listed):
+    portable = selections.PORTABLE
+    late = listed[BY_CATEGORY]
+    reason = selections.left_out(portable, late.class_name, late.method, late.categories)
+    assert reason and "UsesTestStream" in reason and "runners/portability/java/build.gradle" in reason
+    windowed = listed[BY_NAME]
+    reason = selections.left_out(portable, windowed.class_name, windowed.method, windowed.categories)
+    assert reason and "excluded by name" in reason and "apache/beam#20373" in reason
+    kv = listed[PASSING]
+    assert selections.left_out(portable, kv.class_name, kv.method, kv.categories) is None
+    # Prism's list keeps TestStream tests that the ULR's leaves out
+    assert selections.left_out(selections.PRISM, late.class_name, late.method, late.categories) is None
+
+
+def test_gradle_patterns():
+    match = selections.pattern_matches
+    cls = "org.apache.beam.sdk.transforms.CombineTest$BasicTests"
+    assert match(
+        "org.apache.beam.sdk.transforms.CombineTest$BasicTests.testHotKeyCombining", cls, "testHotKeyCombining"
+    )
+    assert not match(
+        "org.apache.beam.sdk.transforms.CombineTest$BasicTests.testHotKeyCombining", cls, "testHotKeyCombiningX"
+    )
+    assert match("org.apache.beam.sdk.transforms.CombineTest$BasicTests", cls, "anything")  # a whole class
+    assert match("CombineTest$BasicTests.testHotKeyCombining", cls, "testHotKeyCombining")  # without the package
+    assert not match("combineTest$BasicTests.testHotKeyCombining", cls, "testHotKeyCombining")
+    assert match("org.apache.beam.sdk.transforms.Combine*", cls, "x")
+
+
+# --------------------------------------------------------------------------- in a pytest session
+
+
+def _session(pytester, *args):
+    result = pytester.runpytest_subprocess(
+        "-p", "no:cacheprovider", "--show-capture=no", "--results-dir", str(pytester.path / "out"), *args
+    )
+    return result
+
+
+def test_pass_fail_expected_failure_and_left_out_tests_on_the_reference_job_server(pytester):
+    ids = [PASSING, FAILING, BY_CATEGORY, BY_NAME]
+    node = [f"{MODULE}::test_java_vr[{i}]" for i in ids]
+    common = ["--target", "reference", "--target-name", "ref", "--suite", "java-vr", *node]
+
+    result = _session(pytester, *common, "--expectations", "none")
+    assert result.ret == 1, result.stdout.str()[-3000:]  # the failing test fails the run
+    doc = json.loads((pytester.path / "out" / "results-ref.java-vr.json").read_text())
+    assert doc["suite"] == "java-vr" and doc["selection"]["java_vr"]["profile"] == "portable"
+    by_id = {c["id"].removeprefix("java_vr/"): c for c in doc["cases"]}
+    assert by_id[PASSING]["outcome"] == "passed"
+    assert by_id[FAILING]["outcome"] == "failed"
+    assert FAILING_MESSAGE in by_id[FAILING]["message"].splitlines()[0]
+    assert by_id[BY_CATEGORY]["outcome"] == "skipped" and "UsesTestStream" in by_id[BY_CATEGORY]["message"]
+    assert by_id[BY_NAME]["outcome"] == "skipped" and "excluded by name" in by_id[BY_NAME]["message"]
+    assert not (pytester.path / "out" / "results-ref.json").exists()  # the cases' results are another file
+
+    expectations = pytester.path / "ref.yaml"
+    expectations.write_text(
+        f"known_failures:\n  - case: 'java_vr/{FAILING}'\n    reason: 'a test of this kit: known to fail'\n"
+    )
+    result = _session(pytester, *common, "--expectations", str(expectations))
+    assert result.ret == 0, result.stdout.str()[-3000:]
+    doc = json.loads((pytester.path / "out" / "results-ref.java-vr.json").read_text())
+    by_id = {c["id"].removeprefix("java_vr/"): c for c in doc["cases"]}
+    assert by_id[FAILING]["outcome"] == "expected-failure"
+    assert by_id[PASSING]["outcome"] == "passed"
+
+
+# --------------------------------------------------------------------------- the time cap
+
+
+class _HoldFirstPrepare:
+    """A Job API server on loopback that forwards every call to another one, except the first
+    Prepare, which it holds until it is stopped: the job of the first test never starts."""
+
+    STREAMING = {"GetStateStream", "GetMessageStream"}
+
+    def __init__(self, upstream: str):
+        import grpc
+
+        self._grpc = grpc
+        self._channel = grpc.insecure_channel(upstream)
+        self._release = threading.Event()
+        self.held = threading.Event()
+        self._lock = threading.Lock()
+        self._server = grpc.server(futures.ThreadPoolExecutor(max_workers=16))
+        self._server.add_generic_rpc_handlers([self])
+        self.port = self._server.add_insecure_port("127.0.0.1:0")
+        self._server.start()
+
+    @property
+    def endpoint(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def service(self, details):
+        method = details.method
+        if method.rsplit("/", 1)[-1] in self.STREAMING:
+            forward = self._channel.unary_stream(method)
+            return self._grpc.unary_stream_rpc_method_handler(lambda request, context: forward(request))
+        forward_unary = self._channel.unary_unary(method)
+
+        def unary(request, context):
+            if method.endswith("/Prepare"):
+                with self._lock:
+                    first = not self.held.is_set()
+                    self.held.set()
+                if first:
+                    self._release.wait()
+                    context.abort(self._grpc.StatusCode.UNAVAILABLE, "held by the test and released at its end")
+            return forward_unary(request)
+
+        return self._grpc.unary_unary_rpc_method_handler(unary)
+
+    def stop(self) -> None:
+        self._release.set()
+        self._server.stop(0)
+        self._channel.close()
+
+
+def test_the_time_cap_kills_a_stuck_test_and_the_next_one_runs(launcher):
+    from reference_runner.jobserver.server import JobServer
+
+    upstream = JobServer(port=0).start()
+    proxy = _HoldFirstPrepare(upstream.address)
+    jvm = driver.LauncherJvm(launcher, driver.pipeline_options(proxy.endpoint))
+    try:
+        jvm.start()
+        assert jvm.process is not None
+        stuck_pid = jvm.process.pid
+        stuck = jvm.run(IMPULSE, timeout=60)
+        assert stuck.outcome == "failed" and stuck.message.startswith("timed out after 60 s"), stuck
+        with pytest.raises(ProcessLookupError):  # killed, with its process group
+            os.killpg(stuck_pid, 0)
+        after = jvm.run(PASSING, timeout=300)
+        assert after.outcome == "passed", after
+        assert jvm.starts == 2  # a fresh JVM for the next test
+    finally:
+        jvm.close()
+        proxy.stop()
+        upstream.stop()
+
+
+def test_a_jvm_that_dies_during_a_test_is_reported_with_its_stderr_and_replaced(launcher):
+    from reference_runner.jobserver.server import JobServer
+
+    upstream = JobServer(port=0).start()
+    proxy = _HoldFirstPrepare(upstream.address)
+    jvm = driver.LauncherJvm(launcher, driver.pipeline_options(proxy.endpoint))
+
+    def kill_once_the_job_is_submitted():
+        proxy.held.wait()
+        assert jvm.process is not None
+        os.killpg(jvm.process.pid, 9)
+
+    try:
+        jvm.start()
+        killer = threading.Thread(target=kill_once_the_job_is_submitted)
+        killer.start()
+        died = jvm.run(IMPULSE, timeout=300)
+        killer.join()
+        assert died.outcome == "error" and "the launcher JVM died while running the test" in died.message, died
+        assert jvm.run(PASSING, timeout=300).outcome == "passed"
+        assert jvm.starts == 2
+    finally:
+        jvm.close()
+        proxy.stop()
+        upstream.stop()
