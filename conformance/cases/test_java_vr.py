@@ -11,7 +11,7 @@ from conformance.java_vr import suite
 def java_vr_jvm(request, conformance_target):
     config = request.config
     holder = suite.JvmHolder(
-        suite.build(),
+        suite.build(conformance_target),
         conformance_target,
         suite.profile_of(config, conformance_target),
         config.getoption("java_vr_timeout"),

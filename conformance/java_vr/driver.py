@@ -30,13 +30,17 @@ DEFAULT_TIMEOUT_S = 180.0
 START_TIMEOUT_S = 120.0
 _STDERR_TAIL_LINES = 30
 
-BUILD_STEPS = (
-    (["mvn", "-q", "-B", "package", "-DskipTests"], "building the Java ValidatesRunner launcher"),
-    (
-        ["mvn", "-q", "-B", "dependency:build-classpath", "-Dmdep.outputFile=classpath.txt"],
-        "resolving Beam's Java ValidatesRunner tests and their classpath",
-    ),
-)
+
+def build_steps(beam_version: str) -> list[tuple[list[str], str]]:
+    """Maven's build of the launcher against the tests of ``beam_version`` (the pom's beam.version)."""
+    release = f"-Dbeam.version={beam_version}"
+    return [
+        (["mvn", "-q", "-B", release, "package", "-DskipTests"], "building the Java ValidatesRunner launcher"),
+        (
+            ["mvn", "-q", "-B", release, "dependency:build-classpath", "-Dmdep.outputFile=classpath.txt"],
+            f"resolving Beam {beam_version}'s Java ValidatesRunner tests and their classpath",
+        ),
+    ]
 
 
 def java() -> str:
@@ -46,14 +50,16 @@ def java() -> str:
 
 @dataclass(frozen=True)
 class Launcher:
-    """The built launcher: its directory in the cache and its classpath."""
+    """The built launcher: its directory in the cache, its classpath and the Beam release whose tests
+    it runs."""
 
     home: Path
     classpath: tuple[str, ...]
+    beam_version: str = pins.BEAM_JAVA_VR
 
     @property
     def tests_jar(self) -> str:
-        suffix = f"beam-sdks-java-core-{pins.BEAM_JAVA_VR}-tests.jar"
+        suffix = f"beam-sdks-java-core-{self.beam_version}-tests.jar"
         for jar in self.classpath:
             if jar.endswith(suffix):
                 return jar
@@ -73,14 +79,15 @@ class Launcher:
         ]
 
 
-def build(progress: artifacts.Progress) -> Launcher:
-    """Build the launcher into the cache if needed (Maven resolves the tests jar, the portable runner
-    and the harness into ~/.m2); cached by a hash of its sources."""
+def build(progress: artifacts.Progress, beam_version: str = pins.BEAM_JAVA_VR) -> Launcher:
+    """Build the launcher for the tests of ``beam_version`` into the cache if needed (Maven resolves
+    the tests jar, the portable runner and the harness into ~/.m2); cached per release and by a hash
+    of its sources."""
     if shutil.which(java()) is None:
         raise artifacts.ArtifactUnavailable("Beam's Java ValidatesRunner tests need Java 17 (`java` or JAVA_HOME)")
-    home = artifacts.source_build("java-vr-launcher", SOURCES, list(BUILD_STEPS), progress)
+    home = artifacts.source_build(f"java-vr-launcher-{beam_version}", SOURCES, build_steps(beam_version), progress)
     classpath = (str(home / "target" / "classes"), *(home / "classpath.txt").read_text().strip().split(os.pathsep))
-    return Launcher(home, classpath)
+    return Launcher(home, classpath, beam_version)
 
 
 @dataclass(frozen=True)
@@ -111,7 +118,7 @@ def listing(launcher: Launcher, progress: artifacts.Progress) -> Listing:
     directory is named by its sources, which pin the Beam release) and cached beside it."""
     path = launcher.home / "listing.jsonl"
     if not path.exists():
-        progress(f"listing Beam {pins.BEAM_JAVA_VR}'s Java ValidatesRunner tests")
+        progress(f"listing Beam {launcher.beam_version}'s Java ValidatesRunner tests")
         done = subprocess.run(launcher.argv("list", launcher.tests_jar), capture_output=True, text=True, timeout=600)
         if done.returncode != 0:
             tail = "\n".join(done.stderr.strip().splitlines()[-_STDERR_TAIL_LINES:])

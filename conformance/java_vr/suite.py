@@ -37,7 +37,8 @@ def add_options(group) -> None:
         default="cases",
         choices=SUITES,
         help="what to run: the kit's cases (default), Beam's Java ValidatesRunner tests (java-vr: "
-        f"the JUnit tests of beam-sdks-java-core {pins.BEAM_JAVA_VR}'s test-jar, run with Beam's "
+        f"the JUnit tests of beam-sdks-java-core's test-jar ({pins.BEAM_JAVA_VR}, or a Beam job server's own "
+        "release), run with Beam's "
         "TestUniversalRunner against the target's Job API endpoint, results in "
         "results-<target>.java-vr.json), or all of both",
     )
@@ -92,16 +93,22 @@ def _progress(line: str) -> None:
     print(f"beam-conformance: {line}", file=sys.__stderr__, flush=True)
 
 
-def build(progress=_progress) -> driver.Launcher:
+def beam_version_of(target) -> str:
+    """The Beam release whose Java tests run against ``target``: the kit's pin, or the release of a
+    Beam job server older than it (Target.java_vr_beam)."""
+    return getattr(target, "java_vr_beam", None) or pins.BEAM_JAVA_VR
+
+
+def build(target, progress=_progress) -> driver.Launcher:
     try:
-        return driver.build(progress)
+        return driver.build(progress, beam_version_of(target))
     except artifacts.ArtifactUnavailable as e:
         raise pytest.UsageError(f"--suite java-vr cannot run here: {e}") from None
 
 
 def params(config, target) -> list:
     """One pytest.param per listed test (and per class the JVM could not load)."""
-    launcher = build()
+    launcher = build(target)
     listed = driver.listing(launcher, _progress)
     profile = profile_of(config, target)
     hard_cap = config.getoption("java_vr_timeout") + driver.START_TIMEOUT_S + 60
@@ -195,8 +202,8 @@ def describe(config, target) -> dict:
     """What the java-vr results record about the run."""
     profile = profile_of(config, target)
     return {
-        "beam_java": pins.BEAM_JAVA_VR,
-        "artifacts": list(pins.JAVA_VR_ARTIFACTS),
+        "beam_java": beam_version_of(target),
+        "artifacts": list(pins.java_vr_artifacts(beam_version_of(target))),
         "selection": config.getoption("java_vr_selection"),
         "profile": profile.name,
         "profile_description": profile.description,

@@ -12,7 +12,11 @@ pyproject.toml). Each runner is the newest release this machine's registries ser
   portable runner (``beam-runners-portability-java``, with its ``beam-runners-java-job-service``)
   and Java SDK harness all resolve here is 2.65.0 (the portable runner and the job service are
   served only up to 2.65.0; the core tests jar up to 2.75.0, the harness up to 2.73.0). The
-  launcher's pom (conformance/java_vr/launcher/pom.xml) names the same release.
+  launcher's pom (conformance/java_vr/launcher/pom.xml) names the same release. A Beam job server
+  of an older release (flink, beam-spark-job-server: 2.62.0) runs the tests of its own release, as
+  Beam's Gradle tasks do: a newer SDK's Java-serialized coders and functions do not deserialize in
+  an older job server ("local class incompatible"), which would fail the tests for the version gap,
+  not for the runner.
 - Samza: ``beam-runners-samza`` is served only at 2.14.0 (2019), too old for this SDK's
   pipelines; see samza_status below.
 """
@@ -71,11 +75,15 @@ BEAM_SPARK_JOB_SERVER = JavaJobServer(
 # Beam's Java ValidatesRunner suite: these three, resolved with their dependencies (and the tests'
 # own test dependencies, which the test-jar's pom leaves out) by the launcher's pom.
 BEAM_JAVA_VR = "2.65.0"
-JAVA_VR_ARTIFACTS = (
-    f"org.apache.beam:beam-sdks-java-core:{BEAM_JAVA_VR}:tests",  # the tests (test-jar)
-    f"org.apache.beam:beam-runners-portability-java:{BEAM_JAVA_VR}",  # TestUniversalRunner
-    f"org.apache.beam:beam-sdks-java-harness:{BEAM_JAVA_VR}",  # the LOOPBACK worker in the test JVM
-)
+
+
+def java_vr_artifacts(beam_version: str = BEAM_JAVA_VR) -> tuple[str, ...]:
+    return (
+        f"org.apache.beam:beam-sdks-java-core:{beam_version}:tests",  # the tests (test-jar)
+        f"org.apache.beam:beam-runners-portability-java:{beam_version}",  # TestUniversalRunner
+        f"org.apache.beam:beam-sdks-java-harness:{beam_version}",  # the LOOPBACK worker in the test JVM
+    )
+
 
 # Beam's DaskRunner is part of apache-beam; these are the packages it runs on.
 DASK = ("dask==2026.8.0", "distributed==2026.8.0")

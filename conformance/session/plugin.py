@@ -273,11 +273,12 @@ def pytest_sessionstart(session):
             reporter.write_line(f"beam-conformance: {line}")
 
     try:
-        targets.create(config.getoption("target"), settings_of(config)).fetch(progress)
+        target = targets.create(config.getoption("target"), settings_of(config))
+        target.fetch(progress)
     except targets.TargetUnavailable as e:
         pytest.exit(f"target {config.getoption('target')} is unavailable: {e}", returncode=3)
     if java_vr.runs_java(config):
-        java_vr.build(progress)  # Maven, once: the workers find it in the cache
+        java_vr.build(target, progress)  # Maven, once: the workers find it in the cache
 
 
 def pytest_report_header(config):

@@ -52,6 +52,9 @@ class Target:
     #: java-vr): a profile of conformance/java_vr/selections.py. The default is Beam's portable
     #: task for its Universal Local Runner, the profile of any Job API runner without one of its own
     java_vr_profile: str = "portable"
+    #: the Beam release whose Java ValidatesRunner tests run against this target (None: the kit's
+    #: pin, conformance/peers/pins.py BEAM_JAVA_VR); a Beam job server runs those of its own release
+    java_vr_beam: str | None = None
 
     def __init__(self, spec: str, settings: TargetSettings):
         self.spec = spec
