@@ -61,6 +61,10 @@ TEST_STREAM_URN = "beam:transform:teststream:v1"
 # subject (authoring/case_runner.py, undecodable_test_stream). It says so when its error names a
 # non-standard coder URN of that TestStream's coder tree, or one of these texts:
 TEST_STREAM_PYTHON_ONLY = "TestStream of a Python-only coder"
+# Two ways a runner's TestStream can fall short of SEMANTICS 9 that no error text shows, so a runner's
+# expectations file names them (``lies_in``) for the cases whose failure they explain:
+TEST_STREAM_ORDER = "TestStream event order"
+TEST_STREAM_PROCESSING_TIME = "TestStream processing time"
 DECODE_FAILURE_MARKERS = (
     # the Java SDK's stand-in for a coder it does not know, which fails when asked to decode:
     # "UnknownCoderWrapper was used to perform an actual decoding in the Java SDK" (Flink, Samza,
@@ -101,6 +105,20 @@ CROSS_CUTTING = {
             "teststream",
             "the runner could not decode the events of a TestStream whose coder only the Python SDK "
             "knows (the case declared python_only, and why), so the case cannot judge its own subject",
+        ),
+        CrossCutting(
+            TEST_STREAM_ORDER,
+            "teststream",
+            "the runner does not apply a TestStream's events one at a time, each once the pipeline has "
+            "done all the previous ones made possible (SEMANTICS 9): elements of later events overtake "
+            "earlier ones or a watermark advance, so a case whose subject depends on that order cannot "
+            "judge it",
+        ),
+        CrossCutting(
+            TEST_STREAM_PROCESSING_TIME,
+            "teststream",
+            "the runner refuses or ignores a TestStream's processing-time advances (SEMANTICS 9), so a case "
+            "about processing-time triggers or timers cannot judge them",
         ),
     )
 }

@@ -76,6 +76,21 @@ def test_known_failure_is_expected_and_the_run_passes(suite):
     assert cases["cases/wrong_expectation_fails"]["known_failure"] == "deliberately wrong"
 
 
+def test_a_known_failure_that_lies_in_a_property_counts_there_and_leaves_its_row_not_judged(suite):
+    (suite.path / "exp.yaml").write_text(
+        "known_failures:\n  - case: cases/wrong_expectation_fails\n    reason: the stream's order\n"
+        "    lies_in: TestStream event order\n"
+    )
+    result = run(suite, "--target", "beam-fnapi", "--expectations", "exp.yaml")
+    assert result.ret == 0
+    failed = {c["id"]: c for c in load_results(suite)["cases"]}["cases/wrong_expectation_fails"]
+    assert failed["outcome"] == "expected-failure"
+    assert (failed["cross_cutting"], failed["judged"]) == ("TestStream event order", False)
+    # without the entry the same failure is the case's own: nothing is attributed elsewhere
+    result = run(suite, "--target", "beam-fnapi", "-k", "wrong_expectation")
+    assert "cross_cutting" not in load_results(suite)["cases"][0]
+
+
 def test_unexpected_pass_fails_the_run(suite):
     (suite.path / "exp.yaml").write_text("known_failures:\n  - capability: pardo\n    reason: thought broken\n")
     result = run(suite, "--target", "beam-fnapi", "--expectations", "exp.yaml", "-k", "map_passes")

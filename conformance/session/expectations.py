@@ -14,6 +14,16 @@ File format (YAML)::
       - case: "timers/some_case"
         reason: "fails only in some runs: ..."
         flaky: true                   # optional: a pass is accepted too (nondeterministic runner bug)
+      - case: "lateness/*"
+        reason: "the runner's TestStream lets later elements overtake a watermark advance"
+        lies_in: TestStream event order   # optional: the failure lies in this property (a name of
+                                          # capabilities.CROSS_CUTTING), not in the case's subject
+
+A ``lies_in`` entry says where the failure lies when nothing in the runner's output can show it
+(a TestStream whose events the runner does not apply in order fails a lateness case with output a
+runner with wrong lateness could give too): the matrix then counts the failure under that
+property's capability and leaves the case's own row not judged, as it does for a property the kit
+detects itself (a refused TestStream, pane metadata).
 
 Beam's Java ValidatesRunner tests (``--suite java-vr``, case ids ``java_vr/<Class>.<method>``) are
 matched only by ``case`` entries whose id or glob starts with ``java_vr/``; the kit's cases only by
@@ -51,6 +61,8 @@ class KnownFailure:
     skip: bool = False
     flaky: bool = False
     source: str = ""
+    # the cross-cutting property the failure lies in (capabilities.CROSS_CUTTING), if the entry says
+    lies_in: str | None = None
 
     def for_java_vr(self) -> bool:
         """Does this entry speak of Beam's Java ValidatesRunner tests (not of the kit's cases)?"""
@@ -126,7 +138,7 @@ def parse(data, source: str = "<data>") -> list[KnownFailure]:
         where = f"{source}: known_failures entry {n}"
         if not isinstance(item, dict):
             raise ExpectationsError(f"{where} must be a mapping")
-        extra = set(item) - {"case", "capability", "reason", "issue", "skip", "flaky"}
+        extra = set(item) - {"case", "capability", "reason", "issue", "skip", "flaky", "lies_in"}
         if extra:
             raise ExpectationsError(f"{where}: unknown keys {sorted(extra)}")
         case, capability = item.get("case"), item.get("capability")
@@ -137,6 +149,10 @@ def parse(data, source: str = "<data>") -> list[KnownFailure]:
             raise ExpectationsError(f"{where}: every known failure needs a 'reason'")
         if capability is not None and capability not in capabilities.BY_ID and capability not in capabilities.GROUPS:
             raise ExpectationsError(f"{where}: unknown capability {capability!r}")
+        lies_in = item.get("lies_in")
+        if lies_in is not None and lies_in not in capabilities.CROSS_CUTTING:
+            known = ", ".join(sorted(capabilities.CROSS_CUTTING))
+            raise ExpectationsError(f"{where}: 'lies_in' names no property the kit knows ({lies_in!r}); known: {known}")
         entries.append(
             KnownFailure(
                 reason.strip(),
@@ -146,6 +162,7 @@ def parse(data, source: str = "<data>") -> list[KnownFailure]:
                 bool(item.get("skip", False)),
                 bool(item.get("flaky", False)),
                 source,
+                lies_in,
             )
         )
     return entries

@@ -53,6 +53,7 @@ def test_unused_entries_are_reported():
         ({"known_failures": [{"case": "a", "capability": "gbk", "reason": "r"}]}, "exactly one"),
         ({"known_failures": [{"capability": "no.such", "reason": "r"}]}, "unknown capability 'no.such'"),
         ({"known_failures": [{"case": "a/b", "reason": "r", "sikp": True}]}, "unknown keys"),
+        ({"known_failures": [{"case": "a/b", "reason": "r", "lies_in": "TestStream order"}]}, "names no property"),
         ({"known_failures": "a/b"}, "must be a list"),
         ({"knwon_failures": []}, "unknown top-level keys"),
         (["a"], "top level must be a mapping"),
@@ -108,3 +109,9 @@ def test_java_vr_ids_are_matched_only_by_java_vr_entries():
     assert exp.lookup(java, "pardo.basic").reason == "Beam's ParDo tests"
     assert exp.lookup("java_vr/org.apache.beam.sdk.transforms.ViewTest.testX", "pardo.basic") is None
     assert exp.lookup("pardo/map", "pardo.basic").reason == "every case of the kit"
+
+
+def test_lies_in_names_the_property_a_failure_lies_in():
+    (entry,) = parse({"known_failures": [{"case": "a/*", "reason": "r", "lies_in": "TestStream event order"}]})
+    assert entry.lies_in == "TestStream event order"
+    assert parse({"known_failures": [{"case": "a/*", "reason": "r"}]})[0].lies_in is None

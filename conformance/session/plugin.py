@@ -518,6 +518,9 @@ def pytest_runtest_makereport(item, call):
         report.user_properties.append(("java_categories", java_vr.short_categories(listed.categories)))
     if kind in ("failed", "expected-failure") and getattr(failure, "cross_cutting", None):
         report.user_properties.extend([("cross_cutting", failure.cross_cutting), ("judged", failure.judged)])
+    elif kind == "expected-failure" and case.known is not None and case.known.lies_in:
+        # the expectations say where this failure lies (a property no output can show)
+        report.user_properties.extend([("cross_cutting", case.known.lies_in), ("judged", False)])
 
 
 # CPython 3.11 before 3.11.8 keeps one AST-construction depth counter per interpreter, so ast.parse
