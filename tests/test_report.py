@@ -305,6 +305,22 @@ def test_results_name_the_kits_modules_and_cached_builds_without_machine_paths(m
     assert portable_paths(text) == expected
 
 
+def test_results_name_temporary_files_and_this_interpreter_without_machine_paths(tmp_path):
+    import sys
+    import tempfile
+
+    from conformance.session.results import portable_info
+
+    written = f"{tempfile.gettempdir()}/conformance-user-types-x1/user_types.py"
+    info = {"name": "t", "job_server_cmd": f"{sys.executable} -m server --port {{port}}", "cpus": 2}
+    assert portable_info({**info, "error": f'File "{written}", line 3'}) == {
+        "name": "t",
+        "job_server_cmd": "python -m server --port {port}",
+        "cpus": 2,
+        "error": 'File "<tmp>/conformance-user-types-x1/user_types.py", line 3',
+    }
+
+
 def test_java_vr_runs_are_a_section_of_their_own(tmp_path):
     from conformance.tools.cli import write_reports
 

@@ -9,6 +9,8 @@ import json
 import os
 import platform
 import re
+import sys
+import tempfile
 import time
 
 from conformance import capabilities
@@ -53,9 +55,16 @@ _KIT_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__fi
 
 def portable_paths(text: str) -> str:
     """Tracebacks and tool output name installed modules from site-packages on, the kit's own
-    modules from the kit's root, and what the kit built from <cache>/: not by this machine's paths."""
-    text = _SITE_PACKAGES.sub("<site-packages>/", text)
-    return text.replace(str(cache_dir()) + os.sep, "<cache>/").replace(_KIT_ROOT, "")
+    modules from the kit's root, what the kit built from <cache>/, files the run wrote under the
+    temporary directory from <tmp>/ and this interpreter as ``python``: not by this machine's paths."""
+    text = _SITE_PACKAGES.sub("<site-packages>/", text.replace(sys.executable, "python"))
+    text = text.replace(str(cache_dir()) + os.sep, "<cache>/").replace(_KIT_ROOT, "")
+    return text.replace(tempfile.gettempdir() + os.sep, "<tmp>/")
+
+
+def portable_info(info: dict) -> dict:
+    """A target's description with its texts (a job-server command, a path) made portable."""
+    return {k: portable_paths(v) if isinstance(v, str) else v for k, v in info.items()}
 
 
 def first_line(message: str) -> str:
@@ -112,7 +121,7 @@ def write(
         "format": FORMAT,
         "suite": suite,
         "target": target["name"],
-        "target_info": target,
+        "target_info": portable_info(target),
         "host": {"platform": platform.platform(), "cpus": os.cpu_count()},
         # relative to the working directory when inside it, so committed results name no machine
         "expectations": expectations_path and _relative(expectations_path),
