@@ -226,3 +226,72 @@ def test_a_jvm_that_dies_during_a_test_is_reported_with_its_stderr_and_replaced(
         jvm.close()
         proxy.stop()
         upstream.stop()
+
+
+class _NamingPrepare(_HoldFirstPrepare):
+    """A Job API server on loopback that forwards every call to another one, giving each job the
+    name the next entry of ``names`` says (Beam's Python PortableRunner names every job 'job';
+    Beam's Java TestPipeline names a test's job after the test)."""
+
+    def __init__(self, upstream: str, names: list[str]):
+        super().__init__(upstream)
+        self._names = list(names)
+
+    def service(self, details):
+        if not details.method.endswith("/Prepare"):
+            return super().service(details)
+        from apache_beam.portability.api import beam_job_api_pb2
+
+        forward = self._channel.unary_unary(details.method)
+
+        def prepare(request, context):
+            renamed = beam_job_api_pb2.PrepareJobRequest.FromString(request)
+            with self._lock:
+                renamed.job_name = self._names.pop(0)
+            return forward(renamed.SerializeToString())
+
+        return self._grpc.unary_unary_rpc_method_handler(prepare)
+
+
+_RELEASE = threading.Event()
+
+
+def _block(x):
+    _RELEASE.wait(120)  # until the test is done with the job (LOOPBACK: this process's worker)
+    return x
+
+
+def test_a_timed_out_tests_job_is_cancelled_and_other_jobs_are_left_alone():
+    """After its JVM is killed, the job a test left on the runner is cancelled by its name (the one
+    Beam's TestPipeline gives it), through the Job API; a job of another test runs on."""
+    import apache_beam as beam
+    from apache_beam.options.pipeline_options import PipelineOptions
+
+    from conformance.java_vr import stray_jobs
+    from reference_runner.jobserver.server import JobServer
+
+    assert stray_jobs.job_name_of("org.apache.beam.sdk.transforms.ParDoTest$BasicTests.testParDo") == (
+        "pardotest0basictests0testpardo"
+    )
+    server = JobServer(port=0).start()
+    proxy = _NamingPrepare(server.address, [f"{stray_jobs.job_name_of(t)}-root-1127-x" for t in (PASSING, IMPULSE)])
+    results = {}
+    try:
+        for test in (PASSING, IMPULSE):
+            options = PipelineOptions(
+                ["--runner=PortableRunner", f"--job_endpoint={proxy.endpoint}", "--environment_type=LOOPBACK"]
+            )
+            p = beam.Pipeline(options=options)
+            _ = p | beam.Create([1]) | beam.Map(_block)
+            results[test] = p.run()
+        (cancelled,) = stray_jobs.cancel(server.address, PASSING)
+        with pytest.raises(RuntimeError, match="CANCELLED"):  # Beam's client raises for a cancelled job
+            results[PASSING].wait_until_finish()
+        assert results[IMPULSE].state == "RUNNING"  # another test's job
+        assert stray_jobs.cancel(server.address, PASSING) == []  # an ended job is left as it is
+    finally:
+        _RELEASE.set()
+        if IMPULSE in results:
+            results[IMPULSE].wait_until_finish()
+        proxy.stop()
+        server.stop()

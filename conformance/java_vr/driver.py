@@ -161,6 +161,7 @@ class Verdict:
     message: str
     trace: str = ""
     duration_s: float = 0.0
+    timed_out: bool = False  # the test outlasted its cap and its JVM was killed
 
 
 class LauncherJvm:
@@ -232,6 +233,7 @@ class LauncherJvm:
                 "harness in it) was killed; the next test gets a fresh JVM",
                 self._stderr_tail(offset),
                 time.monotonic() - started,
+                timed_out=True,
             )
         except (BrokenPipeError, OSError):
             line = None

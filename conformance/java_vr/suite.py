@@ -10,12 +10,14 @@ file, ``results-<target>.java-vr.json``) and the report.
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 
+import grpc
 import pytest
 
 from conformance.authoring.case_runner import CaseFailure
-from conformance.java_vr import SUITES, driver, placement, selections
+from conformance.java_vr import SUITES, driver, placement, selections, stray_jobs
 from conformance.peers import artifacts, pins
 
 MODULE = "test_java_vr.py"
@@ -168,7 +170,17 @@ class JvmHolder:
             self.endpoint = endpoint
             options = driver.pipeline_options(endpoint, self.profile.pipeline_options)
             self.jvm = driver.LauncherJvm(self.launcher, options)
-        return self.jvm.run(test.junit_id, self.timeout)
+        verdict = self.jvm.run(test.junit_id, self.timeout)
+        if verdict.timed_out:
+            # the killed JVM's job may still run on the runner and hold what the next tests need
+            try:
+                cancelled = stray_jobs.cancel(endpoint, test.junit_id)
+                note = f"its job {', '.join(cancelled)} was cancelled on the runner" if cancelled else ""
+            except grpc.RpcError as e:
+                note = f"its job could not be cancelled on the runner: {e.code().name} {e.details()}"
+            if note:
+                verdict = dataclasses.replace(verdict, message=f"{verdict.message}; {note}")
+        return verdict
 
     def close(self) -> None:
         if self.jvm is not None:
