@@ -22,14 +22,14 @@ def _pipeline():
 
 
 def test_transform_names_map_proto_ids_to_full_names():
-    names = _transform_names(_pipeline())
+    names = _transform_names(_pipeline().to_runner_api())
     assert "Outer/MyStep1" in names.values() and "MyStep2" in names.values()
     # the ids are not the names: matching a reported id needs the map
     assert {tid for tid, name in names.items() if name in ("Outer/MyStep1", "MyStep2")}.isdisjoint(names.values())
 
 
 def test_a_step_reported_by_proto_id_or_by_full_name_is_the_same_step():
-    names = _transform_names(_pipeline())
+    names = _transform_names(_pipeline().to_runner_api())
     by_id = {name: tid for tid, name in names.items()}
     metrics = {"counters": [_counter(by_id["Outer/MyStep1"], "count", 3), _counter("MyStep2", "count", 6)]}
     result = RunResult("DONE", metrics, names)
