@@ -321,6 +321,15 @@ def test_results_name_temporary_files_and_this_interpreter_without_machine_paths
     }
 
 
+def test_results_name_files_under_the_home_directory_from_tilde(monkeypatch, tmp_path):
+    from conformance.session.results import portable_paths
+
+    monkeypatch.setenv("HOME", "/home/someone")  # outside the temporary directory, as a home is
+    monkeypatch.setenv("BEAM_CONFORMANCE_CACHE", str(tmp_path / "cache"))
+    trace = "\t/home/someone/go/pkg/mod/github.com/apache/beam/sdks/v2@v2.77.0/go/worker.go:12"
+    assert portable_paths(trace) == "\t~/go/pkg/mod/github.com/apache/beam/sdks/v2@v2.77.0/go/worker.go:12"
+
+
 def test_java_vr_runs_are_a_section_of_their_own(tmp_path):
     from conformance.tools.cli import write_reports
 

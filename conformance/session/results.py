@@ -56,10 +56,12 @@ _KIT_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__fi
 def portable_paths(text: str) -> str:
     """Tracebacks and tool output name installed modules from site-packages on, the kit's own
     modules from the kit's root, what the kit built from <cache>/, files the run wrote under the
-    temporary directory from <tmp>/ and this interpreter as ``python``: not by this machine's paths."""
+    temporary directory from <tmp>/, the rest of the home directory (a runner's Go module cache, a
+    Maven repository) from ~/ and this interpreter as ``python``: not by this machine's paths."""
     text = _SITE_PACKAGES.sub("<site-packages>/", text.replace(sys.executable, "python"))
     text = text.replace(str(cache_dir()) + os.sep, "<cache>/").replace(_KIT_ROOT, "")
-    return text.replace(tempfile.gettempdir() + os.sep, "<tmp>/")
+    text = text.replace(tempfile.gettempdir() + os.sep, "<tmp>/")
+    return text.replace(os.path.expanduser("~") + os.sep, "~/")
 
 
 def portable_info(info: dict) -> dict:
