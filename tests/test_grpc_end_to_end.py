@@ -102,6 +102,15 @@ def test_a_job_server_that_dies_is_reported_with_its_output(pytester):
     result.stdout.fnmatch_lines(["*job server exited with code 7*", "*cannot bind*"])
 
 
+def test_a_job_server_that_dies_under_xdist_workers_stops_the_run_naming_why(pytester):
+    pytester.makepyfile(test_e2e=CASES)
+    dies = f"{sys.executable} -c \"import sys; print('no module named beam {{port}}'); sys.exit(7)\""
+    result = run(pytester, "-n", "2", "--target", "grpc", "--job-server-timeout", "30", "--job-server-cmd", dies)
+    out = result.stdout.str()
+    assert result.ret not in (0, 5) and "INTERNALERROR" not in out, out[-3000:]
+    result.stdout.fnmatch_lines(["*Interrupted: target grpc is unavailable*job server exited with code 7*"])
+
+
 CRASHING = textwrap.dedent("""
     import os
     import signal

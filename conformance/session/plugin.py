@@ -416,7 +416,14 @@ def conformance_target(request):
         target = targets.create(config.getoption("target"), settings_of(config))
         target.start()
     except targets.TargetUnavailable as e:
-        pytest.exit(f"target {config.getoption('target')} is unavailable: {e}", returncode=3)
+        reason = f"target {config.getoption('target')} is unavailable: {e}"
+        if hasattr(config, "workerinput"):
+            # pytest.exit in an xdist worker crashes the run with an INTERNALERROR that names a test,
+            # not the reason: stop this worker after this test instead, which the controller turns
+            # into "Interrupted: <reason>"
+            request.session.shouldstop = reason
+            pytest.fail(reason, pytrace=False)
+        pytest.exit(reason, returncode=3)
     if config.getoption("target_name"):
         target.name = config.getoption("target_name")
     config.stash[_RECORDER].target_info = target.describe()
