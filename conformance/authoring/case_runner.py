@@ -273,7 +273,8 @@ class CaseRunner:
     def run_expecting_failure(self, pipeline: beam.Pipeline, match: str) -> str:
         """Run a pipeline that must fail; its error text must contain ``match``."""
         __tracebackhide__ = True
-        self._submitted(pipeline)
+        if self.capture is not None:  # nothing else here reads the proto: write it only when asked
+            self._submitted(pipeline)
         try:
             result, state = self._execute(pipeline)
         except Exception as e:

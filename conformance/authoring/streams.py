@@ -266,7 +266,7 @@ class TestStream(test_stream.TestStream):
                 )
             try:
                 hint = coder.to_type_hint()
-            except NotImplementedError:
+            except NotImplementedError:  # Beam's Coder default: a coder that names no type (checked below)
                 hint = None
         declared = self._declared_output_type()
         if declared is not None:

@@ -98,7 +98,7 @@ def _progress(line: str) -> None:
 def beam_version_of(target) -> str:
     """The Beam release whose Java tests run against ``target``: the kit's pin, or the release of a
     Beam job server older than it (Target.java_vr_beam)."""
-    return getattr(target, "java_vr_beam", None) or pins.BEAM_JAVA_VR
+    return target.java_vr_beam or pins.BEAM_JAVA_VR
 
 
 def build(target, progress=_progress) -> driver.Launcher:
