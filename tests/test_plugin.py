@@ -263,3 +263,24 @@ def test_help_documents_every_option(pytester):
         "--capture-pipelines",
     ):
         result.stdout.fnmatch_lines([f"*{option}*"])
+
+
+def test_the_packaged_suite_collects_cases_only():
+    # `pytest --pyargs conformance` is the main command: it runs the suite, never the kit's own tests
+    import os
+    import subprocess
+    import sys
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "--pyargs", "conformance", "--target", "reference", "--collect-only", "-q"]
+        + ["-p", "no:cacheprovider"],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    ids = [line for line in done.stdout.splitlines() if "::" in line]
+    assert len(ids) > 400, done.stdout[-2000:]
+    assert [i for i in ids if not i.startswith("conformance/cases/")] == []
