@@ -205,9 +205,7 @@ class CaseRunner:
             diffs = _DIFF.findall(text)
             self._collect_deviations(checks.checks_of(pipeline), {})
             if diffs:
-                raise CaseFailure(
-                    "output differs from the Beam model:\n" + "\n".join(dict.fromkeys(diffs)) + self._deviation_note()
-                ) from None
+                raise self._output_differs(diffs) from None
             note = self.target.explain_failure(text)
             note = f"\n({note})" if note else ""
             message = f"the job failed on {self.target.name}:\n{_tail(text)}{note}"
@@ -227,10 +225,27 @@ class CaseRunner:
         state = str(state)
         if "DONE" not in state:
             raise CaseFailure(f"the job finished in state {state}, not DONE")
-        metrics = _all_metrics(result)
+        metrics = all_metrics(result)
         self._collect_deviations(checks.checks_of(pipeline), metrics)
         self._confirm(checks.checks_of(pipeline), metrics)
         return RunResult(state, metrics, _transform_names(proto))
+
+    def judge_shared(self, pipeline: beam.Pipeline, metrics: dict) -> None:
+        """The checks of ``pipeline`` after a job it shared with other cases finished DONE: their
+        failures were recorded in this process (checks.share_job), not raised; fail the same way
+        a job of its own would have."""
+        __tracebackhide__ = True
+        check_ids = checks.checks_of(pipeline)
+        self._collect_deviations(check_ids, metrics)
+        diffs = [d for d in map(checks.failure_in_process, check_ids) if d is not None]
+        if diffs:
+            raise self._output_differs(diffs)
+        self._confirm(check_ids, metrics)
+
+    def _output_differs(self, diffs: list[str]) -> CaseFailure:
+        return CaseFailure(
+            "output differs from the Beam model:\n" + "\n".join(dict.fromkeys(diffs)) + self._deviation_note()
+        )
 
     def _collect_deviations(self, check_ids: list[str], metrics: dict) -> None:
         """The checks of this pipeline that deviated only in a cross-cutting property, from the
@@ -388,7 +403,7 @@ def _transform_names(proto: beam_runner_api_pb2.Pipeline | None) -> dict[str, st
     return {tid: t.unique_name for tid, t in proto.components.transforms.items() if t.unique_name}
 
 
-def _all_metrics(result) -> dict:
+def all_metrics(result) -> dict:
     try:
         return result.metrics().query(MetricsFilter())
     except Exception:  # a runner without metrics support: report none

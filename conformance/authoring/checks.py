@@ -39,12 +39,28 @@ DIFF_END = "conformance-diff>>>"
 
 _confirmed: set[str] = set()
 _deviations: dict[str, tuple[str, str]] = {}  # check id -> (property, diff text), for in-process workers
+# check id -> diff text, for checks of a shared job (a batch of cases): a failing check there must
+# not fail the job its neighbours share, so it records its diff instead (failure_in_process)
+_failures: dict[str, str] = {}
 _confirmed_lock = threading.Lock()
 
 
 def confirmed_in_process(check_id: str) -> bool:
     with _confirmed_lock:
         return check_id in _confirmed
+
+
+def failure_in_process(check_id: str) -> str | None:
+    """The diff of a check of a shared job that ran in this process and failed (see share_job)."""
+    with _confirmed_lock:
+        return _failures.get(check_id)
+
+
+def share_job(pipeline: beam.Pipeline) -> None:
+    """The checks this pipeline gets from now on run in a job shared with other cases: a failing
+    one records its diff in this process (failure_in_process) instead of failing the job. Only for
+    targets whose workers run in this process."""
+    pipeline.__dict__["_conformance_shared_job"] = True
 
 
 def deviation_in_process(check_id: str) -> tuple[str, str] | None:
@@ -108,10 +124,11 @@ _SENTINEL = "<conformance-sentinel>"
 
 
 class _Verify(beam.DoFn):
-    def __init__(self, check_id: str, label: str, expected: list):
+    def __init__(self, check_id: str, label: str, expected: list, shared_job: bool = False):
         self._check_id = check_id
         self._label = label
         self._expected = expected
+        self._shared_job = shared_job
         self._passed = Metrics.counter(CONFIRM_NAMESPACE, check_id)
 
     def process(self, keyed_records):
@@ -141,6 +158,10 @@ class _Verify(beam.DoFn):
             properties.add(None)
         text = "\n".join(failures)
         if failures and (None in properties or len(properties) > 1):
+            if self._shared_job:
+                with _confirmed_lock:
+                    _failures[self._check_id] = text
+                return
             raise CheckFailed(f"{DIFF_BEGIN}\n{text}\n{DIFF_END}")
         if failures:
             (prop,) = properties
@@ -197,7 +218,15 @@ def check_all(parts: list, label: str | None = None) -> str:
         (*gathered, sentinel)
         | f"{label}/Flatten" >> beam.Flatten()
         | f"{label}/Gather" >> beam.GroupByKey()
-        | f"{label}/Verify" >> beam.ParDo(_Verify(check_id, label, [expected for _, expected in parts]))
+        | f"{label}/Verify"
+        >> beam.ParDo(
+            _Verify(
+                check_id,
+                label,
+                [expected for _, expected in parts],
+                shared_job=bool(pipeline.__dict__.get("_conformance_shared_job")),
+            )
+        )
     )
     return check_id
 

@@ -93,6 +93,8 @@ class FlinkTarget(JavaJobServerTarget):
     java_vr_profile = "flink-batch"
     # a Flink job takes seconds: eight examples of a property case outlast its time limit
     default_property_examples = 2
+    # a Flink job's fixed cost is seconds, a small case's own work milliseconds
+    default_batch_size = 10
 
     def engine_args(self) -> list[str]:
         return ["--flink-master=[local]"]

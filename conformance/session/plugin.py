@@ -14,9 +14,9 @@ import pytest
 
 from conformance import api, capabilities
 from conformance.authoring import shapes
-from conformance.authoring.case_runner import CaseRunner, PipelineCapture
+from conformance.authoring.case_runner import CaseFailure, CaseRunner, PipelineCapture
 from conformance.java_vr import suite as java_vr
-from conformance.session import results, targets
+from conformance.session import batching, results, targets
 from conformance.session.expectations import Expectations, ExpectationsError, KnownFailure
 
 DEFAULT_TARGET = "beam-direct"
@@ -29,6 +29,8 @@ _CASE = pytest.StashKey["CaseInfo"]()
 _RECORDER = pytest.StashKey["_Recorder"]()
 _EXPECTATIONS = pytest.StashKey[Expectations]()
 _STARTED = pytest.StashKey[float]()
+_TARGET = pytest.StashKey["_SessionTarget"]()
+_BATCHES = pytest.StashKey[batching.Batches]()
 
 
 def pytest_addoption(parser):
@@ -159,6 +161,17 @@ def pytest_addoption(parser):
         + "; ".join(f"{k}: {v}" for k, v in shapes.SHAPES.items())
         + ". Default: as built (grpc targets: the client's default rewrite)",
     )
+    group.addoption(
+        "--batch-size",
+        type=int,
+        default=None,
+        metavar="N",
+        help="run up to N independent cases in one shared job (one pipeline, each case under its own "
+        "name), where a job's fixed cost dominates; each case keeps the verdict it gets alone (a case "
+        "that fails in a batch is run again alone, and a batch whose job fails is split). 1 turns "
+        "batching off. Default: the target's own (flink, prism, beam-spark-job-server batch; the "
+        "in-process targets do not). Needs the target's workers in this process (LOOPBACK)",
+    )
     java_vr.add_options(group)
     group.addoption(
         "--trust-unconfirmed-checks",
@@ -198,6 +211,58 @@ def pytest_configure(config):
     if config.getoption("target") == "list":
         raise pytest.UsageError("registered targets:\n" + targets.describe_all())
     config.stash[_EXPECTATIONS] = _load_expectations(config)
+    config.stash[_TARGET] = _SessionTarget(config)
+    config.stash[_BATCHES] = batching.Batches(
+        _batch_size(config), config.getoption("case_timeout"), config.stash[_TARGET].started, case_id_of
+    )
+
+
+def _batch_size(config) -> int:
+    """--batch-size, else the target's default; 1 (off) where the target's workers are not in this
+    process: a shared job's checks are read from their memory."""
+    size = config.getoption("batch_size")
+    if size is not None and size < 1:
+        raise pytest.UsageError(f"--batch-size must be at least 1, not {size}")
+    try:
+        target = targets.create(config.getoption("target"), settings_of(config))
+    except (targets.TargetUnavailable, pytest.UsageError):
+        return 1
+    if not target.in_process_worker:
+        return 1
+    return size if size is not None else target.default_batch_size
+
+
+class _SessionTarget:
+    """The session's target, created and started on first use: by the first case's fixture, or
+    earlier by the first batch (which runs before any fixture of its cases is set up)."""
+
+    def __init__(self, config):
+        self.config = config
+        self.target: targets.Target | None = None
+        self.error: targets.TargetUnavailable | None = None
+
+    def started(self) -> targets.Target:
+        if self.target is not None:
+            return self.target
+        if self.error is not None:
+            raise self.error
+        config = self.config
+        try:
+            target = targets.create(config.getoption("target"), settings_of(config))
+            target.start()
+        except targets.TargetUnavailable as e:
+            self.error = e
+            raise
+        if config.getoption("target_name"):
+            target.name = config.getoption("target_name")
+        config.stash[_RECORDER].target_info = target.describe()
+        self.target = target
+        return target
+
+    def stop(self) -> None:
+        if self.target is not None:
+            self.target.stop()
+            self.target = None
 
 
 def _target_property_examples(config) -> int:
@@ -406,6 +471,42 @@ def pytest_collection_modifyitems_per_capability(session, config, items):
         items[:] = kept
 
 
+def pytest_collection_finish(session):
+    """Plan the batches from the cases this process will run (an xdist controller runs none)."""
+    batches = session.config.stash[_BATCHES]
+    if batches.size > 1:
+        batches.plan(session.items, _can_share_a_job, lambda item: item.get_closest_marker("streaming") is not None)
+
+
+def _can_share_a_job(item) -> bool:
+    """A case that may be built into a shared job, from what it declares: a known failure may fail
+    its whole job, and the rest run however the case was marked (skip, xfail, another SDK's
+    program, one of Beam's Java tests). What a case does while it builds decides the rest
+    (batching.MemberRunner)."""
+    info = item.stash.get(_CASE, None)
+    if info is None or info.known is not None:
+        return False
+    return not any(item.get_closest_marker(m) is not None for m in ("skip", "skipif", "xfail", "sdk", "java_vr"))
+
+
+@pytest.hookimpl(optionalhook=True, tryfirst=True)
+def pytest_xdist_make_scheduler(config, log):
+    """Batching under pytest-xdist: every case of a batch goes to one worker (scope scheduling, a
+    batch chunk as the scope), unless the user chose a distribution mode."""
+    size = config.stash[_BATCHES].size
+    if size < 2 or config.getvalue("dist") != "load":
+        return None
+    return batching.make_scheduler(config, log, size)
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_runtest_protocol(item, nextitem):
+    """A batch runs at its first case's turn, before that case's setup and time limit start
+    (the batch has a time limit of its own: --case-timeout per job)."""
+    item.config.stash[_BATCHES].before(item)
+    return (yield)
+
+
 # --------------------------------------------------------------------------- fixtures
 
 
@@ -413,8 +514,7 @@ def pytest_collection_modifyitems_per_capability(session, config, items):
 def conformance_target(request):
     config = request.config
     try:
-        target = targets.create(config.getoption("target"), settings_of(config))
-        target.start()
+        target = config.stash[_TARGET].started()
     except targets.TargetUnavailable as e:
         reason = f"target {config.getoption('target')} is unavailable: {e}"
         if hasattr(config, "workerinput"):
@@ -424,11 +524,8 @@ def conformance_target(request):
             request.session.shouldstop = reason
             pytest.fail(reason, pytrace=False)
         pytest.exit(reason, returncode=3)
-    if config.getoption("target_name"):
-        target.name = config.getoption("target_name")
-    config.stash[_RECORDER].target_info = target.describe()
     yield target
-    target.stop()
+    config.stash[_TARGET].stop()
 
 
 @pytest.fixture
@@ -450,14 +547,31 @@ def runner(request, conformance_target) -> CaseRunner:
 # --------------------------------------------------------------------------- outcomes
 
 
-@pytest.hookimpl(wrapper=True)
+@pytest.hookimpl(tryfirst=True)
 def pytest_pyfunc_call(pyfuncitem):
+    """A case that passed in its batch has its verdict: its body ran there."""
+    verdict = pyfuncitem.config.stash[_BATCHES].verdict(pyfuncitem)
+    return True if verdict is not None and verdict.passed else None
+
+
+@pytest.hookimpl(wrapper=True, specname="pytest_pyfunc_call")
+def pytest_pyfunc_call_finish(pyfuncitem):
     """A case whose body passed still fails if a check deviated in a cross-cutting property
-    (CaseRunner.finish): only now has everything else it checks been checked."""
+    (CaseRunner.finish): only now has everything else it checks been checked. And a case that
+    passes alone but failed in its batch fails: a correct runner runs independent parts of one
+    pipeline as it runs each alone."""
+    __tracebackhide__ = True
     result = yield
     runner = pyfuncitem.funcargs.get("runner")
     if isinstance(runner, CaseRunner) and pyfuncitem.stash.get(_CASE, None) is not None:
         runner.finish()
+    verdict = pyfuncitem.config.stash[_BATCHES].verdict(pyfuncitem)
+    if verdict is not None and verdict.failed_in_batch is not None:
+        raise CaseFailure(
+            f"passes in a job of its own, but failed in a job it shared with other cases ({verdict.batch}): "
+            f"the runner does not run independent parts of one pipeline as it runs each alone "
+            f"(run with --batch-size 1 to judge cases one job each). In the shared job:\n{verdict.failed_in_batch}"
+        )
     return result
 
 
@@ -520,6 +634,11 @@ def pytest_runtest_makereport(item, call):
     )
     if case.known is not None:
         report.user_properties.append(("known_failure", case.known.describe()))
+    verdict = item.config.stash[_BATCHES].verdict(item)
+    if verdict is not None:
+        report.user_properties.extend([("batch", verdict.describe()), ("batch_share_s", verdict.share_s)])
+        if verdict.batch_failure is not None:
+            report.user_properties.append(("batch_failure", verdict.batch_failure))
     listed = getattr(getattr(item, "callspec", None), "params", {}).get("java_vr_test")
     if listed is not None and hasattr(listed, "categories"):
         report.user_properties.append(("java_categories", java_vr.short_categories(listed.categories)))
@@ -641,7 +760,7 @@ class _Recorder:
         # A teardown error spoils a passing case; otherwise the call (or failed setup) decides.
         if previous is not None and not (report.when == "teardown" and previous["outcome"] == "passed"):
             return
-        duration = report.duration + (previous["duration_s"] if previous else 0.0)
+        duration = report.duration + (previous["duration_s"] if previous else props.get("batch_share_s", 0.0))
         self.records[report.nodeid] = results.case_record(report.nodeid, props, duration)
 
     @pytest.hookimpl(optionalhook=True)
@@ -708,9 +827,36 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
         )
     for path in recorder.results_paths:
         terminalreporter.write_line(f"results: {path} (merge runs with `beam-conformance report`)")
+    _report_batches(terminalreporter, list(recorder.records.values()))
     expectations = config.stash[_EXPECTATIONS]
     for suite_name, records in recorder.by_suite().items():
         _report_stale(terminalreporter, expectations, records, suite_name == "java-vr")
+
+
+def _report_batches(terminalreporter, records: list[dict]) -> None:
+    """How many cases shared jobs, and every shared job that failed as a whole although none of its
+    cases fails its own job alone: a runner bug that shows only in a shared job."""
+    batched = [r for r in records if r.get("batch")]
+    if not batched:
+        return
+    shared = [r for r in batched if not r["batch"].startswith("ran alone")]
+    jobs = {r["batch"] for r in shared}
+    terminalreporter.write_line(
+        f"batches: {len(shared)} cases judged in {len(jobs)} shared jobs; {len(batched) - len(shared)} planned "
+        "for one ran alone (each record's 'batch' says why)"
+    )
+    failed: dict[str, list[dict]] = {}
+    for r in batched:
+        if r.get("batch_failure"):
+            failed.setdefault(r["batch_failure"], []).append(r)
+    for text, members in failed.items():
+        if any(m["outcome"] in ("failed", "expected-failure") and "the job failed" in m["message"] for m in members):
+            continue  # a case whose own job fails alone explains it
+        terminalreporter.write_line(
+            f"a shared job failed as a whole, yet each of its cases passes alone (a runner bug that shows "
+            f"only in a shared job): {text}\n  its cases: {', '.join(m['id'] for m in members)}",
+            yellow=True,
+        )
 
 
 def _report_stale(terminalreporter, expectations, records, java: bool) -> None:

@@ -40,6 +40,11 @@ def case_record(nodeid: str, props: dict, duration_s: float) -> dict:
     if props.get("java_categories") is not None:
         # one of Beam's Java ValidatesRunner tests: its own categories (the capability is placed from them)
         record["java_categories"] = list(props["java_categories"])
+    if props.get("batch"):
+        # the shared job it ran in (--batch-size), or why it ran alone after its batch
+        record["batch"] = props["batch"]
+        if props.get("batch_failure"):
+            record["batch_failure"] = portable_paths(props["batch_failure"])
     if props.get("cross_cutting"):
         # every deviation lies in this property: the matrix counts it there (capabilities.CROSS_CUTTING),
         # and in the case's own row as passed (judged) or as not judged

@@ -48,6 +48,9 @@ class Target:
     #: random examples per property case when --property-examples is not given (None: the kit's
     #: default); a runner that takes seconds per job asks for fewer, or those cases time out
     default_property_examples: int | None = None
+    #: independent cases per shared job (--batch-size; 1: a job per case). Worth it where a job's
+    #: fixed cost dominates a small case's (a JVM job server), measured per target
+    default_batch_size: int = 1
     #: whose exclusion lists select Beam's Java ValidatesRunner tests for this target (--suite
     #: java-vr): a profile of conformance/java_vr/selections.py. The default is Beam's portable
     #: task for its Universal Local Runner, the profile of any Job API runner without one of its own
