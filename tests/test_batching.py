@@ -103,6 +103,12 @@ CASES = textwrap.dedent("""
         runner.run(p)
 
     @capability("pardo.basic")
+    def test_wrong_expectation_too(runner):
+        p = runner.pipeline()
+        check(p | beam.Create([1]) | beam.Map(lambda x: x), [3])
+        runner.run(p)
+
+    @capability("pardo.basic")
     def test_expects_failure(runner):
         def boom(x):
             raise ValueError("boom")
@@ -128,11 +134,11 @@ CASES = textwrap.dedent("""
 """)
 
 
-def _run(pytester, tmp_path, target, *args):
+def _run(pytester, tmp_path, target, *args, expectations="none"):
     pytester.makeconftest(CONFTEST)
     pytester.makepyfile(test_cases=CASES)
     result = pytester.runpytest_subprocess(
-        "-p", "no:cacheprovider", "--tb=short", "--target", target, "--expectations", "none",
+        "-p", "no:cacheprovider", "--tb=short", "--target", target, "--expectations", expectations,
         "--results-dir", str(tmp_path), *args,
     )  # fmt: skip
     doc = json.loads((tmp_path / f"results-{target}.json").read_text())
@@ -151,6 +157,7 @@ def test_a_case_that_fails_only_in_a_shared_job_fails_naming_its_batch_and_its_n
         "plus_one": "passed",
         "grouped": "passed",
         "wrong_expectation": "failed",
+        "wrong_expectation_too": "failed",
         "expects_failure": "passed",
         "own_options": "passed",
         "reads_metrics": "passed",
@@ -178,6 +185,7 @@ def test_a_runner_that_crashes_every_shared_job_still_gives_every_case_its_own_v
         "plus_one": "passed",
         "grouped": "passed",
         "wrong_expectation": "failed",
+        "wrong_expectation_too": "failed",
         "expects_failure": "passed",
         "own_options": "passed",
         "reads_metrics": "passed",
@@ -194,3 +202,26 @@ def test_batch_size_one_runs_every_case_in_a_job_of_its_own(pytester, tmp_path):
     result, cases = _run(pytester, tmp_path, "shared-job-miscounts", "--batch-size", "1")
     assert {name: c["outcome"] for name, c in cases.items()}["scaled"] == "passed"
     assert not any("batch" in c for c in cases.values())
+
+
+def test_known_failures_of_one_reason_share_a_job_and_keep_their_expected_failures(pytester, tmp_path):
+    pytester.makefile(
+        ".yaml",
+        known=textwrap.dedent("""
+            known_failures:
+              - case: "cases/wrong_expectation"
+                reason: "planted: the case expects what the model does not say"
+              - case: "cases/wrong_expectation_too"
+                reason: "planted: the case expects what the model does not say"
+        """),
+    )
+    result, cases = _run(pytester, tmp_path, "shared-job-miscounts", "-k", "wrong_exp", expectations="known.yaml")
+    assert result.ret == 0, result.stdout.str()[-3000:]
+    for name in ("wrong_expectation", "wrong_expectation_too"):
+        case = cases[name]
+        assert case["outcome"] == "expected-failure", case
+        assert "expected 1 element(s)" in case["message"], case["message"]
+    # judged in one shared job: each failure is its own diff, read from the job they shared
+    assert (
+        cases["wrong_expectation"]["batch"] == cases["wrong_expectation_too"]["batch"] == "cases#1 (2 cases in one job)"
+    )

@@ -77,6 +77,8 @@ class Batch:
     name: str
     items: list
     streaming: bool
+    # its cases are known failures (of one reason): a failure in the shared job is their verdict
+    expects_failure: bool = False
     ran: bool = False
 
 
@@ -86,13 +88,14 @@ class Verdict:
 
     passed: bool  # passed in the batch: its turn needs nothing more
     batch: str  # the batch's name and size, e.g. "gbk#3 (8 cases in one job)"
+    failed: BaseException | None = None  # a known failure's failure in the batch: its verdict
     alone: str | None = None  # why it runs alone in its own turn
     failed_in_batch: str | None = None  # how it failed in the batch (checked against its solo run)
     batch_failure: str | None = None  # the error of a batch job that failed as a whole
     share_s: float = 0.0  # its share of the batch's wall time
 
     def describe(self) -> str:
-        if self.passed:
+        if self.passed or self.failed is not None:
             return self.batch
         return f"ran alone: {self.alone}"
 
@@ -179,20 +182,26 @@ class Batches:
 
     # ------------------------------------------------------------------ plan
 
-    def plan(self, items: list, can_share: Callable[[object], bool], streaming_of: Callable[[object], bool]) -> None:
+    def plan(
+        self, items: list, sharing_group: Callable[[object], str | None], streaming_of: Callable[[object], bool]
+    ) -> None:
+        """``sharing_group``: None for a case that never shares a job; else the group it may share
+        one with ("" for cases expected to pass; a known failure's reason for its cases: one
+        whose failure crashes its job then costs only the jobs of cases failing alike)."""
         keys = chunks([i.nodeid for i in items], self.size)
-        groups: dict[tuple[str, bool], list] = {}
+        groups: dict[tuple[str, bool, str], list] = {}
         for item in items:
-            if can_share(item) and _takes_only_runner(item):
-                groups.setdefault((keys[item.nodeid], streaming_of(item)), []).append(item)
-        for (chunk, streaming), members in groups.items():
+            group = sharing_group(item)
+            if group is not None and _takes_only_runner(item):
+                groups.setdefault((keys[item.nodeid], streaming_of(item), group), []).append(item)
+        for (chunk, streaming, group), members in groups.items():
             module = chunk.split("#")[0].rsplit("/", 1)[-1].removesuffix(".py").removeprefix("test_")
             for start in range(0, len(members), self.size):
                 part = members[start : start + self.size]
                 if len(part) < 2:
                     continue
                 name = f"{module}#{len(self._names(module)) + 1}"
-                batch = Batch(name, part, streaming)
+                batch = Batch(name, part, streaming, expects_failure=bool(group))
                 for item in part:
                     self.of[item.nodeid] = batch
 
@@ -228,7 +237,7 @@ class Batches:
                     self._release(member, None, f"{batch.name} could not be run: {type(e).__name__}: {e}")
         share = (time.monotonic() - started) / max(1, len(members))
         for member in members:
-            self.verdicts[member.item.nodeid] = self._verdict_of(member, described, share)
+            self.verdicts[member.item.nodeid] = self._verdict_of(member, described, share, batch.expects_failure)
 
     def _build(self, member: _Member, target, streaming: bool) -> None:
         runner = MemberRunner(target, streaming, member)
@@ -317,14 +326,20 @@ class Batches:
         if not member.done.wait(BODY_TIMEOUT_S):
             member.alone = member.alone or f"it did not read its result within {BODY_TIMEOUT_S:g} s"
 
-    def _verdict_of(self, member: _Member, batch: str, share: float) -> Verdict:
+    def _verdict_of(self, member: _Member, batch: str, share: float, expects_failure: bool) -> Verdict:
         failure = member.failed_jobs[0] if member.failed_jobs else None
         if member.alone is not None:
             return Verdict(False, batch, alone=member.alone, batch_failure=failure)
-        if member.outcome is None:
-            return Verdict(True, batch, share_s=share, batch_failure=failure)
         if isinstance(member.outcome, pytest.skip.Exception):
             return Verdict(False, batch, alone="it skipped itself while built for a shared job")
+        if member.outcome is None and expects_failure:
+            # an unexpected pass is judged alone: a known failure leaves the file only on its solo verdict
+            alone = "it passed in a shared job, though a known failure"
+            return Verdict(False, batch, alone=alone, batch_failure=failure)
+        if member.outcome is None:
+            return Verdict(True, batch, share_s=share, batch_failure=failure)
+        if expects_failure:
+            return Verdict(False, batch, failed=member.outcome, share_s=share, batch_failure=failure)
         text = str(member.outcome)
         return Verdict(False, batch, alone="it failed in the shared job", failed_in_batch=text)
 

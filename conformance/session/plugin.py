@@ -475,18 +475,20 @@ def pytest_collection_finish(session):
     """Plan the batches from the cases this process will run (an xdist controller runs none)."""
     batches = session.config.stash[_BATCHES]
     if batches.size > 1:
-        batches.plan(session.items, _can_share_a_job, lambda item: item.get_closest_marker("streaming") is not None)
+        batches.plan(session.items, _sharing_group, lambda item: item.get_closest_marker("streaming") is not None)
 
 
-def _can_share_a_job(item) -> bool:
-    """A case that may be built into a shared job, from what it declares: a known failure may fail
-    its whole job, and the rest run however the case was marked (skip, xfail, another SDK's
-    program, one of Beam's Java tests). What a case does while it builds decides the rest
-    (batching.MemberRunner)."""
+def _sharing_group(item) -> str | None:
+    """Which cases a case may share a job with, from what it declares: None for cases marked to run
+    otherwise (skip, xfail, another SDK's program, one of Beam's Java tests); a known failure's
+    reason for the cases that fail for it, since a failure may crash the whole job; "" for the
+    rest. What a case does while it builds decides the rest (batching.MemberRunner)."""
     info = item.stash.get(_CASE, None)
-    if info is None or info.known is not None:
-        return False
-    return not any(item.get_closest_marker(m) is not None for m in ("skip", "skipif", "xfail", "sdk", "java_vr"))
+    if info is None or (info.known is not None and info.known.skip):
+        return None
+    if any(item.get_closest_marker(m) is not None for m in ("skip", "skipif", "xfail", "sdk", "java_vr")):
+        return None
+    return f"known failure: {info.known.describe()}" if info.known is not None else ""
 
 
 @pytest.hookimpl(optionalhook=True, tryfirst=True)
@@ -549,8 +551,11 @@ def runner(request, conformance_target) -> CaseRunner:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_pyfunc_call(pyfuncitem):
-    """A case that passed in its batch has its verdict: its body ran there."""
+    """A case that passed in its batch, or a known failure that failed there, has its verdict: its
+    body ran there."""
     verdict = pyfuncitem.config.stash[_BATCHES].verdict(pyfuncitem)
+    if verdict is not None and verdict.failed is not None:
+        raise verdict.failed  # a known failure that failed in its batch
     return True if verdict is not None and verdict.passed else None
 
 
