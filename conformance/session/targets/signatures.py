@@ -32,49 +32,59 @@ BEAM_GET_SIGNATURE = decorators.get_signature
 _lock = threading.Lock()
 
 
-def _inputs(func: types.FunctionType) -> tuple:
-    """What a plain function's signature is computed from, compared by identity."""
-    kwdefaults = func.__kwdefaults__
-    annotations = func.__annotations__
-    return (
-        func.__code__,
-        func.__defaults__,
-        None if kwdefaults is None else tuple(kwdefaults.items()),
-        tuple(annotations.items()),
-    )
+def _snapshot(mapping: dict | None) -> tuple | None:
+    return None if mapping is None else tuple(mapping.items())
 
 
-def _same(a: tuple, b: tuple) -> bool:
-    code_a, defaults_a, *items_a = a
-    code_b, defaults_b, *items_b = b
-    return code_a is code_b and defaults_a is defaults_b and all(map(_same_items, items_a, items_b))
+def _unchanged(snapshot: tuple | None, mapping: dict | None) -> bool:
+    """``mapping`` holds what it held at ``snapshot`` (keys equal, values the same objects)."""
+    if snapshot is None or mapping is None:
+        return snapshot is None and mapping is None
+    if len(snapshot) != len(mapping):
+        return False
+    return all(key in mapping and mapping[key] is value for key, value in snapshot)
 
 
-def _same_items(x: tuple | None, y: tuple | None) -> bool:
-    if x is None or y is None:
-        return x is y
-    return len(x) == len(y) and all(k1 == k2 and v1 is v2 for (k1, v1), (k2, v2) in zip(x, y, strict=True))
+class _Entry:
+    """A function's signatures (unbound, bound) and what they were computed from."""
+
+    __slots__ = ("code", "defaults", "kwdefaults", "annotations", "signatures")
+
+    def __init__(self, func: types.FunctionType):
+        self.code, self.defaults = func.__code__, func.__defaults__
+        self.kwdefaults = _snapshot(func.__kwdefaults__)
+        self.annotations = _snapshot(func.__annotations__)
+        self.signatures: dict[bool, object] = {}
+
+    def holds_for(self, func: types.FunctionType) -> bool:
+        return (
+            func.__code__ is self.code
+            and func.__defaults__ is self.defaults
+            and _unchanged(self.kwdefaults, func.__kwdefaults__)
+            and _unchanged(self.annotations, func.__annotations__)
+        )
 
 
 class _Memo:
     def __init__(self, compute: Callable):
         self._compute = compute
-        # function -> (inputs, {bound?: signature}); weak so lambdas of finished cases go
-        self._entries: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+        # weak: the lambdas of finished cases go
+        self._entries: weakref.WeakKeyDictionary[types.FunctionType, _Entry] = weakref.WeakKeyDictionary()
 
     def __call__(self, func):
         bound = type(func) is types.MethodType
         plain = func.__func__ if bound else func
-        if type(plain) is not types.FunctionType or any(name in plain.__dict__ for name in _OVERRIDES):
+        if type(plain) is not types.FunctionType:
             return self._compute(func)
-        inputs = _inputs(plain)
+        attributes = plain.__dict__
+        if attributes and any(name in attributes for name in _OVERRIDES):
+            return self._compute(func)
         entry = self._entries.get(plain)
-        if entry is None or not _same(entry[0], inputs):
-            entry = (inputs, {})
-            self._entries[plain] = entry
-        signature = entry[1].get(bound)
+        if entry is None or not entry.holds_for(plain):
+            entry = self._entries[plain] = _Entry(plain)
+        signature = entry.signatures.get(bound)
         if signature is None:
-            signature = entry[1][bound] = self._compute(func)
+            signature = entry.signatures[bound] = self._compute(func)
         return signature
 
 
