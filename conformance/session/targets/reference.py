@@ -19,7 +19,10 @@ class ReferenceTarget(Target):
 
     def __init__(self, spec, settings):
         super().__init__(spec, settings)
+        from conformance.session.targets import signatures
         from reference_runner.knobs import Knobs, OptionError, read_spec
+
+        signatures.install()  # pipeline construction and the embedded harness inspect the same DoFns
 
         try:
             self.knobs = read_spec(spec.partition(":")[2])
