@@ -48,6 +48,24 @@ CONFTEST = textwrap.dedent('''
             return super().run_pipeline(pipeline, options)
 
 
+    class _Hangs(ReferenceRunner):
+        def run_pipeline(self, pipeline, options):
+            if len(_cases_in(pipeline)) > 1:
+                import time
+                time.sleep(3600)
+            return super().run_pipeline(pipeline, options)
+
+
+    class SharedJobHangs(ReferenceTarget):
+        """our reference runner with one bug: a job of several cases never finishes"""
+
+        name = "shared-job-hangs"
+        default_batch_size = 8
+
+        def beam_runner(self):
+            return _Hangs(**self.knobs)
+
+
     class SharedJobMiscounts(ReferenceTarget):
         """our reference runner with one bug: in a job of several cases, Scale multiplies by 11"""
 
@@ -70,6 +88,7 @@ CONFTEST = textwrap.dedent('''
 
     targets.register("shared-job-miscounts", SharedJobMiscounts)
     targets.register("shared-job-crashes", SharedJobCrashes)
+    targets.register("shared-job-hangs", SharedJobHangs)
 ''')
 
 CASES = textwrap.dedent("""
@@ -225,3 +244,13 @@ def test_known_failures_of_one_reason_share_a_job_and_keep_their_expected_failur
     assert (
         cases["wrong_expectation"]["batch"] == cases["wrong_expectation_too"]["batch"] == "cases#1 (2 cases in one job)"
     )
+
+
+def test_a_shared_job_that_hangs_is_given_up_at_the_time_limit_and_its_cases_run_alone(pytester, tmp_path):
+    result, cases = _run(pytester, tmp_path, "shared-job-hangs", "-k", "plus_one or grouped", "--case-timeout", "20")
+    assert result.ret == 0, result.stdout.str()[-3000:]
+    for name in ("plus_one", "grouped"):
+        assert cases[name]["outcome"] == "passed", cases[name]
+        assert cases[name]["batch"].startswith(
+            "ran alone: the job of cases#1 (2 cases in one job) failed as a whole: it did not finish within 20 s"
+        ), cases[name]["batch"]

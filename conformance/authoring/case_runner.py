@@ -4,6 +4,7 @@ what a finished job left behind (RunResult), and how a case fails (CaseFailure).
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -55,12 +56,20 @@ class RunResult:
     state: str
     metrics: dict
     transform_names: dict[str, str] = field(default_factory=dict)
+    # where transform_names comes from when it is first read (None: transform_names as given).
+    # A case rarely reads it, and writing a pipeline's proto is a tenth of a small case's cost.
+    proto_of: Callable[[], beam_runner_api_pb2.Pipeline | None] | None = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        self._names_read = self.proto_of is None
 
     def step_name(self, reported: str | None) -> str | None:
         """The full name of the transform a metric's reported step identifies (the reported text
         itself when it is no transform id of the pipeline; None when the runner gave none)."""
         if reported is None:
             return None
+        if not self._names_read and self.proto_of is not None:
+            self.transform_names, self._names_read = _transform_names(self.proto_of()), True
         return self.transform_names.get(reported, reported)
 
     def _query(self, kind: str, namespace: str | None, name: str):
@@ -169,14 +178,14 @@ class CaseRunner:
         return beam.Pipeline(runner=self.target.beam_runner(), options=options)
 
     def _submitted(self, pipeline: beam.Pipeline) -> beam_runner_api_pb2.Pipeline | None:
-        """The pipeline's Runner API proto, written out when --capture-pipelines asks (None when the
-        SDK cannot write it: running it then fails with the SDK's own error). Written once per run
-        and read for the transform names and the TestStreams a failure may name."""
-        try:
-            proto = pipeline.to_runner_api()
-        except Exception:
+        """With --capture-pipelines, the pipeline's Runner API proto as the case built it, written out
+        (None when the SDK cannot write it: running it then fails with the SDK's own error). Without,
+        None: it is written after the run, only when read (the transform names of a metric, the
+        TestStreams a failure may name); the SDK names its transforms alike every time it writes it."""
+        if self.capture is None:
             return None
-        if self.capture is not None:
+        proto = _proto_of(pipeline)
+        if proto is not None:
             self.capture.write(proto)
         return proto
 
@@ -209,6 +218,7 @@ class CaseRunner:
             note = self.target.explain_failure(text)
             note = f"\n({note})" if note else ""
             message = f"the job failed on {self.target.name}:\n{_tail(text)}{note}"
+            proto = proto or _proto_of(pipeline)
             if refuses_test_stream(text, pipeline, proto):
                 # refused for the TestStream, not for what the case is about: not judged here
                 raise CaseFailure(message, cross_cutting=TEST_STREAM, judged=False) from None
@@ -228,7 +238,7 @@ class CaseRunner:
         metrics = all_metrics(result)
         self._collect_deviations(checks.checks_of(pipeline), metrics)
         self._confirm(checks.checks_of(pipeline), metrics)
-        return RunResult(state, metrics, _transform_names(proto))
+        return RunResult(state, metrics, proto_of=lambda: proto or _proto_of(pipeline))
 
     def judge_shared(self, pipeline: beam.Pipeline, metrics: dict) -> None:
         """The checks of ``pipeline`` after a job it shared with other cases finished DONE: their
@@ -393,6 +403,13 @@ def undecodable_test_stream(
         if any(u in error_text for u in urns) or any(m in error_text for m in DECODE_FAILURE_MARKERS):
             return urns, declared.decode("utf-8")
     return None
+
+
+def _proto_of(pipeline: beam.Pipeline) -> beam_runner_api_pb2.Pipeline | None:
+    try:
+        return pipeline.to_runner_api()
+    except Exception:
+        return None
 
 
 def _transform_names(proto: beam_runner_api_pb2.Pipeline | None) -> dict[str, str]:

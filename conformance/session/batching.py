@@ -27,7 +27,9 @@ it is off where they are not.
 
 from __future__ import annotations
 
+import contextlib
 import inspect
+import signal
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -41,6 +43,7 @@ from conformance.authoring.case_runner import CaseRunner, RunResult, all_metrics
 
 # how long one case may take to build its pipeline, and to read its result, inside a batch
 BODY_TIMEOUT_S = 120.0
+_TIMED_OUT = "it did not finish within"
 
 
 def chunks(nodeids: list[str], size: int) -> dict[str, str]:
@@ -275,7 +278,9 @@ class Batches:
             return
         for member in members:
             member.failed_jobs.append(f"the job of {name} failed as a whole: {error}")
-        if len(members) < 4:
+        if len(members) < 4 or error.startswith(_TIMED_OUT):
+            # a job that hangs would hang its halves too, each for the whole time limit: alone,
+            # every case waits only for its own
             for member in members:
                 self._release(member, None, member.failed_jobs[-1])
             return
@@ -291,29 +296,22 @@ class Batches:
             assert member.pipeline is not None
             sharing.graft(pipeline, sharing.scope_label(member.case_id), member.pipeline)
         outcome: dict = {}
-
-        def job() -> None:
-            try:
+        try:
+            with _deadline(self.case_timeout):
                 shape = target.settings.pipeline_shape
-                result = target.run_shaped(pipeline, shape) if shape else pipeline.run()
-                outcome["result"] = result
-                outcome["state"] = str(result.wait_until_finish())
-                outcome["metrics"] = all_metrics(result)
-            except BaseException as e:
-                outcome["error"] = f"{type(e).__name__}: {str(e).strip().splitlines()[0] if str(e).strip() else ''}"
-
-        thread = threading.Thread(target=job, name="shared job", daemon=True)
-        thread.start()
-        thread.join(self.case_timeout)
-        if thread.is_alive():
+                result = outcome["result"] = target.run_shaped(pipeline, shape) if shape else pipeline.run()
+                state = str(result.wait_until_finish())
+                metrics = all_metrics(result)
+        except _DeadlinePassed:
             _cancel_quietly(outcome.get("result"))
-            return f"it did not finish within {self.case_timeout:g} s"
-        if "error" in outcome:
-            return outcome["error"]
-        if "DONE" not in outcome["state"]:
-            return f"it finished in state {outcome['state']}"
+            return f"{_TIMED_OUT} {self.case_timeout:g} s"
+        except Exception as e:
+            text = str(e).strip()
+            return f"{type(e).__name__}: {text.splitlines()[0] if text else ''}"
+        if "DONE" not in state:
+            return f"it finished in state {state}"
         for member in members:
-            self._release(member, outcome["metrics"], None)
+            self._release(member, metrics, None)
         return None
 
     def _release(self, member: _Member, metrics: dict | None, alone: str | None) -> None:
@@ -365,6 +363,31 @@ def _takes_only_runner(item) -> bool:
     except (TypeError, ValueError):
         return False
     return "runner" in names and all(n == "runner" or n in params for n in names)
+
+
+class _DeadlinePassed(BaseException):
+    pass
+
+
+@contextlib.contextmanager
+def _deadline(seconds: float):
+    """Raise _DeadlinePassed in this (the main) thread after ``seconds``, as pytest-timeout does for a
+    case: the shared job is submitted and awaited on the thread a case's own job uses, so the
+    runner's client (gRPC channels, a LOOPBACK worker pool) lives where it does for a case alone."""
+    if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "SIGALRM"):
+        yield  # no alarm off the main thread: the job runs without a limit of its own
+        return
+
+    def passed(signum, frame):
+        raise _DeadlinePassed()
+
+    previous = signal.signal(signal.SIGALRM, passed)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
 
 
 def _cancel_quietly(result) -> None:
