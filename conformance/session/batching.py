@@ -38,7 +38,7 @@ from typing import cast
 import apache_beam as beam
 import pytest
 
-from conformance.authoring import checks, sharing
+from conformance.authoring import checks, shapes, sharing
 from conformance.authoring.case_runner import CaseRunner, RunResult, all_metrics
 
 # how long one case may take to build its pipeline, and to read its result, inside a batch
@@ -109,9 +109,11 @@ class _Member:
     case_id: str
     pipeline: beam.Pipeline | None = None
     metrics: dict | None = None  # the shared job's metrics, handed to the resumed body
+    shape: str | None = None  # the shape it asked to be submitted in (shapes.py); None: as built
     outcome: BaseException | None = None
     alone: str | None = None
     failed_jobs: list[str] = field(default_factory=list)  # shared jobs of it that failed as a whole
+    job: str | None = None  # the shared job it was first run in
     finished: bool = False
     parked: threading.Event = field(default_factory=threading.Event)  # at runner.run, or finished
     resume: threading.Event = field(default_factory=threading.Event)
@@ -137,7 +139,9 @@ class MemberRunner(CaseRunner):
         return pipeline
 
     def shaped(self, shape: str) -> CaseRunner:
-        raise sharing.RunsAlone(f"it submits its pipeline in a shape of its own ({shape})")
+        """Shares a job with the cases that ask for the same shape (the SDK rewrites the whole job)."""
+        self.member.shape = shapes.check_shape(shape)
+        return self
 
     def run_expecting_failure(self, pipeline, match: str) -> str:
         raise sharing.RunsAlone("it expects its job to fail")
@@ -145,8 +149,10 @@ class MemberRunner(CaseRunner):
     def run(self, pipeline: beam.Pipeline, shape: str | None = None) -> RunResult:
         __tracebackhide__ = True
         member = self.member
-        if shape is not None:
-            raise sharing.RunsAlone(f"it submits its pipeline in a shape of its own ({shape})")
+        if shape is not None and shape != member.shape:
+            if member.shape is not None:
+                raise sharing.RunsAlone(f"it submits its pipeline in two shapes ({member.shape}, {shape})")
+            member.shape = shapes.check_shape(shape)
         if member.pipeline is not None:
             raise sharing.RunsAlone("it runs more than one pipeline")
         reason = sharing.alone_reason(pipeline)
@@ -231,16 +237,24 @@ class Batches:
         for member in members:
             self._build(member, target, batch.streaming)
         shared = [m for m in members if m.pipeline is not None and not m.finished]
-        described = f"{batch.name} ({len(shared)} cases in one job)"
+        by_shape: dict[str | None, list[_Member]] = {}
+        for member in shared:
+            by_shape.setdefault(member.shape or target.settings.pipeline_shape, []).append(member)
         try:
-            self._run(described, shared, target, batch.streaming)
+            for number, (shape, group) in enumerate(by_shape.items()):
+                name = batch.name if len(by_shape) == 1 else f"{batch.name}.{number + 1}"
+                described = f"{name} ({len(group)} cases in one job" + (f", shape {shape})" if shape else ")")
+                for member in group:
+                    member.job = described
+                self._run(described, group, target, batch.streaming, shape)
         except Exception as e:  # the kit could not make the batch: every case runs alone
             for member in shared:
                 if not member.done.is_set():
                     self._release(member, None, f"{batch.name} could not be run: {type(e).__name__}: {e}")
         share = (time.monotonic() - started) / max(1, len(members))
         for member in members:
-            self.verdicts[member.item.nodeid] = self._verdict_of(member, described, share, batch.expects_failure)
+            job = member.job or f"{batch.name} (planned)"
+            self.verdicts[member.item.nodeid] = self._verdict_of(member, job, share, batch.expects_failure)
 
     def _build(self, member: _Member, target, streaming: bool) -> None:
         runner = MemberRunner(target, streaming, member)
@@ -267,13 +281,13 @@ class Batches:
         elif member.pipeline is None and member.alone is None:
             member.alone = "it ran no pipeline through runner.run"
 
-    def _run(self, name: str, members: list[_Member], target, streaming: bool) -> None:
+    def _run(self, name: str, members: list[_Member], target, streaming: bool, shape: str | None) -> None:
         """Run ``members`` as one job; when the job fails as a whole, each half again."""
         if len(members) < 2:
             for member in members:
                 self._release(member, None, member.alone or "its batch could not share a job")
             return
-        error = self._run_shared(members, target, streaming)
+        error = self._run_shared(members, target, streaming, shape)
         if error is None:
             return
         for member in members:
@@ -286,9 +300,9 @@ class Batches:
             return
         half = len(members) // 2
         for part, suffix in ((members[:half], "a"), (members[half:], "b")):
-            self._run(f"{name.split(' ')[0]}{suffix} ({len(part)} cases in one job)", part, target, streaming)
+            self._run(f"{name.split(' ')[0]}{suffix} ({len(part)} cases in one job)", part, target, streaming, shape)
 
-    def _run_shared(self, members: list[_Member], target, streaming: bool) -> str | None:
+    def _run_shared(self, members: list[_Member], target, streaming: bool, shape: str | None) -> str | None:
         """One job of every member's pipeline; hands each body the result. None, or why it failed."""
         batch_runner = CaseRunner(target, streaming)
         pipeline = batch_runner.pipeline()
@@ -298,7 +312,6 @@ class Batches:
         outcome: dict = {}
         try:
             with _deadline(self.case_timeout):
-                shape = target.settings.pipeline_shape
                 result = outcome["result"] = target.run_shaped(pipeline, shape) if shape else pipeline.run()
                 state = str(result.wait_until_finish())
                 metrics = all_metrics(result)
