@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from apache_beam.portability.api import beam_fn_api_pb2, beam_runner_api_pb2
 
-from reference_runner.graph import urns
+from reference_runner.graph import subset, urns
 from reference_runner.graph.fusion import Stage
 
 #: where a Plan's descriptors point before a backend instantiates them (plan.Descriptor)
@@ -33,8 +33,11 @@ def build(
     """``endpoint``: the runner's Fn API address for a remote worker ("embedded" in process).
     ``by_content``: suffix the id with a digest of the descriptor (see name_by_content)."""
     pbd = beam_fn_api_pb2.ProcessBundleDescriptor(id=descriptor_id or stage.id)
+    # only what the stage's transforms name: the whole pipeline's would make every stage of a
+    # large pipeline as large as the pipeline
+    used = subset.needed(components, {t.id: t.proto for t in stage.transforms}, [*stage.inputs, *stage.outputs])
     for kind in ("pcollections", "coders", "windowing_strategies", "environments"):
-        for key, value in getattr(components, kind).items():
+        for key, value in getattr(used, kind).items():
             getattr(pbd, kind)[key].CopyFrom(value)
     for t in stage.transforms:
         pbd.transforms[t.id].CopyFrom(t.proto)

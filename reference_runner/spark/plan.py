@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from apache_beam.portability.api import beam_runner_api_pb2
 
 from reference_runner.engine.spec import StageKind
+from reference_runner.graph import subset
 from reference_runner.graph.descriptors import StageDescriptor
 from reference_runner.graph.plan import Plan, PlannedStage
 from reference_runner.spark.user_code import EMBEDDED_CODE, UserCode
@@ -55,16 +56,24 @@ class StagePlan:
 
 
 def stage_plans(prepared: Plan, job_id: str, user_code: UserCode = EMBEDDED_CODE) -> list[StagePlan]:
-    components = prepared.components.SerializeToString()
     return [
-        StagePlan(f"{job_id}/{s.id}", job_id, s, components, prepared.test_stream_driven, user_code)
+        StagePlan(f"{job_id}/{s.id}", job_id, s, _components(prepared, s), prepared.test_stream_driven, user_code)
         for s in prepared.stages
     ]
 
 
-@functools.lru_cache(maxsize=64)
+def _components(prepared: Plan, stage: PlannedStage) -> bytes:
+    """What of the pipeline's Components the stage's tasks read: each Spark stage's command
+    pickles its StagePlans, so with the whole pipeline's every stage would grow with it."""
+    components = prepared.components
+    transforms = {t: components.transforms[t] for t in stage.transforms if t in components.transforms}
+    pcollections = [*stage.inputs, *stage.outputs, *(side.pcoll for side in stage.side_inputs)]
+    return subset.needed(components, transforms, pcollections).SerializeToString(deterministic=True)
+
+
+@functools.lru_cache(maxsize=256)
 def coders_of(components: bytes) -> codecs.Coders:
-    """Coders rebuilt from serialized components, once per process and pipeline."""
+    """Coders rebuilt from serialized components, once per process and stage."""
     return codecs.Coders(beam_runner_api_pb2.Components.FromString(components))
 
 

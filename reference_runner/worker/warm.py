@@ -31,9 +31,10 @@ def acquire(state: StateService) -> EmbeddedWorker:
     return worker
 
 
-def release(worker: EmbeddedWorker, succeeded: bool) -> None:
-    """The job on ``worker`` ended: keep the worker warm if it may be reused, else stop it."""
-    if succeeded and worker.reusable():
+def release(worker: EmbeddedWorker, succeeded: bool, max_descriptors: int = 500) -> None:
+    """The job on ``worker`` ended: keep the worker warm if it may be reused (and holds the
+    processors of at most ``max_descriptors`` stages), else stop it."""
+    if succeeded and worker.reusable(max_descriptors):
         worker.serve(StateService())  # the finished job's state is not kept alive
         with _lock:
             if len(_idle) < MAX_IDLE:
