@@ -45,10 +45,20 @@ REPRESENTATIVE = [
 REWRITING_SHAPES = [s for s in SHAPES if s != "none"]
 
 
+def _case_id(case) -> str:
+    return f"{case.__module__.rsplit('.', 1)[-1][5:]}.{case.__name__[5:]}"
+
+
+# shape by shape (ids stay case-shape): consecutive cases ask for one shape, so that where cases
+# share jobs (--batch-size) the cases of a shape share one
 @capability("shapes.pre_optimized")
-@pytest.mark.parametrize("shape", REWRITING_SHAPES)
 @pytest.mark.parametrize(
-    "case", REPRESENTATIVE, ids=lambda case: f"{case.__module__.rsplit('.', 1)[-1][5:]}.{case.__name__[5:]}"
+    "case,shape",
+    [
+        pytest.param(case, shape, id=f"{_case_id(case)}-{shape}")
+        for shape in REWRITING_SHAPES
+        for case in REPRESENTATIVE
+    ],
 )
 def test_pre_optimized(runner, case, shape):
     case(runner.shaped(shape))
