@@ -35,14 +35,17 @@ def alone_reason(pipeline: beam.Pipeline) -> str | None:
     A TestStream scripts the watermark and processing time of the whole job, and processing time
     (a processing-time trigger or timer) runs on the job's clock: either makes a case's verdict
     depend on what else runs in its job."""
-    finder = _Finder()
+    from apache_beam.options.pipeline_options import StandardOptions
+
+    finder = _Finder(streaming=bool(pipeline.options.view_as(StandardOptions).streaming))
     pipeline.visit(finder)
     return finder.reason
 
 
 class _Finder(PipelineVisitor):
-    def __init__(self) -> None:
+    def __init__(self, streaming: bool) -> None:
         self.reason: str | None = None
+        self.streaming = streaming
         self._seen_windowings: set[int] = set()
 
     def visit_transform(self, node: AppliedPTransform) -> None:
@@ -54,6 +57,8 @@ class _Finder(PipelineVisitor):
             self.reason = "its TestStream scripts the whole job's watermark and processing time"
         elif isinstance(node.transform, beam.ParDo) and _has_processing_time_timer(node.transform.fn):
             self.reason = "it sets processing-time timers, which run on the job's clock"
+        elif self.streaming and isinstance(node.transform, beam.ParDo) and _is_splittable(node.transform.fn):
+            self.reason = "its streaming splittable DoFn checkpoints and resumes on the job's clock"
 
     def visit_value(self, value, producer_node) -> None:
         windowing = getattr(value, "windowing", None) if isinstance(value, beam.PCollection) else None
@@ -70,6 +75,15 @@ def _has_processing_time_timer(fn) -> bool:
     except Exception:  # a DoFn Beam cannot inspect runs where it is; its own run says why
         return False
     return any(t.time_domain == TimeDomain.REAL_TIME for t in timers)
+
+
+def _is_splittable(fn) -> bool:
+    from apache_beam.runners.common import DoFnSignature
+
+    try:
+        return DoFnSignature(fn).is_splittable_dofn()
+    except Exception:  # a DoFn Beam cannot inspect runs where it is; its own run says why
+        return False
 
 
 def _fires_on_processing_time(fn, depth: int = 0) -> bool:
