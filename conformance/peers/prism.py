@@ -13,7 +13,6 @@ class PrismTarget(JobServerTarget):
     beam_version = pins.PRISM.version.lstrip("v")
     runner_version = pins.PRISM.version
     java_vr_profile = "prism"
-    default_batch_size = 10
 
     def __init__(self, spec, settings):
         if ":" in spec:

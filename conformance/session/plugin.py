@@ -169,8 +169,8 @@ def pytest_addoption(parser):
         help="run up to N independent cases in one shared job (one pipeline, each case under its own "
         "name), where a job's fixed cost dominates; each case keeps the verdict it gets alone (a case "
         "that fails in a batch is run again alone, and a batch whose job fails is split). 1 turns "
-        "batching off. Default: the target's own (flink, prism, beam-spark-job-server batch; the "
-        "in-process targets do not). Needs the target's workers in this process (LOOPBACK)",
+        "batching off. Default: the target's own (1 for every target the kit ships, by "
+        "measurement: docs/benchmarks/batching.md). Needs the target's workers in this process (LOOPBACK)",
     )
     java_vr.add_options(group)
     group.addoption(
