@@ -92,10 +92,26 @@ def get(master: str = DEFAULT_MASTER, conf: dict | None = None):
             builder = builder.config(key, value)
         for key, value in (conf or {}).items():
             builder = builder.config(key, value)
-        _session = builder.getOrCreate()
+        _session = _started(builder)
         _session.sparkContext.setLogLevel("ERROR")
         _settings, _owned = wanted, True
         return _session
+
+
+def _started(builder):
+    """``builder.getOrCreate()``, again if the driver JVM exits before it answers: PySpark forks
+    this process to start it, and a fork while this process's gRPC threads are busy (a job server,
+    a LOOPBACK worker) can lose the child ("Java gateway process exited before sending its port
+    number", seen once in CI with gRPC's "skipping fork() handlers"). A third failure is reported."""
+    from pyspark.errors import PySparkRuntimeError
+
+    for attempt in range(3):
+        try:
+            return builder.getOrCreate()
+        except PySparkRuntimeError as e:
+            if "JAVA_GATEWAY_EXITED" not in str(e) or attempt == 2:
+                raise
+    raise AssertionError("unreachable")
 
 
 def _jvm_alive(session) -> bool:
