@@ -39,6 +39,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from conformance.peers import artifacts, pins
+from conformance.session.results import portable_paths
 from conformance.session.targets.processes import free_port, start_group, stop_group, wait_until_serving
 from conformance.targets import TargetUnavailable
 from trials import java_examples
@@ -485,7 +486,7 @@ def run(args) -> int:
     if args.peers_from:  # the peers' columns come from an earlier run: only ours runs now
         earlier = json.loads(Path(args.peers_from).read_text())
         args.peer = earlier["runners"][1:]
-        args.peers_copied = f"{args.peers_from} (run {earlier['started']})"
+        args.peers_copied = f"{portable_paths(args.peers_from)} (run {earlier['started']})"
         for r in earlier["rows"]:
             copied[(r["sdk"], r["program"])] = {k: Outcome(**o) for k, o in r["outcomes"].items() if k != "ours"}
     runners = ["ours", *args.peer]
@@ -624,9 +625,13 @@ def render(args, runners, rows, problems, started, ended) -> str:
         f"(`python -m reference_runner.jobserver serve --backend {args.backend}`) and, side by side, "
         "against "
         + ", ".join(PEERS[p] for p in args.peer)
-        + (f" (their columns copied from {args.peers_copied}; only ours ran now)" if args.peers_from else "")
+        + (
+            f" (their columns copied from {portable_paths(args.peers_copied)}; only ours ran now)"
+            if args.peers_from
+            else ""
+        )
         + ". Written by `python -m trials.run_trials "
-        + " ".join(sys.argv[1:])
+        + portable_paths(" ".join(sys.argv[1:]))
         + f"`, {started:%Y-%m-%d %H:%M} to {ended:%H:%M} UTC (times are wall seconds on a shared two-core machine).",
         "",
         f"- **java**: `beam-examples-java` {JAVA_EXAMPLES_BEAM} from Maven Central (2.65.0 is not served), "

@@ -100,10 +100,8 @@ def _fires_on_processing_time(fn, depth: int = 0) -> bool:
 
 
 class _CaseScope(ptransform.PTransform):
-    """The composite a case's pipeline is grafted under in a batch pipeline (never applied)."""
-
-    def expand(self, pbegin):
-        raise NotImplementedError("a case scope is grafted, not applied")
+    """The composite a case's pipeline is grafted under in a batch pipeline (graft): never applied,
+    so it has no expand of its own."""
 
 
 def scope_label(case_id: str) -> str:

@@ -203,19 +203,17 @@ class Batches:
             group = sharing_group(item)
             if group is not None and _takes_only_runner(item):
                 groups.setdefault((keys[item.nodeid], streaming_of(item), group), []).append(item)
+        numbered: dict[str, int] = {}  # batches per module, for their names
         for (chunk, streaming, group), members in groups.items():
             module = chunk.split("#")[0].rsplit("/", 1)[-1].removesuffix(".py").removeprefix("test_")
             for start in range(0, len(members), self.size):
                 part = members[start : start + self.size]
                 if len(part) < 2:
                     continue
-                name = f"{module}#{len(self._names(module)) + 1}"
-                batch = Batch(name, part, streaming, expects_failure=bool(group))
+                numbered[module] = numbered.get(module, 0) + 1
+                batch = Batch(f"{module}#{numbered[module]}", part, streaming, expects_failure=bool(group))
                 for item in part:
                     self.of[item.nodeid] = batch
-
-    def _names(self, module: str) -> set[str]:
-        return {b.name for b in self.of.values() if b.name.split("#")[0] == module}
 
     # ------------------------------------------------------------------ running
 
@@ -309,14 +307,14 @@ class Batches:
         for member in members:
             assert member.pipeline is not None
             sharing.graft(pipeline, sharing.scope_label(member.case_id), member.pipeline)
-        outcome: dict = {}
+        result = None
         try:
             with _deadline(self.case_timeout):
-                result = outcome["result"] = target.run_shaped(pipeline, shape) if shape else pipeline.run()
+                result = target.run_shaped(pipeline, shape) if shape else pipeline.run()
                 state = str(result.wait_until_finish())
                 metrics = all_metrics(result)
         except _DeadlinePassed:
-            _cancel_quietly(outcome.get("result"))
+            _cancel_quietly(result)
             return f"{_TIMED_OUT} {self.case_timeout:g} s"
         except Exception as e:
             text = str(e).strip()
