@@ -1,9 +1,10 @@
 """A streaming pipeline on the Spark backend disturbed once, run as its own process (one
 SparkSession per process): ``python -m tests.spark_fault_stream MASTER FAULT MARKER_DIR``.
 
-FAULT: ``task`` (a DoFn raises on its first attempt at one element: Spark runs the task again),
-``executor`` (the same DoFn kills the executor JVM it runs under, once: a standalone cluster
-starts another and Spark recomputes what was lost), or ``none``. Either way the output must be
+FAULT: ``task`` (the Python worker running a DoFn dies at one element, once: Spark runs the task
+again; a DoFn that raises would fail the job at once, spark/failure_inbox.py), ``executor`` (the
+same DoFn kills the executor JVM it runs under, once: a standalone cluster starts another and
+Spark recomputes what was lost), or ``none``. Either way the output must be
 what the model says (checked inside the pipeline) and the committed counter must count every
 element once. Every element's bundle is finalized: once (``task``, ``none``: a bundle is
 finalized only after its task's whole output went to Spark, so the failed attempt finalizes
@@ -57,7 +58,7 @@ class _FaultOnce(beam.DoFn):
                 if jvm is None:
                     raise RuntimeError("no executor JVM above this worker: not on a standalone cluster")
                 os.kill(jvm, signal.SIGKILL)
-            raise RuntimeError("injected: the first attempt fails")
+            os.kill(os.getpid(), signal.SIGKILL)  # a crash, not an error of the DoFn's
         yield kv
 
 

@@ -295,3 +295,47 @@ def test_a_timed_out_tests_job_is_cancelled_and_other_jobs_are_left_alone():
             results[IMPULSE].wait_until_finish()
         proxy.stop()
         server.stop()
+
+
+# --------------------------------------------------------------------------- on the Spark job server
+
+# Each expects its job to fail with its user code's message ("Vals should have been empty", ...)
+EXPECT_FAILURES = [
+    "org.apache.beam.sdk.testing.PAssertTest.testEmptyFalse",
+    "org.apache.beam.sdk.testing.PAssertTest.testEmptyFalseDefaultReasonString",
+    "org.apache.beam.sdk.testing.PAssertTest.testPAssertEqualsSingletonFailsForEmptyPCollection",
+    "org.apache.beam.sdk.transforms.ParDoTest$LifecycleTests.testParDoWithErrorInProcessElement",
+]
+
+
+def test_failing_java_loopback_jobs_on_the_spark_job_server_fail_with_their_messages_beside_a_good_job(
+    launcher, tmp_path
+):
+    # Spark would run the failing task again (local[2,4]), and Beam's Java LOOPBACK service serves
+    # no worker after one of its workers stopped: the job used to wait a minute for one, then
+    # report Spark's error (which of these tests met that depended on where Spark ran the retry).
+    # A DoFn that raised fails the job at once, with its message, and a Python job running beside
+    # them on the same SparkContext finishes.
+    from user_modules import job_server_elsewhere
+
+    with job_server_elsewhere(tmp_path, "--backend", "spark") as endpoint:
+        jvm = driver.LauncherJvm(launcher, driver.pipeline_options(endpoint))
+        try:
+            with futures.ThreadPoolExecutor(1) as pool:
+                beside = pool.submit(_python_loopback_job, endpoint)
+                verdicts = {test: jvm.run(test, timeout=300) for test in EXPECT_FAILURES}
+                beside.result()
+        finally:
+            jvm.close()
+    assert all(v.outcome == "passed" for v in verdicts.values()), verdicts
+
+
+def _python_loopback_job(endpoint: str) -> None:
+    import apache_beam as beam
+    from apache_beam.options.pipeline_options import PipelineOptions
+    from apache_beam.testing.util import assert_that, equal_to
+
+    options = PipelineOptions(["--runner=PortableRunner", f"--job_endpoint={endpoint}", "--environment_type=LOOPBACK"])
+    with beam.Pipeline(options=options) as p:
+        doubled = p | beam.Create(list(range(40))) | beam.Reshuffle() | beam.Map(lambda x: 2 * x)
+        assert_that(doubled, equal_to([2 * x for x in range(40)]))

@@ -5,6 +5,7 @@ and not in Spark's own Python workers. Its DoFn comes from a module only the cli
 state; the job's messages say where the user code ran."""
 
 import os
+from concurrent import futures
 
 import apache_beam as beam
 import grpc
@@ -57,3 +58,47 @@ def _messages(endpoint: str) -> list[str]:
         [job] = stub.GetJobs(beam_job_api_pb2.GetJobsRequest()).job_info
         stream = stub.GetMessageStream(beam_job_api_pb2.JobMessagesRequest(job_id=job.job_id), timeout=30)
         return [e.message_response.message_text for e in stream if e.HasField("message_response")]
+
+
+FAILING_SOURCE = """
+    import apache_beam as beam
+
+    ATTEMPTS = []  # in the submitting process, where LOOPBACK runs the DoFn
+
+
+    class FailsAtFive(beam.DoFn):
+        def process(self, element):
+            if element == 5:
+                ATTEMPTS.append(element)
+                raise ValueError("five is not allowed here")
+            yield element
+"""
+
+
+def test_a_loopback_job_whose_dofn_raises_fails_at_once_and_the_job_beside_it_finishes(tmp_path):
+    # The job server's master is local[2,4]: Spark would run the failing task four times. The
+    # DoFn raises on every attempt, so the job fails on the first, with the DoFn's error, while
+    # another job runs beside it on the same SparkContext.
+    module = user_module(tmp_path, "fails_at_five", FAILING_SOURCE)
+    with job_server_elsewhere(tmp_path, "--backend", "spark") as endpoint:
+
+        def failing(p):
+            _ = p | beam.Create(list(range(12))) | beam.Reshuffle() | beam.ParDo(module.FailsAtFive())
+
+        def good(p):
+            doubled = p | "Good" >> beam.Create(list(range(40))) | beam.Reshuffle() | beam.Map(lambda x: 2 * x)
+            assert_that(doubled, equal_to([2 * x for x in range(40)]))
+
+        with futures.ThreadPoolExecutor(2) as pool:
+            failed = pool.submit(_loopback_job, endpoint, failing)
+            finished = pool.submit(_loopback_job, endpoint, good)
+            with pytest.raises(RuntimeError, match="ValueError: five is not allowed here"):
+                failed.result()
+            finished.result()
+    assert module.ATTEMPTS == [5]
+
+
+def _loopback_job(endpoint: str, build) -> None:
+    options = PipelineOptions(["--runner=PortableRunner", f"--job_endpoint={endpoint}", "--environment_type=LOOPBACK"])
+    with beam.Pipeline(options=options) as p:
+        build(p)

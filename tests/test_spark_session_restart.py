@@ -33,3 +33,36 @@ def test_a_session_whose_driver_jvm_died_starts_a_new_jvm():
     pytest.importorskip("pyspark")
     done = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0 and done.stdout.strip().endswith("restarted"), done.stderr[-3000:]
+
+
+WRONG_PYTHON = textwrap.dedent("""
+    import os, sys
+    from pyspark.sql import SparkSession
+    import apache_beam as beam
+    from reference_runner.spark import SparkRunner
+
+    # The user's own session, its Python workers on an interpreter without Beam: this one with
+    # its site-packages left out (pyspark reaches the workers through Spark's own path)
+    wrapper = os.path.join(sys.argv[1], "python-without-site")
+    with open(wrapper, "w") as f:
+        f.write(f"#!/bin/sh\\nexec {sys.executable} -S \\"$@\\"\\n")
+    os.chmod(wrapper, 0o755)
+    os.environ["PYSPARK_PYTHON"] = wrapper
+    SparkSession.builder.master("local[2]").getOrCreate()
+    try:
+        with beam.Pipeline(runner=SparkRunner(master="local[2]")) as p:
+            _ = p | beam.Create([1, 2]) | beam.Map(lambda x: x + 1)
+    except RuntimeError as e:
+        print(e)
+""")
+
+
+def test_a_users_session_whose_python_workers_cannot_import_beam_is_refused_naming_the_setting(tmp_path):
+    pytest.importorskip("pyspark")
+    done = subprocess.run(
+        [sys.executable, "-c", WRONG_PYTHON, str(tmp_path)], capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    refusal = done.stdout.strip()
+    assert "cannot import apache_beam (No module named 'apache_beam')" in refusal, done.stdout + done.stderr[-3000:]
+    assert "PYSPARK_PYTHON is set to" in refusal and "python-without-site" in refusal, refusal

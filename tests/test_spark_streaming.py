@@ -170,8 +170,8 @@ def test_an_unbounded_job_on_spark_is_cancelled_over_the_job_api(spark_server):
 
 
 def test_a_task_failing_once_in_a_stream_changes_nothing_committed(tmp_path):
-    # local[2,4]: four attempts per task. A DoFn raises on its first attempt at one element;
-    # Spark runs the task again: the output is the model's (checked in the pipeline) and the
+    # local[2,4]: four attempts per task. The Python worker running a DoFn dies at one element,
+    # once; Spark runs the task again: the output is the model's (checked in the pipeline) and the
     # committed counter counts each element once (the failed attempt's reports never reach the
     # driver). Its own process: one SparkSession per process.
     run_in_own_process("local[2,4]", "task", tmp_path)

@@ -26,7 +26,13 @@ from reference_runner.worker.state import StateService
 
 
 class BundleError(RuntimeError):
-    """A bundle failed for a reason of the user's or the pipeline's (not an injected fault)."""
+    """A bundle failed for a reason of the user's or the pipeline's (not an injected fault).
+    ``worker_lost``: its SDK worker died or stopped answering, which another worker may not
+    repeat; otherwise the failure is deterministic: the same bundle fails the same way again."""
+
+    def __init__(self, message: str, worker_lost: bool = False):
+        super().__init__(message)
+        self.worker_lost = worker_lost
 
 
 @dataclass
@@ -109,7 +115,7 @@ class BundleRunner:
                 self._report(failure.metrics, committed=False)
                 self._note(noted, outcome="failed", first_residual=None)
                 if not failure.injected:
-                    raise BundleError(f"{_name(noted)} failed: {failure}") from None
+                    raise BundleError(f"{_name(noted)} failed: {failure}", failure.worker_lost) from None
                 continue
             try:
                 updates = keyed.decode_timers(result.timers) if keyed else []

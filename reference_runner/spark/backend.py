@@ -13,6 +13,7 @@ from reference_runner.graph import plan as planning
 from reference_runner.graph.check import UnsupportedPipeline
 from reference_runner.graph.front_end import SPARK
 from reference_runner.graph.plan import Plan
+from reference_runner.spark import failure_inbox
 from reference_runner.spark.plan import stage_plans
 from reference_runner.spark.session import current as current_session
 from reference_runner.spark.session import get as get_session
@@ -59,26 +60,42 @@ def run_plan(
 ) -> bool:
     """Run a prepared pipeline on Spark; its user metrics go to ``control`` as committed (in
     batch each stage partition's latest complete run counts once, however often Spark ran it:
-    retries, recomputation; tasks.PartitionRun) and attempted. The run is Spark job group
-    ``control.job_id`` when given, which ``control.cancel()`` cancels. Pipelines that stream
-    (TestStreams, unbounded input, splittable DoFns) run as micro-batches (spark/streaming.py).
-    ``user_code``: where the user code runs (spark/user_code.py); ``held``: the registry of the
-    environment workers executors keep (held_workers.Registry), whose workers of this run are
-    stopped when it ends, before this returns. True when the run ended because it was drained."""
+    retries, recomputation; tasks.PartitionRun) and attempted. The run is a Spark job group of
+    its own, which ``control.cancel()`` cancels, and so does the first bundle that fails
+    deterministically (failure_inbox.py): the job then fails with that bundle's error. Pipelines
+    that stream (TestStreams, unbounded input, splittable DoFns) run as micro-batches
+    (spark/streaming.py). ``user_code``: where the user code runs (spark/user_code.py); ``held``:
+    the registry of the environment workers executors keep (held_workers.Registry), whose
+    workers of this run are stopped when it ends, before this returns. True when the run ended
+    because it was drained."""
     job_id = Translation.job_id()
+    spark = get_session(settings.master, settings.conf)
+    inbox = failure_inbox.for_session(spark)
+    group = _JobGroup(job_id)
+    spark.sparkContext.setJobGroup(job_id, f"Beam job {control.job_id or job_id}", interruptOnCancel=True)
+    control.attach(group)
+
+    def fail_now() -> None:
+        if held is not None and not user_code.embedded:
+            held.release(job_id)  # the job's workers stop before its tasks are interrupted
+        group.cancel()
+
+    inbox.watch(job_id, fail_now)
     try:
-        return _run(prepared, settings, control, stage_plans(prepared, job_id, user_code))
+        return _run(prepared, spark, settings, control, stage_plans(prepared, job_id, user_code, inbox.address))
+    except Exception:
+        failure = inbox.failure(job_id)
+        if failure is None or control.cancelled.is_set():
+            raise
+        raise SparkJobFailed(failure) from None
     finally:
+        inbox.forget(job_id)
         if held is not None and not user_code.embedded:
             held.release(job_id)
 
 
-def _run(prepared: Plan, settings: SparkSettings, control: Control, plans: list) -> bool:
-    spark = get_session(settings.master, settings.conf)
+def _run(prepared: Plan, spark, settings: SparkSettings, control: Control, plans: list) -> bool:
     parallelism = settings.parallelism or spark.sparkContext.defaultParallelism
-    if control.job_id:
-        spark.sparkContext.setJobGroup(control.job_id, f"Beam job {control.job_id}", interruptOnCancel=True)
-        control.attach(_JobGroup(control.job_id))
     if runs_as_micro_batches(prepared):
         run = StreamingRun(spark, prepared, plans, parallelism, settings.bundle_size, control, seed=settings.seed)
         control.attach(run)

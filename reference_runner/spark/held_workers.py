@@ -14,37 +14,16 @@ our own, served beside the Job API (driver) and the Fn API (executor).
 
 from __future__ import annotations
 
-import json
 import logging
 import threading
 from collections.abc import Callable
 
 import grpc
 
+from reference_runner.spark import json_rpc
+
 _LOG = logging.getLogger(__name__)
 _SERVICE = "reference_runner.spark.HeldWorkers"
-
-
-def _handler(method: str, serve: Callable[[dict], None]) -> grpc.GenericRpcHandler:
-    def call(request: dict, context) -> dict:
-        serve(request)
-        return {}
-
-    return grpc.method_handlers_generic_handler(
-        _SERVICE,
-        {
-            method: grpc.unary_unary_rpc_method_handler(
-                call, request_deserializer=json.loads, response_serializer=lambda r: json.dumps(r).encode()
-            )
-        },
-    )
-
-
-def _call(address: str, method: str, request: dict, timeout: float) -> None:
-    with grpc.insecure_channel(address) as channel:
-        channel.unary_unary(f"/{_SERVICE}/{method}", request_serializer=lambda r: json.dumps(r).encode())(
-            request, timeout=timeout
-        )
 
 
 class Registry:
@@ -55,7 +34,7 @@ class Registry:
         self._lock = threading.Lock()
 
     def handler(self) -> grpc.GenericRpcHandler:
-        return _handler("Holding", self._holding)
+        return json_rpc.handler(_SERVICE, "Holding", self._holding)
 
     def _holding(self, request: dict) -> None:
         with self._lock:
@@ -68,16 +47,16 @@ class Registry:
             executors = self._holders.pop(job, set())
         for executor in sorted(executors):
             try:
-                _call(executor, "Release", {"job": job}, timeout)
+                json_rpc.call(executor, _SERVICE, "Release", {"job": job}, timeout)
             except grpc.RpcError as e:
                 _LOG.info("executor %s did not release the workers of %s: %s", executor, job, e.code())
 
 
 def announce(driver: str, job: str, executor: str, timeout: float = 30) -> None:
     """The executor's side: it now holds workers of ``job``, released through ``executor``."""
-    _call(driver, "Holding", {"job": job, "executor": executor}, timeout)
+    json_rpc.call(driver, _SERVICE, "Holding", {"job": job, "executor": executor}, timeout)
 
 
 def release_handler(release: Callable[[str], None]) -> grpc.GenericRpcHandler:
     """The executor's side: ``release(job)`` when the driver says the job has ended."""
-    return _handler("Release", lambda request: release(str(request["job"])))
+    return json_rpc.handler(_SERVICE, "Release", lambda request: release(str(request["job"])))

@@ -288,7 +288,7 @@ class _SdkPartition(_Partition):
                     plan.stage, described, bundle.inputs, timers, None if truncate else keyed, truncate
                 )
             except BundleError as e:
-                raise tasks.StageFailed(str(e)) from None
+                raise tasks.stage_failed(plan, e) from None
             stage.commit(bundle, committed.residuals, committed.timers, committed.deferred, info.draining, info.now)
             for pcoll, elements in committed.outputs.items():
                 position = positions.get(pcoll)

@@ -33,6 +33,7 @@ class StagePlan:
     components: bytes  # the pipeline's Components, serialized
     test_stream_driven: bool = False  # the pipeline has TestStreams (Plan.test_stream_driven)
     user_code: UserCode = EMBEDDED_CODE  # where its user code runs (the embedded harness, or the environment's workers)
+    failures: str = ""  # the driver's failure inbox, told of a deterministic bundle failure (failure_inbox.py)
 
     def described(self, endpoint: str) -> StageDescriptor:
         """The SDK stage's descriptor, its data and state ports naming ``endpoint`` (the Fn API
@@ -55,9 +56,13 @@ class StagePlan:
         return self.stage.outputs
 
 
-def stage_plans(prepared: Plan, job_id: str, user_code: UserCode = EMBEDDED_CODE) -> list[StagePlan]:
+def stage_plans(
+    prepared: Plan, job_id: str, user_code: UserCode = EMBEDDED_CODE, failures: str = ""
+) -> list[StagePlan]:
     return [
-        StagePlan(f"{job_id}/{s.id}", job_id, s, _components(prepared, s), prepared.test_stream_driven, user_code)
+        StagePlan(
+            f"{job_id}/{s.id}", job_id, s, _components(prepared, s), prepared.test_stream_driven, user_code, failures
+        )
         for s in prepared.stages
     ]
 

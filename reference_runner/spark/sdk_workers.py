@@ -67,7 +67,10 @@ def lease(code: UserCode, state: StateService, job: str, warm_worker: bool = Fal
         held = None
     if held is None:
         env = beam_runner_api_pb2.Environment.FromString(code.environment)
-        worker, token = pool.acquire(env, state)
+        try:
+            worker, token = pool.acquire(env, state)
+        except TimeoutError as e:
+            raise NoWorker(f"{e}: {code.description} served no worker for a task of job {job}. {_NO_WORKER}") from None
         held = _Held(worker, token, env, pool)
         with _lock:
             _held[key] = held
@@ -83,6 +86,16 @@ def lease(code: UserCode, state: StateService, job: str, warm_worker: bool = Fal
     # (Spark runs the pipelined stages of a task as nested generators: several leases of the
     # job's worker are alive at once, each with its task's state)
     return Lease(held.worker.bound(state), pool.server.address, release)
+
+
+class NoWorker(RuntimeError):
+    """The job's environment started no worker that connected: no later attempt gets one either."""
+
+
+_NO_WORKER = (
+    "A LOOPBACK pool serves only while the submitting program runs, and Beam's Java LOOPBACK service "
+    "starts no worker once one of its workers has stopped (one stops when a task on it fails)."
+)
 
 
 @dataclass

@@ -69,6 +69,7 @@ def get(master: str = DEFAULT_MASTER, conf: dict | None = None):
         existing = _running_elsewhere()
         if existing is not None:
             _check_compatible(existing, master, conf or {})
+            _check_workers_import_beam(existing)
             _session, _settings, _owned = existing, wanted, False
             return _session
         # Spark's Python workers run this interpreter and find what the driver finds.
@@ -172,6 +173,36 @@ def _check_compatible(existing, master: str, conf: dict) -> None:
             + ", ".join(differences)
             + "; run the pipeline with that session's master and settings, or stop the session first "
             "(one session per process; the backend does not change a running session's settings)"
+        )
+
+
+def _check_workers_import_beam(spark) -> None:
+    """Refuse a session whose Python workers cannot import Beam and this kit (say PYSPARK_PYTHON
+    names another interpreter, or was unset when the user's session started, so its workers run
+    the ``python3`` on their PATH): every task would fail deep inside Spark with "No module named
+    'apache_beam'". One tiny Spark job, once per session."""
+
+    def imports(_):  # (nested, so that cloudpickle ships it by value: it must not need this kit)
+        import importlib
+        import sys
+
+        missing = []
+        for name in ("apache_beam", "reference_runner"):
+            try:
+                importlib.import_module(name)
+            except ImportError as e:
+                missing.append(f"{name} ({e})")
+        return sys.executable, missing
+
+    [(python, missing)] = spark.sparkContext.parallelize([0], 1).map(imports).collect()
+    if missing:
+        configured = os.environ.get("PYSPARK_PYTHON")
+        raise RuntimeError(
+            f"the SparkSession running in this process (master {spark.sparkContext.master}) has Python workers "
+            f"that cannot import {', '.join(missing)}: they run {python}, while this process runs "
+            f"{sys.executable}. PYSPARK_PYTHON is {'set to ' + repr(configured) if configured else 'unset'}; "
+            "set it to an interpreter with apache-beam and this kit installed (and spark.executorEnv.PYTHONPATH "
+            "to this process's path) before the session starts, or let the Spark backend start its own session"
         )
 
 

@@ -15,8 +15,9 @@ from reference_runner.engine.windows import MIN_TIMESTAMP
 from reference_runner.executor import side_snapshots, stage_specs
 from reference_runner.executor.bundles import BundleError, BundleRunner
 from reference_runner.graph.descriptors import StageDescriptor
+from reference_runner.spark import failure_inbox
 from reference_runner.spark.plan import PerStage, StagePlan, coders_of
-from reference_runner.spark.sdk_workers import Lease, lease
+from reference_runner.spark.sdk_workers import Lease, NoWorker, lease
 from reference_runner.worker import codecs, merging, window_mapping
 from reference_runner.worker.state import SideInputIndex, StateService
 
@@ -35,7 +36,11 @@ def sdk_worker(plan: StagePlan, side_values: dict, state: StateService, warm_wor
         state.side_inputs[(side.transform_id, side.tag)] = SideInputIndex(
             side_values[side.pcoll], coders, side.pcoll, side.multimap
         )
-    leased = lease(plan.user_code, state, plan.job_id, warm_worker)
+    try:
+        leased = lease(plan.user_code, state, plan.job_id, warm_worker)
+    except NoWorker as e:
+        failure_inbox.report(plan.failures, plan.job_id, str(e))
+        raise StageFailed(str(e)) from None
     described = plan.described(leased.endpoint)
     sides = plan.stage.side_inputs
     if not plan.user_code.embedded and sides and all(s.globally_windowed for s in sides):
@@ -137,7 +142,16 @@ def run_bundle(runner: BundleRunner, plan: StagePlan, descriptor: StageDescripto
     try:
         return runner.run(plan.stage, descriptor, elements, timers, keyed)
     except BundleError as e:
-        raise StageFailed(str(e)) from None
+        raise stage_failed(plan, e) from None
+
+
+def stage_failed(plan: StagePlan, error: BundleError) -> StageFailed:
+    """What a task raises for a failed bundle. A deterministic failure is first told to the
+    driver, which fails the job at once instead of letting Spark run the task again
+    (failure_inbox.py); a lost worker is left to Spark's retries."""
+    if not error.worker_lost:
+        failure_inbox.report(plan.failures, plan.job_id, str(error))
+    return StageFailed(str(error))
 
 
 class Outputs:

@@ -21,8 +21,9 @@ class InjectedFault(RuntimeError):
 
 
 class AttemptFailed(RuntimeError):
-    def __init__(self, message: str, instruction_id: str, injected: bool, metrics: list):
+    def __init__(self, message: str, instruction_id: str, injected: bool, metrics: list, worker_lost: bool = False):
         super().__init__(message)
+        self.worker_lost = worker_lost  # BundleFailed.worker_lost
         self.instruction_id = instruction_id
         self.injected = injected
         self.metrics = metrics  # what the attempt had reported before it failed
@@ -98,7 +99,9 @@ def run(
         # A remote worker finishes the attempt's partial input and reports it; in process, the
         # progress taken just before the fault is what the attempt did.
         metrics = getattr(e, "metrics", None) or progress.metrics
-        raise AttemptFailed(str(e), instruction_id, isinstance(e.cause, InjectedFault), metrics) from None
+        raise AttemptFailed(
+            str(e), instruction_id, isinstance(e.cause, InjectedFault), metrics, e.worker_lost
+        ) from None
     return Attempt(instruction_id, data, timer_bytes, response, progress.first_residual, progress.residuals)
 
 

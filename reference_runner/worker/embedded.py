@@ -161,6 +161,9 @@ class BundleFailed(RuntimeError):
 
     metrics: list  # set by a remote worker only: the bundle's monitoring infos so far (worker/attempt.py)
 
-    def __init__(self, message: str, cause: BaseException | None = None):
+    def __init__(self, message: str, cause: BaseException | None = None, worker_lost: bool = False):
         super().__init__(message)
         self.cause = cause
+        # the worker died, went silent or was cut off: the bundle may well succeed on another
+        # (otherwise the SDK answered with its error, which running the bundle again repeats)
+        self.worker_lost = worker_lost

@@ -92,7 +92,7 @@ class RemoteWorker(BundleControl):
                 response.process_bundle,
             )
         except (WorkerGone, TimeoutError) as e:
-            raise BundleFailed(str(e), cause=e) from None
+            raise BundleFailed(str(e), cause=e, worker_lost=True) from None
         finally:
             self._connection.drop_inbox(instruction_id)
             self._server.state_services.pop(instruction_id, None)
@@ -133,7 +133,7 @@ class RemoteWorker(BundleControl):
         try:
             return self._result(future)
         except (WorkerGone, TimeoutError) as e:
-            raise BundleFailed(str(e), cause=e) from None
+            raise BundleFailed(str(e), cause=e, worker_lost=True) from None
 
     def _result(self, future) -> beam_fn_api_pb2.InstructionResponse:
         deadline = time.monotonic() + self._timeout
