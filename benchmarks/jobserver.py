@@ -8,6 +8,11 @@ between the servers so machine noise hits both.
 
     python -m benchmarks.jobserver --jobs 20 --json reports/benchmark-jobserver.json
     python -m benchmarks.jobserver --spark      # also our Spark job server (executors start the workers)
+
+With --spark, the Spark job server also runs the same pipeline with the embedded Python
+environment (user code in Spark's own Python workers, no environment worker to start), in the
+same run: the ratio of the EXTERNAL job to that one is what reaching the environment's own
+workers costs on Spark.
 """
 
 from __future__ import annotations
@@ -48,11 +53,12 @@ class _Capture(PortableRunner):
         return PipelineResult(PipelineState.DONE)
 
 
-def tiny_pipeline(worker_pool: str):
+EMBEDDED = ["--environment_type=beam:env:embedded_python:v1"]
+
+
+def tiny_pipeline(environment: list[str]):
     capture = _Capture()
-    p = beam.Pipeline(
-        runner=capture, options=PipelineOptions(["--environment_type=EXTERNAL", f"--environment_config={worker_pool}"])
-    )
+    p = beam.Pipeline(runner=capture, options=PipelineOptions(environment))
     out = (
         p
         | beam.Create([1, 2, 3])
@@ -107,15 +113,19 @@ def main(argv=None) -> int:
             "{python} -m apache_beam.runners.worker.worker_pool_main --service_port={port}", env
         )
         processes.append(pool)
-        pipeline = tiny_pipeline(pool_address)
-        stubs = {}
+        external = tiny_pipeline(["--environment_type=EXTERNAL", f"--environment_config={pool_address}"])
+        embedded = tiny_pipeline(EMBEDDED)
+        contenders = {}  # name -> (stub, pipeline)
         for name, command in servers.items():
             process, address = start_listening(command)
             processes.append(process)
-            stubs[name] = beam_job_api_pb2_grpc.JobServiceStub(grpc.insecure_channel(address))
-        times: dict[str, list[float]] = {name: [] for name in servers}
+            stub = beam_job_api_pb2_grpc.JobServiceStub(grpc.insecure_channel(address))
+            contenders[name] = (stub, external)
+            if name == "spark-job-server":
+                contenders["spark-job-server-embedded"] = (stub, embedded)
+        times: dict[str, list[float]] = {name: [] for name in contenders}
         for n in range(args.jobs):
-            for name, stub in stubs.items():
+            for name, (stub, pipeline) in contenders.items():
                 times[name].append(round_trip(stub, pipeline))
             print(f"\rjob {n + 1}/{args.jobs}", end="", file=sys.stderr, flush=True)
         print(file=sys.stderr)
@@ -132,6 +142,10 @@ def main(argv=None) -> int:
         print(f"  {name:24s} {median * 1000:8.1f} ms")
     for name, each in ratios.items():
         print(f"  ratio (Beam local job service / {name}): {each:.2f}x")
+    if "spark-job-server" in medians:
+        environment_cost = medians["spark-job-server"] / medians["spark-job-server-embedded"]
+        ratios["spark_external_over_embedded"] = environment_cost
+        print(f"  ratio (spark-job-server EXTERNAL / embedded): {environment_cost:.2f}x")
     write_json(
         args.json,
         {

@@ -17,6 +17,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
+from concurrent import futures
 
 import grpc
 
@@ -45,11 +46,18 @@ class Registry:
         workers with it."""
         with self._lock:
             executors = self._holders.pop(job, set())
-        for executor in sorted(executors):
+
+        def release(executor: str) -> None:
             try:
                 json_rpc.call(executor, _SERVICE, "Release", {"job": job}, timeout)
             except grpc.RpcError as e:
                 _LOG.info("executor %s did not release the workers of %s: %s", executor, job, e.code())
+
+        if len(executors) == 1:
+            release(*executors)
+        elif executors:  # at once: each stops its workers and starts their spares
+            with futures.ThreadPoolExecutor(min(len(executors), 8), thread_name_prefix="release") as pool:
+                list(pool.map(release, sorted(executors)))
 
 
 def announce(driver: str, job: str, executor: str, timeout: float = 30) -> None:

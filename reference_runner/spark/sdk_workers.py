@@ -35,6 +35,15 @@ from reference_runner.worker.state import StateService
 # (Stages of another case rarely match by content, so few of those processors were reused.)
 WARM_DESCRIPTORS = 16
 
+# When a job's worker stops, a fresh one of an environment that can serve again (a PROCESS
+# command, an EXTERNAL pool that has served two jobs; never a LOOPBACK pool) is started at once
+# for the next job (worker/pool.py): starting one took a tiny job over the job server from
+# 0.21 s (embedded) to 1.6 s. One per Python worker process, stopped after 50 s idle, before
+# Spark stops an idle Python worker (60 s); a spare whose process went anyway loses its control
+# stream, and a Beam harness exits then.
+SPARES = 1
+SPARE_IDLE_SECONDS = 50
+
 
 @dataclass
 class Lease:
@@ -134,13 +143,13 @@ def _pool(code: UserCode) -> WorkerPool:
     with _lock:
         pool = _pools.get(key)
         if pool is None:
-            # No spares: Spark may stop this Python worker process at any time, and a spare
-            # started for no task would outlive it.
             server = FnApiServer(
                 code.fn_host or socket.getfqdn(),
                 artifact_endpoint=code.job_server,
                 handlers=[release_handler(_release_job)],
             )
             prefix = f"spark-{socket.gethostname()}-{os.getpid()}-"  # one LOOPBACK pool serves every executor
-            pool = _pools[key] = WorkerPool(server, max_idle=0, id_prefix=prefix)
+            pool = _pools[key] = WorkerPool(
+                server, max_idle=SPARES, spare_idle_seconds=SPARE_IDLE_SECONDS, id_prefix=prefix
+            )
         return pool
