@@ -168,3 +168,21 @@ def test_lifting_leaves_the_submitted_pipeline_unchanged():
     before = proto.SerializeToString()
     lifted = lifting.lift(proto)
     assert lifted is not proto and proto.SerializeToString() == before
+
+
+def test_only_the_stage_whose_outputs_are_all_partial_accumulators_is_precombined():
+    # (the Spark backend gives such a stage larger bundles: its output is one accumulator per key
+    # of each bundle, spark/translate.py)
+    p = beam.Pipeline()
+    means = _windowed_means(p, window.FixedWindows(10))
+    _ = means | "Again" >> beam.Map(lambda row: row)
+    for lift in (True, False):
+        stages = ReferenceBackend(Knobs(lift=lift)).plan(p.to_runner_api()).stages
+        precombined = [s for s in stages if s.precombined]
+        if lift:
+            [stage] = precombined
+            graph = ReferenceBackend(Knobs(lift=lift)).plan(p.to_runner_api()).graph
+            by_id = {t.id: t for t in graph.transforms}
+            assert by_id[stage.transforms[-1]].urn == urns.COMBINE_PRECOMBINE
+        else:
+            assert precombined == []

@@ -99,6 +99,9 @@ class PlannedStage:
     splittable: bool = False  # it processes splittable restrictions
     truncation: Descriptor | None = None  # splittable: its residuals' truncation, for drain
     keyed_head: str = ""  # the stateful ParDo heading it: input keyed, state and timers
+    # every output is a lifted combine's partial accumulators (combine_per_key_precombine): as
+    # many as its bundles' distinct keys, however many elements come in
+    precombined: bool = False
     # GroupByKey
     group: GroupSpec | None = None
     # Flatten: how an input with another coder is re-encoded (transcode, keys_to_bytes, keys_from_bytes)
@@ -188,6 +191,10 @@ def _stage(graph: PipelineGraph, stage: fusion.Stage, test_stream_driven: bool) 
         if head.urn == urns.SDF_PROCESS_SIZED:
             planned.truncation = _descriptor(*sdf.truncation_stage(stage, graph.components))
         planned.keyed_head = next((t.id for t in stage.transforms if is_stateful(t)), "")
+        producers = {pcoll: t.urn for t in stage.transforms for pcoll in t.outputs()}
+        planned.precombined = bool(stage.outputs) and all(
+            producers.get(pcoll) == urns.COMBINE_PRECOMBINE for pcoll in stage.outputs
+        )
         planned.side_inputs = [
             _side_input(graph, pcoll, transform_id, tag, test_stream_driven)
             for pcoll, transform_id, tag in stage.side_inputs
