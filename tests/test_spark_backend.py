@@ -363,3 +363,33 @@ def test_a_group_keeps_the_arrival_order_of_values_from_one_bundle():
             | beam.MapTuple(lambda k, vs: list(vs))
         )
         assert_that(out, equal_to([list(range(50))]))
+
+
+def test_jobs_running_at_once_each_get_a_fair_scheduler_pool_of_their_own():
+    import threading
+
+    from reference_runner.spark import fair_pools, session
+
+    spark = session.get()
+    assert spark.sparkContext.getConf().get("spark.scheduler.mode") == "FAIR"
+    seen: dict[str, str] = {}
+    inside, leave = threading.Barrier(3), threading.Event()
+
+    def job(name: str) -> None:
+        with fair_pools.pool_of_its_own(spark.sparkContext) as pool:
+            # what Spark reads for this thread's jobs
+            seen[name] = spark.sparkContext.getLocalProperty("spark.scheduler.pool")
+            assert seen[name] == pool
+            inside.wait(30)
+            leave.wait(30)
+
+    threads = [threading.Thread(target=job, args=(n,)) for n in ("a", "b")]
+    for t in threads:
+        t.start()
+    inside.wait(30)
+    assert seen["a"] != seen["b"]  # side by side: two pools
+    leave.set()
+    for t in threads:
+        t.join()
+    with fair_pools.pool_of_its_own(spark.sparkContext) as again:
+        assert again in seen.values()  # the names are reused: Spark keeps every pool it was given

@@ -3,90 +3,22 @@ from the pyspark distribution, so stages, coders and user code travel to an exec
 their own (not the driver's JVM, as in local[N])."""
 
 import json
-import os
-import socket
 import subprocess
-import sys
-import time
 
 import pytest
 
-from conformance.session.targets.processes import free_port
 from suite_run import suite_command
 
 pyspark = pytest.importorskip("pyspark")
-SPARK_HOME = os.path.dirname(pyspark.__file__)
-SPARK_CLASS = os.path.join(SPARK_HOME, "bin", "spark-class")
-
-
-def _wait_for_port(port: int, process, what: str, timeout: float = 90) -> None:
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        with socket.socket() as s:
-            if s.connect_ex(("127.0.0.1", port)) == 0:
-                return
-        if process.poll() is not None:
-            raise RuntimeError(f"{what} exited with {process.returncode}")
-        time.sleep(0.3)
-    raise RuntimeError(f"{what} did not listen on {port} within {timeout} s")
 
 
 @pytest.fixture(scope="module")
-def standalone_cluster(tmp_path_factory):
-    env = {
-        **os.environ,
-        "SPARK_HOME": SPARK_HOME,
-        "PYSPARK_PYTHON": sys.executable,
-        "SPARK_LOCAL_IP": "127.0.0.1",
-        "SPARK_WORKER_DIR": str(tmp_path_factory.mktemp("spark-work")),
-    }
-    port = free_port()
-    started = []
-    try:
-        master = subprocess.Popen(
-            [
-                SPARK_CLASS,
-                "org.apache.spark.deploy.master.Master",
-                "--host",
-                "127.0.0.1",
-                "--port",
-                str(port),
-                "--webui-port",
-                str(free_port()),
-            ],
-            env=env,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            start_new_session=True,
-        )
-        started.append(master)
-        _wait_for_port(port, master, "the Spark master")
-        worker = subprocess.Popen(
-            [
-                SPARK_CLASS,
-                "org.apache.spark.deploy.worker.Worker",
-                f"spark://127.0.0.1:{port}",
-                "--host",
-                "127.0.0.1",
-                "--cores",
-                "2",
-                "--memory",
-                "2g",
-                "--webui-port",
-                str(free_port()),
-            ],
-            env=env,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            start_new_session=True,
-        )
-        started.append(worker)
-        time.sleep(3)  # the worker registers with the master
-        yield f"spark://127.0.0.1:{port}"
-    finally:
-        for process in reversed(started):
-            os.killpg(process.pid, 9)
-            process.wait()
+def standalone_cluster():
+    # one worker of two cores (its executor runs two tasks at once), as the benchmarks start it
+    from benchmarks.spark_cluster import standalone_cluster as started
+
+    with started(workers=1, cores=2) as master:
+        yield master
 
 
 def test_cases_run_on_a_standalone_cluster(standalone_cluster, tmp_path):

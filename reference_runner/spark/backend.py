@@ -13,7 +13,7 @@ from reference_runner.graph import plan as planning
 from reference_runner.graph.check import UnsupportedPipeline
 from reference_runner.graph.front_end import SPARK
 from reference_runner.graph.plan import Plan
-from reference_runner.spark import failure_inbox
+from reference_runner.spark import failure_inbox, fair_pools
 from reference_runner.spark.plan import stage_plans
 from reference_runner.spark.session import current as current_session
 from reference_runner.spark.session import get as get_session
@@ -82,7 +82,8 @@ def run_plan(
 
     inbox.watch(job_id, fail_now)
     try:
-        return _run(prepared, spark, settings, control, stage_plans(prepared, job_id, user_code, inbox.address))
+        with fair_pools.pool_of_its_own(spark.sparkContext):
+            return _run(prepared, spark, settings, control, stage_plans(prepared, job_id, user_code, inbox.address))
     except Exception:
         failure = inbox.failure(job_id)
         if failure is None or control.cancelled.is_set():

@@ -85,6 +85,7 @@ def get(master: str = DEFAULT_MASTER, conf: dict | None = None):
             # Python workers fork from a daemon that has Beam imported already
             .config("spark.python.daemon.module", "reference_runner.spark.daemon")
             .config("spark.sql.shuffle.partitions", "4")
+            .config("spark.scheduler.mode", "FAIR")  # jobs side by side share the slots (fair_pools.py)
             .config("spark.driver.extraJavaOptions", DRIVER_JAVA_OPTIONS)
         )
         # Spark's status store keeps 1000 jobs and stages, with their tasks, even with the UI

@@ -182,7 +182,7 @@ def _chunks(iterator, size: int):
 # -- GroupByKey ---------------------------------------------------------------------------
 def key_of(plan: StagePlan, element: bytes) -> tuple[bytes, bytes]:
     """(encoded key, element): what the shuffle partitions and sorts on."""
-    return _codec(plan).split(element)[0], element
+    return _codec(plan).key_bytes(element), element
 
 
 def partition_of(key: bytes) -> int:

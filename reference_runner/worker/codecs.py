@@ -188,6 +188,22 @@ class GroupCodec:
             windows = [to_engine_window(w, self._window) for w in ws]
         return self._key.encode_nested(key), key, value, wv.timestamp.micros, windows
 
+    def key_bytes(self, element: bytes) -> bytes:
+        """``split(element)[0]``, read off the element without decoding its timestamp and value
+        or encoding the key again: what a shuffle partitions on (twice as fast for a small KV).
+        The windowed value's layout: timestamp (8 bytes), window count (4 bytes) and windows,
+        pane (a byte whose high nibble says how many varint indices follow), then the KV, the
+        key first and nested."""
+        stream = create_InputStream(element)
+        stream.read(8)
+        for _ in range(stream.read_bigendian_int32()):
+            self._window.decode_from_stream(stream, True)
+        for _ in range(stream.read_byte() >> 4):
+            stream.read_var_int64()
+        start = len(element) - stream.size()
+        self._key.decode_from_stream(stream, True)
+        return element[start : len(element) - stream.size()]
+
     def build(self, key, values, timestamp: int, window, pane) -> bytes:
         info = self._panes.get(pane)
         if info is None:

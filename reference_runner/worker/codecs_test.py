@@ -247,3 +247,25 @@ def test_outer_reader_refuses_an_opaque_key_when_asked_not_per_element():
     c = Coders(_components(v=(urns.VARINT_CODER, []), u=(PICKLED, []), vk=(urns.KV_CODER, ["u", "v"])))
     with pytest.raises(OpaqueCoder, match="its key coder u"):
         c.outer_reader("vk")
+
+
+@pytest.mark.parametrize("window_coder", [coders.GlobalWindowCoder(), coders.IntervalWindowCoder()])
+def test_group_codec_reads_the_key_bytes_of_every_pane_encoding_as_split_does(window_coder):
+    codec, source, _ = _group_codec(window_coder)
+    windows = (
+        (GlobalWindow(),)
+        if isinstance(window_coder, coders.GlobalWindowCoder)
+        else (
+            IntervalWindow(0, 10),
+            IntervalWindow(5, 15),
+        )
+    )
+    panes = [
+        PaneInfo(True, True, PaneInfoTiming.ON_TIME, 0, 0),  # one byte
+        PaneInfo(False, False, PaneInfoTiming.LATE, 300, 300),  # one index
+        PaneInfo(False, False, PaneInfoTiming.EARLY, 300, -1),  # two indices
+    ]
+    for key in ("", "k", "a longer key " * 20):
+        for pane in panes:
+            element = source.get_impl().encode_nested(WindowedValue((key, 2**40), Timestamp(micros=-7), windows, pane))
+            assert codec.key_bytes(element) == codec.split(element)[0]
