@@ -113,3 +113,15 @@ def test_the_spark_target_takes_a_seed_for_its_micro_batches():
     assert (target.beam_runner().seed, target.beam_runner().bundle_size) == (7, 5)
     with pytest.raises(TargetUnavailable, match="seed must be an integer"):
         SparkTarget("spark:seed=random", TargetSettings())
+
+
+def test_a_few_elements_of_one_partition_are_spread_over_every_partition():
+    # a ReadFromText's nine initial restrictions come from one Impulse's partition; PySpark's
+    # repartition moved them as one pickled batch, so the whole read ran in one task
+    from reference_runner.spark import session
+    from reference_runner.spark.spread import spread
+
+    sc = session.get().sparkContext
+    dealt = spread(sc.parallelize(range(9), 1), 2).glom().collect()
+    assert sorted(len(p) for p in dealt) == [4, 5]
+    assert sorted(x for p in dealt for x in p) == list(range(9))

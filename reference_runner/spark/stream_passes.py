@@ -46,6 +46,7 @@ from reference_runner.executor import stage_specs
 from reference_runner.graph.plan import Plan
 from reference_runner.spark.partitions import PassInfo
 from reference_runner.spark.plan import StagePlan
+from reference_runner.spark.spread import spread
 from reference_runner.worker import codecs
 
 CHECKPOINT_EVERY = 10  # runs of a stage between checkpoints of its state
@@ -236,7 +237,7 @@ class PassScheduler:
         stage.inbox = []
         rdd = self.sc.union(parts)
         if p.stage.redistribute:
-            rdd = rdd.repartition(self.parallelism)
+            rdd = spread(rdd, self.parallelism)
         # a Flatten runs nothing itself: its readers read its inputs' results
         rdd.sources = [s for s in sources if s is not None]  # type: ignore[attr-defined]
         readers = len(self.consumers.get(out, ()))
@@ -254,7 +255,8 @@ class PassScheduler:
             self.prepared.test_stream_driven,
             draining=self.draining,
             resume=resume,
-            bundle_size=self.bundle_size,
+            # (a seeded run draws sizes up to --spark_bundle_size itself, as documented)
+            bundle_size=self.bundle_size if self.seed is not None else p.bundle_size(self.bundle_size),
             seed=None if self.seed is None else f"{self.seed}/{stage.id}/{stage.runs}",
         )
         if p.stage.side_inputs:
@@ -361,6 +363,8 @@ class PassScheduler:
                 new = new.partitionBy(self.parallelism, partitions.partition_of)
                 return state.union(new)
             return state
+        if p.stage.splittable and parts:  # initial splits of restrictions over every partition, as in batch
+            parts = [spread(self.sc.union(parts) if len(parts) > 1 else parts[0], self.parallelism)]
         if stage.state is not None:
             parts.append(stage.state)
         return self.sc.union(parts) if len(parts) > 1 else parts[0]

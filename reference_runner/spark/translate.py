@@ -25,9 +25,9 @@ from reference_runner.engine.sideinputs import SideInputBuffer
 from reference_runner.executor import sidewindows, stage_specs
 from reference_runner.graph.plan import SideInput
 from reference_runner.spark.plan import StagePlan, coders_of
+from reference_runner.spark.spread import spread
 
 _JOB_IDS = itertools.count(1)
-PRECOMBINED_BUNDLES = 100
 
 
 class SideInputTooLarge(RuntimeError):
@@ -99,7 +99,7 @@ class Translation:
             parts.append(rdd)
         rdd = self.sc.union(parts) if parts else self.sc.emptyRDD()
         if p.stage.redistribute:
-            rdd = rdd.repartition(self.parallelism)
+            rdd = spread(rdd, self.parallelism)
         self._publish(out, rdd)
         return rdd
 
@@ -123,9 +123,9 @@ class Translation:
                 self.parallelism, stateful.partition_of
             )
         else:
-            run = functools.partial(tasks.run_sdk_stage, p, side_values, self._bundle_size(p), self.metrics)
+            run = functools.partial(tasks.run_sdk_stage, p, side_values, p.bundle_size(self.bundle_size), self.metrics)
         if p.stage.splittable:  # initial splits of restrictions spread over every partition
-            source = source.repartition(self.parallelism)
+            source = spread(source, self.parallelism)
         rdd = source.mapPartitionsWithIndex(run)  # the partition's index keys its metrics report
         if len(p.outputs) == 1:
             self._publish(p.outputs[0], rdd)
@@ -137,14 +137,6 @@ class Translation:
         return rdd
 
     # -- helpers ------------------------------------------------------------------------------
-    def _bundle_size(self, p: StagePlan) -> int:
-        """A stage whose outputs are a lifted combine's partial accumulators emits one per key of
-        each bundle: with bundles of 1000 elements a word count shuffled 25 times what a
-        hand-written reduceByKey does, and its key-by-key decoding on both sides of the shuffle was
-        most of the runner's cost. Its bundles are PRECOMBINED_BUNDLES times larger (its output
-        is bounded by its distinct keys, not its input)."""
-        return self.bundle_size * PRECOMBINED_BUNDLES if p.stage.precombined else self.bundle_size
-
     def _publish(self, pcoll: str, rdd) -> None:
         if self.readers.get(pcoll, 0) > 1:
             rdd.persist()
