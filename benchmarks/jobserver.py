@@ -56,7 +56,13 @@ class _Capture(PortableRunner):
 EMBEDDED = ["--environment_type=beam:env:embedded_python:v1"]
 
 
+def external(worker_pool: str) -> list[str]:
+    """The options of an EXTERNAL environment served by the worker pool at ``worker_pool``."""
+    return ["--environment_type=EXTERNAL", f"--environment_config={worker_pool}"]
+
+
 def tiny_pipeline(environment: list[str]):
+    """The tiny job's pipeline proto, in the environment the ``environment`` options give."""
     capture = _Capture()
     p = beam.Pipeline(runner=capture, options=PipelineOptions(environment))
     out = (
@@ -113,14 +119,14 @@ def main(argv=None) -> int:
             "{python} -m apache_beam.runners.worker.worker_pool_main --service_port={port}", env
         )
         processes.append(pool)
-        external = tiny_pipeline(["--environment_type=EXTERNAL", f"--environment_config={pool_address}"])
+        in_pool = tiny_pipeline(external(pool_address))
         embedded = tiny_pipeline(EMBEDDED)
         contenders = {}  # name -> (stub, pipeline)
         for name, command in servers.items():
             process, address = start_listening(command)
             processes.append(process)
             stub = beam_job_api_pb2_grpc.JobServiceStub(grpc.insecure_channel(address))
-            contenders[name] = (stub, external)
+            contenders[name] = (stub, in_pool)
             if name == "spark-job-server":
                 contenders["spark-job-server-embedded"] = (stub, embedded)
         times: dict[str, list[float]] = {name: [] for name in contenders}

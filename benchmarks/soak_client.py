@@ -24,7 +24,7 @@ import grpc
 from apache_beam.portability.api import beam_job_api_pb2, beam_job_api_pb2_grpc, beam_runner_api_pb2
 from apache_beam.runners.worker.worker_pool_main import BeamFnExternalWorkerPoolServicer
 
-from benchmarks.jobserver import tiny_pipeline
+from benchmarks.jobserver import external, tiny_pipeline
 from reference_runner.lifecycle import TERMINAL
 
 STOPPED = beam_job_api_pb2.JobState.STOPPED
@@ -61,7 +61,7 @@ def main(argv=None) -> int:
     parser.add_argument("--timeout", type=float, default=300, help="seconds one job may take (default 300)")
     args = parser.parse_args(argv)
     logging.getLogger().setLevel(logging.ERROR)
-    pipeline = tiny_pipeline("localhost:1")  # (each job points it at its own pool)
+    pipeline = tiny_pipeline(external("localhost:1"))  # (each job points it at its own pool)
     stub = beam_job_api_pb2_grpc.JobServiceStub(grpc.insecure_channel(args.endpoint))
     for n in range(args.jobs):
         started = time.perf_counter()

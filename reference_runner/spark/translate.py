@@ -4,7 +4,7 @@ Every PCollection is an RDD of encoded windowed elements. Impulse is a one-eleme
 SDK stage is mapPartitions over its input running the stage's descriptor in an in-process SDK
 worker; GroupByKey is a shuffle on encoded key bytes, sorted within partitions, grouped key by
 key; a stage headed by a stateful ParDo is such a shuffle too, sorted by key and timestamp
-(spark/stateful.py); Flatten is a union; Reshuffle a repartition (graph/reshuffle.py). Side
+(spark/stateful.py); Flatten is a union; Reshuffle dealt over the partitions (spark/spread.py). Side
 inputs are collected once and broadcast (one read by pane as the latest pane of each window).
 An RDD read by more than one stage is persisted, so user code runs once per element (if Spark
 drops a cached partition it runs again: its metrics then replace the earlier run's, see
