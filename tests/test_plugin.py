@@ -284,3 +284,19 @@ def test_the_packaged_suite_collects_cases_only():
     ids = [line for line in done.stdout.splitlines() if "::" in line]
     assert len(ids) > 400, done.stdout[-2000:]
     assert [i for i in ids if not i.startswith("conformance/cases/")] == []
+
+
+@pytest.mark.parametrize("endpoint", ["localhost:notaport", "localhost", "localhost:70000", ":8099", "host name:1"])
+def test_a_malformed_endpoint_is_refused_at_once_naming_it(suite, endpoint):
+    # it used to be waited on for the whole --job-server-timeout, then reported as "no server answered"
+    result = run(suite, "--target", f"grpc://{endpoint}", "--job-server-timeout", "20")
+    assert result.ret != 0
+    output = result.stdout.str() + result.stderr.str()
+    assert f"grpc://{endpoint} is not a Job API endpoint: give grpc://HOST:PORT" in output, output[-2000:]
+
+
+def test_well_formed_endpoints_are_taken_as_they_are():
+    from conformance.session.targets.grpc_endpoint import checked_endpoint
+
+    for endpoint in ("localhost:8099", "127.0.0.1:1", "[::1]:65535", "job-server.example.com:443"):
+        assert checked_endpoint(endpoint) == endpoint

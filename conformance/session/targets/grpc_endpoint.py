@@ -10,6 +10,7 @@ EXTERNAL and PROCESS environments without a config get SDK workers from the sess
 from __future__ import annotations
 
 import json
+import re
 import shlex
 import shutil
 import tempfile
@@ -48,6 +49,22 @@ class JobServerProcess:
         return None if self.process is None else self.process.poll()
 
 
+# HOST:PORT, the host a name, an IPv4 address or a bracketed IPv6 address
+_ENDPOINT = re.compile(r"^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9][A-Za-z0-9.-]*):(\d{1,5})$")
+
+
+def checked_endpoint(endpoint: str) -> str:
+    """``endpoint`` if it is HOST:PORT; refused at once, naming what is wrong, rather than
+    waited on for --job-server-timeout seconds as if a server might answer there."""
+    found = _ENDPOINT.match(endpoint)
+    if found is None or not 0 < int(found.group(2)) < 65536:
+        raise TargetUnavailable(
+            f"grpc://{endpoint} is not a Job API endpoint: give grpc://HOST:PORT, PORT a number from 1 "
+            "to 65535 (e.g. grpc://localhost:8099, grpc://[::1]:8099)"
+        )
+    return endpoint
+
+
 class GrpcTarget(Target):
     """any Beam Job API endpoint: grpc://HOST:PORT, or grpc with --job-server-cmd"""
 
@@ -56,7 +73,7 @@ class GrpcTarget(Target):
     def __init__(self, spec, settings):
         super().__init__(spec, settings)
         # "grpc" alone: the endpoint comes from the job server this session starts.
-        self.endpoint = spec[len("grpc://") :] if spec.startswith("grpc://") else ""
+        self.endpoint = checked_endpoint(spec[len("grpc://") :]) if spec.startswith("grpc://") else ""
         if settings.job_server_cmd and "{port}" not in settings.job_server_cmd:
             raise TargetUnavailable(f"--job-server-cmd must contain {{port}}: {settings.job_server_cmd!r}")
         if not self.endpoint and not self.starts_job_server():
