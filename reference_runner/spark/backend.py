@@ -8,12 +8,13 @@ import re
 
 from apache_beam.portability.api import beam_runner_api_pb2, metrics_pb2
 
+import reference_runner.spark.failure_inbox as failure_inbox
+import reference_runner.spark.fair_pools as fair_pools
 from reference_runner.backends import Control, JobCancelled, Outcome
 from reference_runner.graph import plan as planning
 from reference_runner.graph.check import UnsupportedPipeline
 from reference_runner.graph.front_end import SPARK
 from reference_runner.graph.plan import Plan
-from reference_runner.spark import failure_inbox, fair_pools
 from reference_runner.spark.plan import stage_plans
 from reference_runner.spark.session import current as current_session
 from reference_runner.spark.session import get as get_session

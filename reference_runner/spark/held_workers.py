@@ -21,7 +21,7 @@ from concurrent import futures
 
 import grpc
 
-from reference_runner.spark import json_rpc
+import reference_runner.spark.json_rpc as json_rpc
 
 _LOG = logging.getLogger(__name__)
 _SERVICE = "reference_runner.spark.HeldWorkers"

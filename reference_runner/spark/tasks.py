@@ -9,13 +9,13 @@ import zlib
 
 from pyspark import AccumulatorParam
 
+import reference_runner.spark.failure_inbox as failure_inbox
 from reference_runner.engine import grouping, panes
 from reference_runner.engine.manager import PLUS_INFINITY
 from reference_runner.engine.windows import MIN_TIMESTAMP
 from reference_runner.executor import side_snapshots, stage_specs
 from reference_runner.executor.bundles import BundleError, BundleRunner
 from reference_runner.graph.descriptors import StageDescriptor
-from reference_runner.spark import failure_inbox
 from reference_runner.spark.plan import PerStage, StagePlan, coders_of
 from reference_runner.spark.sdk_workers import Lease, NoWorker, lease
 from reference_runner.worker import codecs, merging, window_mapping
