@@ -18,7 +18,6 @@ fails, and Spark's retries decide as they used to.
 from __future__ import annotations
 
 import logging
-import re
 import socket
 import threading
 from collections.abc import Callable
@@ -27,10 +26,10 @@ from concurrent import futures
 import grpc
 
 import reference_runner.spark.json_rpc as json_rpc
+from reference_runner.spark.settings import is_local
 
 _LOG = logging.getLogger(__name__)
 _SERVICE = "reference_runner.spark.FailureInbox"
-_LOCAL = re.compile(r"^local(\[.*\])?$")
 
 
 class Inbox:
@@ -90,11 +89,10 @@ _lock = threading.Lock()
 def for_session(spark) -> Inbox:
     """The inbox of this driver process, at an address the session's executors reach: loopback
     for a local master, else the host Spark's executors reach the driver at (spark.driver.host)."""
-    conf = spark.sparkContext.getConf()
-    if _LOCAL.match(spark.sparkContext.master):
+    if is_local(spark.sparkContext.master):
         host = "127.0.0.1"
-    else:
-        host = conf.get("spark.driver.host", None) or socket.getfqdn()
+    else:  # (the configuration is copied out of the JVM: only where it is needed)
+        host = spark.sparkContext.getConf().get("spark.driver.host", None) or socket.getfqdn()
     with _lock:
         inbox = _inboxes.get(host)
         if inbox is None:

@@ -100,10 +100,16 @@ class SparkSettings:
         return self.parse(knobs.job_options(options, PREFIX, remote), base=self)
 
 
+def is_local(master: str) -> bool:
+    """Do the master's executors run on this host (``local``, ``local[N]``, ``local[N,F]``,
+    ``local-cluster[...]``), so that loopback addresses reach them and they reach us?"""
+    return master.startswith("local")
+
+
 def read_spec(spec: str) -> SparkSettings:
     """'master=local[4],bundle_size=10' (a target name's options) -> the settings it gives."""
     values = dict(part.partition("=")[::2] for part in spec.split(",") if part)
     return SparkSettings.parse(values)
 
 
-__all__ = ["DEFAULT_MASTER", "SPARK_OPTIONS", "OptionError", "SparkSettings", "read_spec"]
+__all__ = ["DEFAULT_MASTER", "SPARK_OPTIONS", "OptionError", "SparkSettings", "is_local", "read_spec"]

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import apache_beam
 from apache_beam.portability.api import beam_runner_api_pb2
 
+from reference_runner.spark.settings import is_local
 from reference_runner.worker.pool import DOCKER, EMBEDDED, EXTERNAL, PROCESS, EnvironmentUnsupported, environment_of
 
 _PYTHON_IMAGE = re.compile(r"beam_python(\d+\.\d+)_sdk:([^@\s]+)$")
@@ -63,7 +64,7 @@ def choose(components: beam_runner_api_pb2.Components, job_server: str | None, m
             f"environment {env.urn} is not supported (supported: {EXTERNAL}, {PROCESS}, embedded Python, "
             f"DOCKER images of apache-beam {apache_beam.__version__} for Python {_python()})"
         )
-    local = master.startswith("local")
+    local = is_local(master)
     return UserCode(
         env.SerializeToString(deterministic=True),
         job_server,
