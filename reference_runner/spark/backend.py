@@ -76,9 +76,12 @@ def run_plan(
     spark.sparkContext.setJobGroup(job_id, f"Beam job {control.job_id or job_id}", interruptOnCancel=True)
     control.attach(group)
 
-    def fail_now() -> None:
+    def release_workers() -> None:
         if held is not None and not user_code.embedded:
-            held.release(job_id)  # the job's workers stop before its tasks are interrupted
+            held.release(job_id)
+
+    def fail_now() -> None:
+        release_workers()  # the job's workers stop before its tasks are interrupted
         group.cancel()
 
     inbox.watch(job_id, fail_now)
@@ -92,8 +95,7 @@ def run_plan(
         raise SparkJobFailed(failure) from None
     finally:
         inbox.forget(job_id)
-        if held is not None and not user_code.embedded:
-            held.release(job_id)
+        release_workers()
 
 
 def _run(prepared: Plan, spark, settings: SparkSettings, control: Control, plans: list) -> bool:

@@ -39,8 +39,7 @@ def sdk_worker(plan: StagePlan, side_values: dict, state: StateService, warm_wor
     try:
         leased = lease(plan.user_code, state, plan.job_id, warm_worker)
     except NoWorker as e:
-        failure_inbox.report(plan.failures, plan.job_id, str(e))
-        raise StageFailed(str(e)) from None
+        raise _failing_the_job(plan, str(e)) from None
     described = plan.described(leased.endpoint)
     sides = plan.stage.side_inputs
     if not plan.user_code.embedded and sides and all(s.globally_windowed for s in sides):
@@ -149,9 +148,13 @@ def stage_failed(plan: StagePlan, error: BundleError) -> StageFailed:
     """What a task raises for a failed bundle. A deterministic failure is first told to the
     driver, which fails the job at once instead of letting Spark run the task again
     (failure_inbox.py); a lost worker is left to Spark's retries."""
-    if not error.worker_lost:
-        failure_inbox.report(plan.failures, plan.job_id, str(error))
-    return StageFailed(str(error))
+    return StageFailed(str(error)) if error.worker_lost else _failing_the_job(plan, str(error))
+
+
+def _failing_the_job(plan: StagePlan, message: str) -> StageFailed:
+    """What a task raises for a failure no other attempt would cure, once the driver knows."""
+    failure_inbox.report(plan.failures, plan.job_id, message)
+    return StageFailed(message)
 
 
 class Outputs:
