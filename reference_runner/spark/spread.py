@@ -12,12 +12,8 @@ from __future__ import annotations
 
 def spread(rdd, partitions: int):
     """``rdd``'s elements dealt over ``partitions`` partitions, round robin."""
-    return rdd.mapPartitionsWithIndex(_by_position).partitionBy(partitions, _position).values()
+    return rdd.mapPartitionsWithIndex(_by_position).partitionBy(partitions, int).values()
 
 
 def _by_position(index: int, elements):
     return ((index + position, element) for position, element in enumerate(elements))
-
-
-def _position(key: int) -> int:
-    return key
