@@ -59,10 +59,10 @@ from apache_beam.utils.timestamp import Timestamp
 
 from benchmarks import procstat
 from benchmarks.report import write_json
+from benchmarks.spark_wordcount import STRIDE  # the word counts' one word -> vocabulary slot rule
 
 WORKLOADS = ("wordcount-files", "wordcount-create", "windowed-combine")
 CONTENDERS = ("pyspark", "spark_backend", "fnapi")
-STRIDE = 7919  # prime: word index -> vocabulary slot is a bijection on each block of the vocabulary
 WORDS_PER_LINE = 10
 KEYS = 1000  # windowed-combine: keys k0..k999
 SEEDS = 1000  # windowed-combine: Create elements, each expanded to events / SEEDS events
