@@ -25,7 +25,7 @@ import sys
 
 import pytest
 
-from conformance.api import ANY, GLOBAL, CaseFailure, capability, created, el, grouped, satisfies
+from conformance.api import ANY, GLOBAL, ON_TIME_ONLY, CaseFailure, W, capability, created, el, grouped, satisfies
 from conformance.authoring.elements import compare
 from conformance.peers.artifacts import ArtifactUnavailable
 from conformance.sdk_pipelines import capture
@@ -77,6 +77,18 @@ EXPECTED = {
     "windowed_trigger": (
         "triggers.batch_accumulating",
         satisfies(_early_count_panes, "per key and window: EARLY panes of 2 or more new elements, then one ON_TIME"),
+    ),
+    # Each element in [t, t + 1 s); a key's windows that start in the same 10 s bucket merge into
+    # their span (the SDK's merge: no runner knows this WindowFn), so a@1 and a@9 share [1 s, 10 s)
+    # and a@11 stays apart though nearer to a@9; one ON_TIME pane per merged window, at its end.
+    "custom_merging_window": (
+        "window.custom_merging",
+        [
+            el("a:1,9", 9.999, W(1, 10), ON_TIME_ONLY),
+            el("a:11", 11.999, W(11, 12), ON_TIME_ONLY),
+            el("a:25", 25.999, W(25, 26), ON_TIME_ONLY),
+            el("b:4", 4.999, W(4, 5), ON_TIME_ONLY),
+        ],
     ),
 }
 

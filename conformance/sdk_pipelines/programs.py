@@ -45,7 +45,7 @@ PROGRAMS = {
         SdkProgram(
             "java",
             "2.65.0",
-            _ALL,
+            (*_ALL, "custom_merging_window"),  # a user's own merging WindowFn: written in Java only
             (
                 (["mvn", "-q", "-B", "package", "-DskipTests"], "building the Java pipelines"),
                 (

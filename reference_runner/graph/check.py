@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from apache_beam.portability.api import beam_runner_api_pb2
 
-from reference_runner.graph import python_coders, trigger_spec, urns
+from reference_runner.graph import python_coders, trigger_spec, urns, windowing
 from reference_runner.graph.pipeline import PipelineGraph, is_stateful, test_stream_output
 
 
@@ -26,7 +26,7 @@ def check(graph: PipelineGraph, environments: bool = True, backend: str = "the r
     for t in graph.transforms:
         problems += _transform_problems(graph, t)
         if environments:
-            problems += _foreign_function_problems(graph, t)
+            problems += _foreign_function_problems(graph, t) + _foreign_merge_problems(graph, t)
     for env_id, env in graph.components.environments.items() if environments else ():
         if env.urn not in urns.EMBEDDABLE_ENVIRONMENTS:
             problems.append(f"environment {env_id}: {env.urn}")
@@ -56,6 +56,20 @@ def _foreign_function_problems(graph: PipelineGraph, t) -> list[str]:
     return [
         f"transform '{t.name}': user code of another SDK ({fn}{', ' + sdk if sdk else ''}); this backend runs "
         "user code only in its embedded Python SDK harness (the reference runner's job server runs every SDK)"
+    ]
+
+
+def _foreign_merge_problems(graph: PipelineGraph, t) -> list[str]:
+    """A merging WindowFn the runner does not know is merged by the SDK (graph/windowing.py): an
+    embedded Python SDK harness merges only Python's."""
+    if t.urn != urns.GROUP_BY_KEY:
+        return []
+    ws = graph.windowing_of(t.main_inputs()[0])
+    if not windowing.merged_in_sdk(ws) or ws.window_fn.urn == urns.PICKLED_PYTHON_WINDOW_FN:
+        return []
+    return [
+        f"transform '{t.name}': a merging WindowFn of another SDK ({ws.window_fn.urn}), which that SDK must merge "
+        f"({urns.MERGE_WINDOWS}); this backend runs user code only in its embedded Python SDK harness"
     ]
 
 
@@ -152,12 +166,5 @@ def _key_problems(graph: PipelineGraph, t, where: str) -> list[str]:
 
 
 def _windowing_problems(where: str, ws: beam_runner_api_pb2.WindowingStrategy) -> list[str]:
-    problems = []
-    # Sessions are merged by the runner, Python WindowFns by the SDK (beam:transform:merge_windows:v1).
-    if ws.merge_status == beam_runner_api_pb2.MergeStatus.NEEDS_MERGE and ws.window_fn.urn not in (
-        urns.SESSION_WINDOWS,
-        urns.PICKLED_PYTHON_WINDOW_FN,
-    ):
-        problems.append(f"{where}: custom merging WindowFn ({ws.window_fn.urn})")
-    problems += [f"{where}: {p}" for p in trigger_spec.problems(ws.trigger)]
-    return problems
+    # (a merging WindowFn the runner does not know is merged by its SDK: graph/windowing.py)
+    return [f"{where}: {p}" for p in trigger_spec.problems(ws.trigger)]

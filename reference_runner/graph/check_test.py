@@ -1,6 +1,7 @@
 import apache_beam as beam
 import pytest
 from apache_beam.portability.api import beam_runner_api_pb2
+from apache_beam.transforms import window
 
 from reference_runner.graph.check import UnsupportedPipeline
 from reference_runner.graph.front_end import SPARK, checked_graph
@@ -72,3 +73,26 @@ def test_a_re_encoding_in_an_sdk_without_the_identity_transform_is_refused_namin
             t.spec.payload = payload.SerializeToString()
     with pytest.raises(UnsupportedPipeline, match=r"re-encoded with another coder.*beam:dofn:identity:0.1"):
         checked_graph(proto, REFERENCE, environments=False)
+
+
+def _grouped_in_a_java_merging_window_fn():
+    """Sessions, relabelled as a Java WindowFn the runner does not know (it still needs merging)."""
+    p = beam.Pipeline()
+    _ = p | beam.Create([("k", 1)]) | beam.WindowInto(window.Sessions(10)) | "Group" >> beam.GroupByKey()
+    proto = p.to_runner_api()
+    for ws in proto.components.windowing_strategies.values():
+        if ws.merge_status == beam_runner_api_pb2.MergeStatus.NEEDS_MERGE:
+            ws.window_fn.urn = "beam:window_fn:serialized_java:v1"
+    return proto
+
+
+def test_a_merging_window_fn_the_runner_does_not_know_is_taken_for_its_sdk_to_merge():
+    checked_graph(_grouped_in_a_java_merging_window_fn(), SPARK, environments=False)
+
+
+def test_a_backend_that_embeds_user_code_refuses_another_sdks_merging_window_fn_by_name():
+    with pytest.raises(
+        UnsupportedPipeline,
+        match=r"'Group': a merging WindowFn of another SDK \(beam:window_fn:serialized_java:v1\).*merge_windows",
+    ):
+        checked_graph(_grouped_in_a_java_merging_window_fn(), SPARK, environments=True)

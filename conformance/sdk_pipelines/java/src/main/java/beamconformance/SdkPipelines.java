@@ -1,17 +1,27 @@
 package beamconformance;
 
+import java.io.DataInputStream;
+import java.io.DataOutputStream;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.Paths;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.Collection;
+import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.TreeMap;
 import java.util.function.Function;
 import org.apache.beam.runners.portability.PortableRunner;
 import org.apache.beam.sdk.Pipeline;
 import org.apache.beam.sdk.PipelineResult;
+import org.apache.beam.sdk.coders.Coder;
+import org.apache.beam.sdk.coders.CustomCoder;
 import org.apache.beam.sdk.coders.KvCoder;
 import org.apache.beam.sdk.coders.StringUtf8Coder;
 import org.apache.beam.sdk.coders.VarIntCoder;
@@ -37,7 +47,10 @@ import org.apache.beam.sdk.transforms.View;
 import org.apache.beam.sdk.transforms.windowing.AfterPane;
 import org.apache.beam.sdk.transforms.windowing.AfterWatermark;
 import org.apache.beam.sdk.transforms.windowing.FixedWindows;
+import org.apache.beam.sdk.transforms.windowing.IntervalWindow;
 import org.apache.beam.sdk.transforms.windowing.Window;
+import org.apache.beam.sdk.transforms.windowing.WindowFn;
+import org.apache.beam.sdk.transforms.windowing.WindowMappingFn;
 import org.apache.beam.sdk.values.KV;
 import org.apache.beam.sdk.values.PCollection;
 import org.apache.beam.sdk.values.PCollectionList;
@@ -73,6 +86,7 @@ public final class SdkPipelines {
     CASES.put("side_input", SdkPipelines::sideInput);
     CASES.put("state_timer", SdkPipelines::stateTimer);
     CASES.put("windowed_trigger", SdkPipelines::windowedTrigger);
+    CASES.put("custom_merging_window", SdkPipelines::customMergingWindow);
   }
 
   private SdkPipelines() {}
@@ -228,6 +242,16 @@ public final class SdkPipelines {
         .apply("Format", formatGroups());
   }
 
+  static PCollection<String> customMergingWindow(Pipeline p) {
+    return p.apply(
+            Create.timestamped(
+                    at("a", 1, 1), at("a", 9, 9), at("a", 11, 11), at("a", 25, 25), at("b", 4, 4))
+                .withCoder(KV_CODER))
+        .apply(Window.<KV<String, Integer>>into(new TenSecondBuckets()))
+        .apply(GroupByKey.create())
+        .apply("Format", formatGroups());
+  }
+
   // ---------------------------------------------------------------- helpers
 
   private static PCollection<KV<String, Integer>> createKvs(Pipeline p) {
@@ -252,6 +276,80 @@ public final class SdkPipelines {
               }
               return sb.toString();
             });
+  }
+
+  /**
+   * A merging WindowFn no runner knows: each element gets the one-second window from its timestamp,
+   * and the windows of a key that start in the same ten-second bucket merge into their span, near
+   * or not (so [1 s, 2 s) and [9 s, 10 s) merge, [9 s, 10 s) and [11 s, 12 s) do not: no
+   * sessions). Its windows are of a type of its own with a coder of its own, which the runner can
+   * only carry as opaque bytes.
+   */
+  static class TenSecondBuckets extends WindowFn<Object, BucketWindow> {
+    @Override
+    public Collection<BucketWindow> assignWindows(AssignContext c) {
+      Instant start = c.timestamp();
+      return Collections.singletonList(
+          new BucketWindow(start, start.plus(Duration.standardSeconds(1))));
+    }
+
+    @Override
+    public void mergeWindows(MergeContext c) throws Exception {
+      Map<Long, List<BucketWindow>> buckets = new TreeMap<>();
+      for (BucketWindow w : c.windows()) {
+        buckets.computeIfAbsent(w.start().getMillis() / 10_000, b -> new ArrayList<>()).add(w);
+      }
+      for (List<BucketWindow> bucket : buckets.values()) {
+        if (bucket.size() > 1) {
+          Instant start = bucket.stream().map(BucketWindow::start).min(Instant::compareTo).get();
+          Instant end = bucket.stream().map(BucketWindow::end).max(Instant::compareTo).get();
+          c.merge(bucket, new BucketWindow(start, end));
+        }
+      }
+    }
+
+    @Override
+    public boolean isCompatible(WindowFn<?, ?> other) {
+      return other instanceof TenSecondBuckets;
+    }
+
+    @Override
+    public Coder<BucketWindow> windowCoder() {
+      return new BucketWindowCoder();
+    }
+
+    @Override
+    public WindowMappingFn<BucketWindow> getDefaultWindowMappingFn() {
+      throw new UnsupportedOperationException("TenSecondBuckets cannot window a side input");
+    }
+  }
+
+  /** An interval window of a type of its own (CaptureFn records it as an interval). */
+  static class BucketWindow extends IntervalWindow {
+    BucketWindow(Instant start, Instant end) {
+      super(start, end);
+    }
+  }
+
+  /** Start and end in milliseconds, as two big-endian longs. */
+  static class BucketWindowCoder extends CustomCoder<BucketWindow> {
+    @Override
+    public void encode(BucketWindow w, OutputStream out) throws IOException {
+      DataOutputStream data = new DataOutputStream(out);
+      data.writeLong(w.start().getMillis());
+      data.writeLong(w.end().getMillis());
+      data.flush();
+    }
+
+    @Override
+    public BucketWindow decode(InputStream in) throws IOException {
+      DataInputStream data = new DataInputStream(in);
+      long start = data.readLong();
+      return new BucketWindow(new Instant(start), new Instant(data.readLong()));
+    }
+
+    @Override
+    public void verifyDeterministic() {}
   }
 
   /** Adds the singleton side input to each main-input element. */
