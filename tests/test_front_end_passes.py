@@ -125,6 +125,24 @@ def test_only_standard_coders_remain_for_the_runner():
     assert opaque_coders.length_prefix_unknown(proto) is proto, "a second pass changes nothing"
 
 
+def test_a_pcollection_of_windowed_values_is_carried_opaque():
+    # Java's Create.windowedValues: a PCollection whose elements are windowed values. SDK harnesses
+    # would take its coder for the wire coder (no windowed value around it) and misread them.
+    p = beam.Pipeline()
+    _ = p | beam.Create(["a"]) | "Values" >> beam.Map(lambda s: s)
+    proto = p.to_runner_api()
+    [values] = [t for t in proto.components.transforms.values() if t.unique_name == "Values"]
+    [out] = values.outputs.values()
+    element = proto.components.pcollections[out].coder_id
+    proto.components.coders["wv"].spec.urn = urns.WINDOWED_VALUE_CODER
+    proto.components.coders["wv"].component_coder_ids.extend([element, "global"])
+    proto.components.coders["global"].spec.urn = urns.GLOBAL_WINDOW_CODER
+    proto.components.pcollections[out].coder_id = "wv"
+    rewritten = opaque_coders.length_prefix_unknown(proto).components
+    coder = rewritten.coders[rewritten.pcollections[out].coder_id]
+    assert (coder.spec.urn, list(coder.component_coder_ids)) == (urns.LENGTH_PREFIX_CODER, ["wv"])
+
+
 def test_the_runner_refuses_to_build_a_coder_it_does_not_know():
     components = beam_runner_api_pb2.Components()
     components.coders["c"].spec.urn = "beam:coder:pickled_python:v1"

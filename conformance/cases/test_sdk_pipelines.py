@@ -25,7 +25,20 @@ import sys
 
 import pytest
 
-from conformance.api import ANY, GLOBAL, ON_TIME_ONLY, CaseFailure, W, capability, created, el, grouped, satisfies
+from conformance.api import (
+    ANY,
+    GLOBAL,
+    NO_FIRING,
+    ON_TIME_ONLY,
+    CaseFailure,
+    W,
+    capability,
+    created,
+    el,
+    grouped,
+    pane,
+    satisfies,
+)
 from conformance.authoring.elements import compare
 from conformance.peers.artifacts import ArtifactUnavailable
 from conformance.sdk_pipelines import capture
@@ -89,6 +102,12 @@ EXPECTED = {
             el("a:25", 25.999, W(25, 26), ON_TIME_ONLY),
             el("b:4", 4.999, W(4, 5), ON_TIME_ONLY),
         ],
+    ),
+    # Elements created with their own timestamp, window and pane keep all three through a
+    # Reshuffle (Java's Create.windowedValues; its first PCollection's elements are windowed values).
+    "reshuffle_metadata": (
+        "reshuffle",
+        [el("a", 5, GLOBAL, NO_FIRING), el("b", 7, GLOBAL, pane(False, False, "LATE", 1, 1))],
     ),
 }
 

@@ -45,7 +45,8 @@ PROGRAMS = {
         SdkProgram(
             "java",
             "2.65.0",
-            (*_ALL, "custom_merging_window"),  # a user's own merging WindowFn: written in Java only
+            # Java only: a user's own merging WindowFn; Create.windowedValues (elements with their own panes)
+            (*_ALL, "custom_merging_window", "reshuffle_metadata"),
             (
                 (["mvn", "-q", "-B", "package", "-DskipTests"], "building the Java pipelines"),
                 (

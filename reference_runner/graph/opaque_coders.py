@@ -30,7 +30,7 @@ def length_prefix_unknown(proto: beam_runner_api_pb2.Pipeline) -> beam_runner_ap
     rewrite = _Rewrite(out.components)
     changed = False
     for pcoll in out.components.pcollections.values():
-        readable = rewrite.element(pcoll.coder_id)
+        readable = rewrite.pcollection(pcoll.coder_id)
         changed |= readable != pcoll.coder_id
         pcoll.coder_id = readable
     for ws in out.components.windowing_strategies.values():
@@ -62,6 +62,15 @@ class _Rewrite:
         self._components = components
         self._elements: dict[str, str] = {}
         self._windows: dict[str, str] = {}
+
+    def pcollection(self, coder_id: str) -> str:
+        """A PCollection's coder. Elements that are themselves windowed values (Java's
+        Create.windowedValues makes such a PCollection) are carried opaque: the SDK harnesses
+        (Java's and Python's) take a PCollection coder of beam:coder:windowed_value:v1 for the
+        wire coder, without another windowed value around it, and misread those elements."""
+        if self._components.coders[coder_id].spec.urn == urns.WINDOWED_VALUE_CODER:
+            return self._add(f"{coder_id}/length_prefixed", urns.LENGTH_PREFIX_CODER, [coder_id])
+        return self.element(coder_id)
 
     def element(self, coder_id: str) -> str:
         known = self._elements.get(coder_id)

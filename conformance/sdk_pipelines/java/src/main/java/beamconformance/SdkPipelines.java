@@ -42,15 +42,19 @@ import org.apache.beam.sdk.transforms.Flatten;
 import org.apache.beam.sdk.transforms.GroupByKey;
 import org.apache.beam.sdk.transforms.MapElements;
 import org.apache.beam.sdk.transforms.ParDo;
+import org.apache.beam.sdk.transforms.Reshuffle;
 import org.apache.beam.sdk.transforms.Sum;
 import org.apache.beam.sdk.transforms.View;
 import org.apache.beam.sdk.transforms.windowing.AfterPane;
 import org.apache.beam.sdk.transforms.windowing.AfterWatermark;
 import org.apache.beam.sdk.transforms.windowing.FixedWindows;
+import org.apache.beam.sdk.transforms.windowing.GlobalWindow;
 import org.apache.beam.sdk.transforms.windowing.IntervalWindow;
+import org.apache.beam.sdk.transforms.windowing.PaneInfo;
 import org.apache.beam.sdk.transforms.windowing.Window;
 import org.apache.beam.sdk.transforms.windowing.WindowFn;
 import org.apache.beam.sdk.transforms.windowing.WindowMappingFn;
+import org.apache.beam.sdk.util.WindowedValue;
 import org.apache.beam.sdk.values.KV;
 import org.apache.beam.sdk.values.PCollection;
 import org.apache.beam.sdk.values.PCollectionList;
@@ -87,6 +91,7 @@ public final class SdkPipelines {
     CASES.put("state_timer", SdkPipelines::stateTimer);
     CASES.put("windowed_trigger", SdkPipelines::windowedTrigger);
     CASES.put("custom_merging_window", SdkPipelines::customMergingWindow);
+    CASES.put("reshuffle_metadata", SdkPipelines::reshuffleMetadata);
   }
 
   private SdkPipelines() {}
@@ -250,6 +255,25 @@ public final class SdkPipelines {
         .apply(Window.<KV<String, Integer>>into(new TenSecondBuckets()))
         .apply(GroupByKey.create())
         .apply("Format", formatGroups());
+  }
+
+  /**
+   * Elements made with their own timestamp, window and pane (Create.windowedValues, whose first
+   * PCollection holds the windowed values themselves), then reshuffled: each keeps all three.
+   */
+  static PCollection<String> reshuffleMetadata(Pipeline p) {
+    return p.apply(
+            Create.windowedValues(
+                    WindowedValue.of(
+                        "a", new Instant(5_000), GlobalWindow.INSTANCE, PaneInfo.NO_FIRING),
+                    WindowedValue.of(
+                        "b",
+                        new Instant(7_000),
+                        GlobalWindow.INSTANCE,
+                        PaneInfo.createPane(false, false, PaneInfo.Timing.LATE, 1, 1)))
+                .withCoder(StringUtf8Coder.of())
+                .withWindowCoder(GlobalWindow.Coder.INSTANCE))
+        .apply(Reshuffle.viaRandomKey());
   }
 
   // ---------------------------------------------------------------- helpers
