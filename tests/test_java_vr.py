@@ -73,6 +73,14 @@ def test_beam_exclusions_by_category_and_by_name(listed):
     assert selections.left_out(selections.PRISM, late.class_name, late.method, late.categories) is None
 
 
+def test_the_all_selection_leaves_out_committed_metrics_tests_naming_the_java_client():
+    # Beam's Java PortableRunner cannot read committed metrics from any runner (selections.ALL_EXCLUDED)
+    categories = {selections.VALIDATES_RUNNER, selections.BEAM + "UsesCommittedMetrics"}
+    test = ("org.apache.beam.sdk.metrics.MetricsTest$CommittedMetricTests", "testCommittedCounterMetrics")
+    reason = selections.left_out(selections.ALL, *test, categories)
+    assert reason and "UsesCommittedMetrics" in reason and "PortableMetrics" in reason
+
+
 def test_gradle_patterns():
     match = selections.pattern_matches
     cls = "org.apache.beam.sdk.transforms.CombineTest$BasicTests"
