@@ -74,7 +74,7 @@ def test_flatten_inputs_of_other_coders_are_transcoded_by_the_sdk():
     ints = p | "Ints" >> beam.Create([1]).with_output_types(int)
     strs = p | "Strs" >> beam.Create(["a"]).with_output_types(str)
     _ = (ints, strs) | beam.Flatten()
-    proto = transcode.transcode_in_sdk(p.to_runner_api())
+    proto = transcode.transcode(p.to_runner_api())
     graph = PipelineGraph(proto)
     [flatten] = [t for t in graph.transforms if t.urn == urns.FLATTEN]
     [out] = flatten.outputs()
@@ -89,7 +89,7 @@ def test_group_by_key_whose_output_recodes_the_key_gets_an_sdk_transcode():
     ints = p | "Ints" >> beam.Create([("k", 1)]).with_output_types(tuple[str, int])
     strs = p | "Strs" >> beam.Create([("k", "a")]).with_output_types(tuple[str, str])
     _ = (ints, strs) | beam.Flatten() | beam.GroupByKey()
-    proto = transcode.transcode_in_sdk(p.to_runner_api())
+    proto = transcode.transcode(p.to_runner_api())
     components = proto.components
     [gbk] = [t for t in PipelineGraph(proto).transforms if t.urn == urns.GROUP_BY_KEY]
     [source] = gbk.proto.inputs.values()
