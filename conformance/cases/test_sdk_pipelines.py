@@ -25,7 +25,7 @@ import sys
 
 import pytest
 
-from conformance.api import ANY, GLOBAL, CaseFailure, capability, created, el, grouped, satisfies
+from conformance.api import ANY, GLOBAL, NO_FIRING, CaseFailure, capability, created, el, grouped, satisfies
 from conformance.authoring.elements import compare
 from conformance.peers.artifacts import ArtifactUnavailable
 from conformance.sdk_pipelines import capture
@@ -78,6 +78,16 @@ EXPECTED = {
         "triggers.batch_accumulating",
         satisfies(_early_count_panes, "per key and window: EARLY panes of 2 or more new elements, then one ON_TIME"),
     ),
+    # Java: a Flatten of BigEndianLongCoder and NullableCoder(VarLongCoder) inputs into a
+    # SerializableCoder output; what it holds does not depend on its coders
+    "flatten_coders": ("flatten.heterogeneous_coders", created(["1", "2", "3"])),
+    # Go: TestStream events at 1 s and 2 s, then the watermark to +infinity; each element at its
+    # event's timestamp, in the global window, with no pane
+    "test_stream": (
+        "teststream",
+        [el("a", 1, GLOBAL, NO_FIRING), el("b", 2, GLOBAL, NO_FIRING), el("c", 2, GLOBAL, NO_FIRING)],
+    ),
+    "test_stream_int16": ("teststream", [el("-7", 1, GLOBAL, NO_FIRING), el("300", 1, GLOBAL, NO_FIRING)]),
 }
 
 # Where an SDK itself, not the runner, makes its output differ from the model: that field is left
