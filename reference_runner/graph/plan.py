@@ -207,8 +207,9 @@ def _stage(graph: PipelineGraph, stage: fusion.Stage, test_stream_driven: bool) 
         planned.conversion = _CONVERSIONS.get(head.urn, "transcode")
         [out] = stage.outputs
         coder_of = {p: graph.components.pcollections[p].coder_id for p in [*stage.inputs, out]}
+        rekeys = planned.conversion != "transcode"  # changes every element, whatever the coders
         planned.converted = [
-            p for p in stage.inputs if not recode.same_encoding(graph.components, coder_of[p], coder_of[out])
+            p for p in stage.inputs if rekeys or not recode.same_encoding(graph.components, coder_of[p], coder_of[out])
         ]
         planned.redistribute = head.urn == urns.RESHUFFLE
     elif planned.kind == StageKind.TEST_STREAM:

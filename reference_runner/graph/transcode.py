@@ -75,7 +75,14 @@ def sdk_inputs(components, transform: beam_runner_api_pb2.PTransform) -> dict[st
     if needed is None:
         return {}
     coders = {tag: components.pcollections[pcoll].coder_id for tag, pcoll in transform.inputs.items()}
-    return {tag: c for tag, c in coders.items() if not recode.recodes(recode.form(components, c), needed)}
+    forms = {tag: recode.form(components, c) for tag, c in coders.items()}
+    # a GroupByKey reads its input's key and value itself: the input must be a KV, not wrapped
+    kv_only = transform.spec.urn == urns.GROUP_BY_KEY
+    return {
+        tag: c
+        for tag, c in coders.items()
+        if not recode.recodes(forms[tag], needed) or (kv_only and forms[tag][0] != urns.KV_CODER)
+    }
 
 
 def sdk_outputs(components, stream: beam_runner_api_pb2.PTransform) -> dict[str, str]:
