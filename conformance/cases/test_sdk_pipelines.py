@@ -109,6 +109,16 @@ EXPECTED = {
         "reshuffle",
         [el("a", 5, GLOBAL, NO_FIRING), el("b", 7, GLOBAL, pane(False, False, "LATE", 1, 1))],
     ),
+    # Java: a Flatten of BigEndianLongCoder and NullableCoder(VarLongCoder) inputs into a
+    # SerializableCoder output; what it holds does not depend on its coders
+    "flatten_coders": ("flatten.heterogeneous_coders", created(["1", "2", "3"])),
+    # Go: TestStream events at 1 s and 2 s, then the watermark to +infinity; each element at its
+    # event's timestamp, in the global window, with no pane
+    "test_stream": (
+        "teststream",
+        [el("a", 1, GLOBAL, NO_FIRING), el("b", 2, GLOBAL, NO_FIRING), el("c", 2, GLOBAL, NO_FIRING)],
+    ),
+    "test_stream_int16": ("teststream", [el("-7", 1, GLOBAL, NO_FIRING), el("300", 1, GLOBAL, NO_FIRING)]),
 }
 
 # Where an SDK itself, not the runner, makes its output differ from the model: that field is left

@@ -38,6 +38,10 @@ def _java_command(home: Path) -> list[str]:
 
 
 _ALL = ("pardo", "flatten", "group_by_key", "combine_per_key", "side_input", "state_timer", "windowed_trigger")
+# Cases of one SDK: a re-encoding only that SDK can do, a TestStream as that SDK encodes its events,
+# a user's own merging WindowFn, Create.windowedValues (elements with their own panes)
+_JAVA_ONLY = ("flatten_coders", "custom_merging_window", "reshuffle_metadata")
+_GO_ONLY = ("test_stream", "test_stream_int16")
 
 PROGRAMS = {
     p.sdk: p
@@ -45,8 +49,7 @@ PROGRAMS = {
         SdkProgram(
             "java",
             "2.65.0",
-            # Java only: a user's own merging WindowFn; Create.windowedValues (elements with their own panes)
-            (*_ALL, "custom_merging_window", "reshuffle_metadata"),
+            _ALL + _JAVA_ONLY,
             (
                 (["mvn", "-q", "-B", "package", "-DskipTests"], "building the Java pipelines"),
                 (
@@ -59,7 +62,7 @@ PROGRAMS = {
         SdkProgram(
             "go",
             "2.77.0",
-            _ALL,
+            _ALL + _GO_ONLY,
             ((["go", "build", "-o", "pipelines", "."], "building the Go pipelines"),),
             lambda home: [str(home / "pipelines")],
         ),

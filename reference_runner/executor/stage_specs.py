@@ -47,16 +47,11 @@ def group_codec(coders: codecs.Coders, stage: PlannedStage) -> codecs.GroupCodec
 
 
 def conversions(coders: codecs.Coders, stage: PlannedStage) -> dict:
-    """Flatten inputs whose element coder differs from the output's -> their re-encoding (the
-    runner's own KEYS_TO_BYTES / KEYS_FROM_BYTES re-key, as one-input Flattens)."""
+    """Flatten inputs whose elements the runner re-encodes (PlannedStage.converted) -> their
+    re-encoding (the runner's own KEYS_TO_BYTES / KEYS_FROM_BYTES re-key, as one-input Flattens)."""
     [out] = stage.outputs
-    pcolls = coders.components.pcollections
     convert = CONVERSIONS[stage.conversion]
-    return {
-        pcoll: convert(coders.windowed(pcoll), coders.windowed(out))
-        for pcoll in stage.inputs
-        if pcolls[pcoll].coder_id != pcolls[out].coder_id
-    }
+    return {pcoll: convert(coders.windowed(pcoll), coders.windowed(out)) for pcoll in stage.converted}
 
 
 def impulse_element(coders: codecs.Coders, pcoll: str) -> bytes:
@@ -76,7 +71,8 @@ def stream_events(plan: Plan, coders: codecs.Coders, stage: PlannedStage) -> lis
             pcoll = test_stream_output(transform, event.element_event.tag)
             assert pcoll is not None  # graph/check.py refuses an event tag without an output
             impl = coders.windowed(pcoll).get_impl()
-            read = coders.outer_reader(payload.coder_id)  # (graph/transcode.py: the output has its coder)
+            # the runner re-encodes the events as the output's coder (graph/transcode.py)
+            read = coders.event_reader(payload.coder_id, stage.events_nested)
             elements = [
                 codecs.encode_nested(
                     impl,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from apache_beam.portability.api import beam_runner_api_pb2
 
-from reference_runner.graph import python_coders, trigger_spec, urns, windowing
+from reference_runner.graph import python_coders, recode, sdks, trigger_spec, urns, windowing
 from reference_runner.graph.pipeline import PipelineGraph, is_stateful, test_stream_output
 
 
@@ -36,12 +36,7 @@ def check(graph: PipelineGraph, environments: bool = True, backend: str = "the r
 
 def _user_function(t) -> str | None:
     """The URN of a transform's DoFn or CombineFn, None if it has neither."""
-    payload = t.pardo_payload()
-    if payload is not None:
-        return payload.do_fn.urn
-    if t.urn in urns.COMBINE_TRANSFORMS:
-        return beam_runner_api_pb2.CombinePayload.FromString(t.proto.spec.payload).combine_fn.urn
-    return None
+    return sdks.user_function(t.proto)
 
 
 def _foreign_function_problems(graph: PipelineGraph, t) -> list[str]:
@@ -74,21 +69,32 @@ def _foreign_merge_problems(graph: PipelineGraph, t) -> list[str]:
 
 
 def _transcode_problems(graph: PipelineGraph, t, where: str) -> list[str]:
-    """The runner's re-encodings run as the SDK's identity transform (graph/transcode.py), which
-    only Beam's Python SDK implements: the environment must be one that runs Python user code."""
+    """Where the runner cannot re-encode elements itself, an SDK transform does
+    (graph/transcode.py): Python's identity DoFn, or a Flatten in another SDK's bundle. The
+    identity needs Beam's Python SDK; either needs an environment."""
+    components = graph.components
+    [source], [target] = t.proto.inputs.values(), t.proto.outputs.values()
+    coders = (
+        f"from coder {recode.describe(components, components.pcollections[source].coder_id)} to "
+        f"{recode.describe(components, components.pcollections[target].coder_id)}"
+    )
     env = t.proto.environment_id
-    if any(_user_function(o) in urns.PYTHON_USER_FUNCTIONS for o in graph.transforms if o.proto.environment_id == env):
-        return []
-    return [
-        f"{where}: its input must be re-encoded with another coder, which this runner has the SDK do "
-        f"({urns.IDENTITY_DOFN}); only Beam's Python SDK offers that transform, and environment {env!r} runs "
-        "no Python user code"
-    ]
+    if not env:
+        return [
+            f"{where}: its elements must be re-encoded {coders}, which the runner cannot do itself, "
+            "and the pipeline has no SDK environment to do it"
+        ]
+    if t.urn == urns.IDENTITY_DOFN and sdks.sdk_of(components, env) != sdks.PYTHON:
+        return [
+            f"{where}: its elements must be re-encoded {coders} by the SDK ({urns.IDENTITY_DOFN}); only Beam's "
+            f"Python SDK offers that transform, and environment {env!r} runs no Python user code"
+        ]
+    return []
 
 
 def _transform_problems(graph: PipelineGraph, t) -> list[str]:
     where = f"transform '{t.name}'"
-    if t.urn == urns.IDENTITY_DOFN:
+    if t.urn in (urns.IDENTITY_DOFN, urns.SDK_FLATTEN):
         return _transcode_problems(graph, t, where)
     if t.urn == urns.TEST_STREAM:
         return _test_stream_problems(t, where)

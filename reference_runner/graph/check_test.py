@@ -57,10 +57,7 @@ def test_set_state_of_another_sdk_is_refused_at_prepare_naming_it():
     checked_graph(_with_set_state(None), SPARK, environments=False)  # Python's set lives in bag state: served
 
 
-def test_a_re_encoding_in_an_sdk_without_the_identity_transform_is_refused_naming_it():
-    # the runner has the SDK re-encode (beam:dofn:identity:0.1), which only Beam's Python SDK offers
-    from reference_runner.graph.front_end import REFERENCE
-
+def _flatten_of_ints_and_strs_as_if_go_wrote_it():
     p = beam.Pipeline()
     _ = (p | "Ints" >> beam.Create([1]), p | "Strs" >> beam.Create(["a"])) | beam.Flatten()
     proto = p.to_runner_api()
@@ -71,7 +68,37 @@ def test_a_re_encoding_in_an_sdk_without_the_identity_transform_is_refused_namin
         if payload:
             payload.do_fn.urn = "beam:go:transform:dofn:v1"  # as if Go had written every DoFn
             t.spec.payload = payload.SerializeToString()
-    with pytest.raises(UnsupportedPipeline, match=r"re-encoded with another coder.*beam:dofn:identity:0.1"):
+    for env in proto.components.environments.values():
+        env.capabilities.append("beam:version:sdk_base:go:apache/beam_go_sdk:2.77.0")
+    return proto
+
+
+def test_a_re_encoding_of_opaque_coders_in_another_sdk_runs_as_a_flatten_in_its_bundle():
+    # ints and strs into a pickled coder: the runner reads neither side, so the SDK re-encodes;
+    # Python's identity DoFn is Python's only, every SDK harness runs a Flatten in a bundle
+    from reference_runner.graph import urns
+    from reference_runner.graph.front_end import REFERENCE
+
+    proto = _flatten_of_ints_and_strs_as_if_go_wrote_it()
+    [env] = proto.components.environments
+    graph = checked_graph(proto, REFERENCE, environments=False)
+    transcodes = [t for t in graph.transforms if t.urn == urns.SDK_FLATTEN]
+    assert len(transcodes) == 2 and all(t.proto.environment_id == env for t in transcodes)
+    assert urns.IDENTITY_DOFN not in {t.urn for t in graph.transforms}
+
+
+def test_a_re_encoding_with_no_sdk_environment_to_do_it_is_refused_naming_the_coders():
+    from reference_runner.graph.front_end import REFERENCE
+
+    proto = _flatten_of_ints_and_strs_as_if_go_wrote_it()
+    proto.components.ClearField("environments")
+    for t in proto.components.transforms.values():
+        t.environment_id = ""
+    with pytest.raises(
+        UnsupportedPipeline,
+        match=r"Flatten/Transcode/\w+': its elements must be re-encoded from coder \S+ \(beam:coder:varint:v1\) to "
+        r"\S+ \(beam:coder:length_prefix:v1\(beam:coder:pickled_python:v1.*the runner cannot do itself",
+    ):
         checked_graph(proto, REFERENCE, environments=False)
 
 

@@ -41,6 +41,8 @@ def build(
             getattr(pbd, kind)[key].CopyFrom(value)
     for t in stage.transforms:
         pbd.transforms[t.id].CopyFrom(t.proto)
+        if t.urn == urns.SDK_FLATTEN:
+            pbd.transforms[t.id].spec.urn = urns.FLATTEN
     [main] = stage.inputs
     input_id = f"{stage.id}/input"
     _port(pbd, input_id, urns.DATA_INPUT, main, components, endpoint, outputs={"out": main})

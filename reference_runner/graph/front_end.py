@@ -8,7 +8,8 @@ and refuse the same pipelines. The passes, in order:
 3. Reshuffle as a leaf          backends that redistribute elements themselves (Spark)
 4. lift                         CombinePerKey -> precombine, GroupByKey, merge, extract
 5. expand splittable DoFns      a splittable ParDo -> its three SDK parts
-6. transcode in the SDK         inputs of runner transforms that need another coder
+6. transcode                    inputs of runner transforms that need another coder the runner
+                                cannot re-encode to get an SDK transform that does
 7. length-prefix unknown coders the runner reads standard coders only
 
 then the capability check (graph/check.py), which names everything unsupported at once.
@@ -55,7 +56,7 @@ PASSES = [
     Pass("Reshuffle as a leaf", reshuffle.replace, when="reshuffle_leaf"),
     Pass("lift CombinePerKey", lifting.lift, when="lift"),
     Pass("expand splittable DoFns", sdf.expand),
-    Pass("transcode inputs of runner transforms in the SDK", transcode.transcode_in_sdk),
+    Pass("transcode what the runner cannot in the SDK", transcode.transcode),
     Pass("length-prefix unknown coders", opaque_coders.length_prefix_unknown),
 ]
 

@@ -23,7 +23,7 @@ from apache_beam.portability.api import beam_runner_api_pb2
 
 from reference_runner.engine import triggers
 from reference_runner.engine.spec import StageKind
-from reference_runner.graph import descriptors, front_end, fusion, sdf, trigger_spec, urns, windowing
+from reference_runner.graph import descriptors, front_end, fusion, recode, sdf, sdks, trigger_spec, urns, windowing
 from reference_runner.graph.pipeline import PipelineGraph, is_stateful
 
 
@@ -106,8 +106,10 @@ class PlannedStage:
     group: GroupSpec | None = None
     # Flatten: how an input with another coder is re-encoded (transcode, keys_to_bytes, keys_from_bytes)
     conversion: str = "transcode"
+    converted: list[str] = field(default_factory=list)  # the inputs it re-encodes (graph/recode.py)
     redistribute: bool = False  # a Reshuffle (backends that run it themselves)
     test_stream: str = ""  # TestStream: its transform id
+    events_nested: bool = False  # TestStream: its events are encoded in the nested context (graph/sdks.py)
 
     @property
     def side_pcolls(self) -> list[str]:
@@ -203,9 +205,16 @@ def _stage(graph: PipelineGraph, stage: fusion.Stage, test_stream_driven: bool) 
         planned.group = _group(graph.windowing_of(stage.inputs[0]), test_stream_driven)
     elif planned.kind == StageKind.FLATTEN:
         planned.conversion = _CONVERSIONS.get(head.urn, "transcode")
+        [out] = stage.outputs
+        coder_of = {p: graph.components.pcollections[p].coder_id for p in [*stage.inputs, out]}
+        rekeys = planned.conversion != "transcode"  # changes every element, whatever the coders
+        planned.converted = [
+            p for p in stage.inputs if rekeys or not recode.same_encoding(graph.components, coder_of[p], coder_of[out])
+        ]
         planned.redistribute = head.urn == urns.RESHUFFLE
     elif planned.kind == StageKind.TEST_STREAM:
         planned.test_stream = head.id
+        planned.events_nested = sdks.test_stream_events_nested(graph.components, head.proto)
     return planned
 
 

@@ -17,6 +17,11 @@ EXECUTABLE_STAGE = "beam:runner:executable_stage:v1"
 # What the SDK's pre-optimization puts before a Flatten input whose coder differs from the
 # output's (and graph/transcode.py does too): the SDK re-encodes the elements.
 IDENTITY_DOFN = "beam:dofn:identity:0.1"
+# A one-input Flatten an SDK other than Python's runs inside a bundle, where the runner cannot
+# re-encode an input itself (graph/transcode.py): its output leaves the bundle with its own
+# PCollection's coder. The SDK sees FLATTEN's URN (graph/descriptors.py); the runner's own
+# Flattens keep theirs.
+SDK_FLATTEN = "reference:transform:sdk_flatten:v1"
 # Splittable DoFn parts (graph/sdf.py expands a splittable ParDo into them)
 SDF_PAIR_WITH_RESTRICTION = "beam:transform:sdf_pair_with_restriction:v1"
 SDF_SPLIT_AND_SIZE = "beam:transform:sdf_split_and_size_restrictions:v1"
@@ -45,6 +50,7 @@ SDK_TRANSFORMS = {
     "beam:transform:combine_globally:v1",
     "beam:transform:to_string:v1",
     IDENTITY_DOFN,
+    SDK_FLATTEN,
 }
 # Runner-internal (added by graph/lifting.py): KV(K, V) <-> KV(K's encoding as bytes, V),
 # executed by the runner like a one-input Flatten that re-encodes its elements.
@@ -78,6 +84,8 @@ BOOL_CODER = "beam:coder:bool:v1"
 GLOBAL_WINDOW_CODER = "beam:coder:global_window:v1"
 INTERVAL_WINDOW_CODER = "beam:coder:interval_window:v1"
 TIMER_CODER = "beam:coder:timer:v1"
+# A Go user type's coder (opaque to the runner): the Go SDK writes a varint length before its bytes
+GO_CUSTOM_CODER = "beam:go:coder:custom:v1"
 # A window the runner does not know: its max timestamp, then its encoding length-prefixed
 CUSTOM_WINDOW_CODER = "beam:coder:custom_window:v1"
 # Coders the runner reads: these leaves, and these structures over readable components.

@@ -225,12 +225,11 @@ class PassScheduler:
         if not stage.inbox:
             return
         p = stage.plan
-        pcolls = self.coders.components.pcollections
         [out] = p.outputs
         parts = []
         sources = []
         for pcoll, rdd, source in stage.inbox:
-            if pcolls[pcoll].coder_id != pcolls[out].coder_id:
+            if pcoll in p.stage.converted:
                 rdd = rdd.mapPartitions(functools.partial(partitions.transcode, p, pcoll))
             parts.append(rdd)
             sources += getattr(rdd, "sources", [source])

@@ -90,11 +90,10 @@ class Translation:
 
     def _flatten(self, p: StagePlan):
         [out] = p.outputs
-        pcolls = coders_of(p.components).components.pcollections
         parts = []
         for pcoll in p.inputs:
             rdd = self.rdds[pcoll]
-            if pcolls[pcoll].coder_id != pcolls[out].coder_id:
+            if pcoll in p.stage.converted:
                 rdd = rdd.mapPartitions(functools.partial(tasks.transcode, p, pcoll))
             parts.append(rdd)
         rdd = self.sc.union(parts) if parts else self.sc.emptyRDD()

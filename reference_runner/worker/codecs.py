@@ -11,7 +11,7 @@ from apache_beam.utils import windowed_value
 from apache_beam.utils.timestamp import Timestamp
 
 from reference_runner.engine import windows as engine_windows
-from reference_runner.graph import urns
+from reference_runner.graph import recode, urns
 
 _TIMING = {
     "EARLY": windowed_value.PaneInfoTiming.EARLY,
@@ -69,42 +69,50 @@ class Coders:
 
     def readable(self, coder_id: str) -> bool:
         """Can the runner decode this coder (standard all the way down)?"""
-        proto = self.components.coders[coder_id]
-        urn = proto.spec.urn
-        if urn in urns.READABLE_LEAF_CODERS or urn in (urns.LENGTH_PREFIX_CODER, urns.CUSTOM_WINDOW_CODER):
-            return True
-        return urn in urns.STRUCTURED_CODERS and all(self.readable(c) for c in proto.component_coder_ids)
+        return recode.readable(self.components, coder_id)
 
-    def outer_reader(self, coder_id: str):
-        """encoded -> value, for data encoded in the outer context with ``coder_id`` (a TestStream's
-        events), as the runner holds elements of that coder once graph/opaque_coders.py has
-        length-prefixed its unknown parts: those come out as the bytes of their encoding. An
-        unknown part is found only where it ends the data (the last part of KVs in the outer
-        context); elsewhere its end cannot be told without the SDK."""
+    def event_reader(self, coder_id: str, nested: bool):
+        """encoded -> value, for a TestStream's events encoded with ``coder_id``: in the outer
+        context (Python's and Java's TestStreams) or the nested one (Go's; graph/sdks.py says
+        which). Values come out as the runner holds elements once graph/opaque_coders.py has
+        length-prefixed their unknown parts: those as the bytes of their encoding. An unknown
+        part is found where it ends the data (the last part of KVs), or where its SDK writes its
+        length before it (a Go custom coder in the nested context); elsewhere its end cannot be
+        told without the SDK."""
         if self.readable(coder_id):
-            return self.coder(coder_id).get_impl().decode
+            impl = self.coder(coder_id).get_impl()
+            return (lambda encoded: impl.decode_nested(encoded)) if nested else impl.decode
 
         def read(encoded: bytes):
-            return self._read_outer(coder_id, create_InputStream(encoded))
+            return self._read_event(coder_id, create_InputStream(encoded), nested)
 
-        self._read_outer(coder_id, None)  # refuse an unreadable shape now, not per element
+        self._read_event(coder_id, None, nested)  # refuse an unreadable shape now, not per element
         return read
 
-    def _read_outer(self, coder_id: str, stream):
+    def _read_event(self, coder_id: str, stream, nested: bool):
+        """One value of ``coder_id`` off ``stream`` (None: only check that it can be read)."""
         proto = self.components.coders[coder_id]
+        urn = proto.spec.urn
         if self.readable(coder_id):
-            return None if stream is None else self.coder(coder_id).get_impl().decode_from_stream(stream, False)
-        if proto.spec.urn == urns.KV_CODER:
+            return None if stream is None else self.coder(coder_id).get_impl().decode_from_stream(stream, nested)
+        if nested and urn == urns.GO_CUSTOM_CODER:  # Go writes a custom coder's length first
+            return None if stream is None else _OPAQUE.decode_from_stream(stream, True)
+        if urn == urns.KV_CODER:
             key, value = proto.component_coder_ids
-            if not self.readable(key):
+            if not self.readable(key) and self.components.coders[key].spec.urn != urns.GO_CUSTOM_CODER:
                 raise OpaqueCoder(
                     f"elements encoded with coder {coder_id}: its key coder {key} "
                     f"({self.components.coders[key].spec.urn}) is not standard, and without the "
                     "SDK the runner cannot tell where such a key ends; use a standard key coder"
                 )
             if stream is None:
-                return self._read_outer(value, None)
-            return self.coder(key).get_impl().decode_from_stream(stream, True), self._read_outer(value, stream)
+                return self._read_event(value, None, nested)
+            return self._read_event(key, stream, True), self._read_event(value, stream, nested)
+        if urn in urns.STRUCTURED_CODERS:
+            raise OpaqueCoder(
+                f"elements encoded with coder {coder_id} ({urn}): a part of it is not standard, and "
+                "without the SDK the runner cannot tell where that part ends"
+            )
         return None if stream is None else stream.read_all(False)
 
     def windowed(self, pcoll_id: str) -> coders.WindowedValueCoder:
@@ -127,6 +135,8 @@ _LEAVES = {
     urns.INTERVAL_WINDOW_CODER: coders.IntervalWindowCoder,
 }
 assert set(_LEAVES) == urns.READABLE_LEAF_CODERS
+# an opaque part that carries its length before it: the bytes inside
+_OPAQUE = coders.LengthPrefixCoder(coders.BytesCoder()).get_impl()
 
 
 def split_elements(impl, data: bytes) -> list[bytes]:

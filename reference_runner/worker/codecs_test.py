@@ -226,7 +226,7 @@ def test_coders_give_the_windowed_coder_of_a_pcollection():
     assert c.window_coder("p") == coders.IntervalWindowCoder()
 
 
-def test_outer_reader_of_a_kv_with_an_opaque_value_reads_the_key_and_hands_back_the_rest():
+def test_event_reader_of_a_kv_with_an_opaque_value_reads_the_key_and_hands_back_the_rest():
     c = Coders(
         _components(
             s=(urns.STRING_UTF8_CODER, []),
@@ -237,16 +237,40 @@ def test_outer_reader_of_a_kv_with_an_opaque_value_reads_the_key_and_hands_back_
             plain=(urns.KV_CODER, ["s", "v"]),
         )
     )
-    assert c.outer_reader("kv")(b"\xac\x02" + b"\x80\x04opaque") == (300, b"\x80\x04opaque")
-    assert c.outer_reader("nested")(b"\x01k" + b"\x05" + b"tail") == ("k", (5, b"tail"))
-    assert c.outer_reader("u")(b"all of it") == b"all of it"
-    assert c.outer_reader("plain")(b"\x01k\x05") == ("k", 5), "a readable coder decodes as it is"
+    assert c.event_reader("kv", nested=False)(b"\xac\x02" + b"\x80\x04opaque") == (300, b"\x80\x04opaque")
+    assert c.event_reader("nested", nested=False)(b"\x01k" + b"\x05" + b"tail") == ("k", (5, b"tail"))
+    assert c.event_reader("u", nested=False)(b"all of it") == b"all of it"
+    assert c.event_reader("plain", nested=False)(b"\x01k\x05") == ("k", 5), "a readable coder decodes as it is"
 
 
-def test_outer_reader_refuses_an_opaque_key_when_asked_not_per_element():
+def test_event_reader_refuses_an_opaque_key_when_asked_not_per_element():
     c = Coders(_components(v=(urns.VARINT_CODER, []), u=(PICKLED, []), vk=(urns.KV_CODER, ["u", "v"])))
     with pytest.raises(OpaqueCoder, match="its key coder u"):
-        c.outer_reader("vk")
+        c.event_reader("vk", nested=False)
+    with pytest.raises(OpaqueCoder, match="a part of it is not standard"):  # nor ends an iterable
+        Coders(_components(u=(PICKLED, []), it=(urns.ITERABLE_CODER, ["u"]))).event_reader("it", nested=False)
+
+
+def test_event_reader_in_the_nested_context_reads_events_as_the_go_sdk_writes_them():
+    # Go's coders have the nested context only: a string or bytes carries its length, and a
+    # custom coder's bytes a varint length before them (graph/sdks.py)
+    c = Coders(
+        _components(
+            s=(urns.STRING_UTF8_CODER, []),
+            b=(urns.BYTES_CODER, []),
+            g=(urns.GO_CUSTOM_CODER, []),
+            row=("beam:coder:row:v1", []),
+            kv=(urns.KV_CODER, ["g", "s"]),
+            krow=(urns.KV_CODER, ["s", "row"]),
+        )
+    )
+    assert c.event_reader("s", nested=True)(b"\x01a") == "a"
+    assert c.event_reader("s", nested=False)(b"\x01a") == "\x01a", "the outer context reads it all"
+    assert c.event_reader("b", nested=True)(b"\x03abc") == b"abc"
+    assert c.event_reader("g", nested=True)(b"\x01T") == b"T", "the custom coder's bytes, without Go's prefix"
+    assert c.event_reader("g", nested=False)(b"\x01T") == b"\x01T"
+    assert c.event_reader("kv", nested=True)(b"\x01k" + b"\x02ab") == (b"k", "ab"), "a Go custom key ends"
+    assert c.event_reader("krow", nested=True)(b"\x01k" + b"\x02\x00\x01a") == ("k", b"\x02\x00\x01a")
 
 
 @pytest.mark.parametrize("window_coder", [coders.GlobalWindowCoder(), coders.IntervalWindowCoder()])

@@ -15,17 +15,20 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/timers"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/typex"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/teststream"
 )
 
 // cases maps a case name to a builder returning the final PCollection<string>.
 var cases = map[string]func(beam.Scope) beam.PCollection{
-	"pardo":            pardoCase,
-	"flatten":          flattenCase,
-	"group_by_key":     groupByKeyCase,
-	"combine_per_key":  combinePerKeyCase,
-	"side_input":       sideInputCase,
-	"state_timer":      stateTimerCase,
-	"windowed_trigger": windowedTriggerCase,
+	"pardo":             pardoCase,
+	"flatten":           flattenCase,
+	"group_by_key":      groupByKeyCase,
+	"combine_per_key":   combinePerKeyCase,
+	"side_input":        sideInputCase,
+	"state_timer":       stateTimerCase,
+	"windowed_trigger":  windowedTriggerCase,
+	"test_stream":       testStreamCase,
+	"test_stream_int16": testStreamInt16Case,
 }
 
 // Registering every function and DoFn lets the worker find them without
@@ -40,6 +43,7 @@ func init() {
 	register.Function2x1(sumInts)
 	register.Function2x1(formatSum)
 	register.Function2x1(addSide)
+	register.Function1x1(formatInt16)
 	register.DoFn5x1[state.Provider, timers.Provider, string, int, func(string), error](&sumThenFireFn{})
 }
 
@@ -173,4 +177,32 @@ func parseTimedKV(line string) (typex.EventTime, string, int, error) {
 	}
 	k, v, err := parseKV(pair)
 	return mtime.FromMilliseconds(ms), k, v, err
+}
+
+// testStreamCase is a TestStream of strings. Go writes a TestStream's events
+// with its element encoder, which gives a string its length first.
+func testStreamCase(s beam.Scope) beam.PCollection {
+	c := teststream.NewConfig()
+	must(c.AddElements(1000, "a"))
+	must(c.AddElements(2000, "b", "c"))
+	must(c.AdvanceWatermarkToInfinity())
+	return teststream.Create(s, c)
+}
+
+// testStreamInt16Case is a TestStream of a type Go codes with a coder of its
+// own (beam:go:coder:custom:v1): the events name that coder, the output a
+// length prefix around it.
+func testStreamInt16Case(s beam.Scope) beam.PCollection {
+	c := teststream.NewConfig()
+	must(c.AddElements(1000, int16(-7), int16(300)))
+	must(c.AdvanceWatermarkToInfinity())
+	return beam.ParDo(s, formatInt16, teststream.Create(s, c))
+}
+
+func formatInt16(n int16) string { return strconv.Itoa(int(n)) }
+
+func must(err error) {
+	if err != nil {
+		panic(err)
+	}
 }

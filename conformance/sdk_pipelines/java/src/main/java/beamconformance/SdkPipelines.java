@@ -20,11 +20,15 @@ import java.util.function.Function;
 import org.apache.beam.runners.portability.PortableRunner;
 import org.apache.beam.sdk.Pipeline;
 import org.apache.beam.sdk.PipelineResult;
+import org.apache.beam.sdk.coders.BigEndianLongCoder;
 import org.apache.beam.sdk.coders.Coder;
 import org.apache.beam.sdk.coders.CustomCoder;
 import org.apache.beam.sdk.coders.KvCoder;
+import org.apache.beam.sdk.coders.NullableCoder;
+import org.apache.beam.sdk.coders.SerializableCoder;
 import org.apache.beam.sdk.coders.StringUtf8Coder;
 import org.apache.beam.sdk.coders.VarIntCoder;
+import org.apache.beam.sdk.coders.VarLongCoder;
 import org.apache.beam.sdk.options.PipelineOptionsFactory;
 import org.apache.beam.sdk.options.PortablePipelineOptions;
 import org.apache.beam.sdk.state.StateSpec;
@@ -92,6 +96,7 @@ public final class SdkPipelines {
     CASES.put("windowed_trigger", SdkPipelines::windowedTrigger);
     CASES.put("custom_merging_window", SdkPipelines::customMergingWindow);
     CASES.put("reshuffle_metadata", SdkPipelines::reshuffleMetadata);
+    CASES.put("flatten_coders", SdkPipelines::flattenCoders);
   }
 
   private SdkPipelines() {}
@@ -199,6 +204,22 @@ public final class SdkPipelines {
     PCollection<String> first = p.apply("CreateXY", Create.of("x", "y"));
     PCollection<String> second = p.apply("CreateZ", Create.of("z"));
     return PCollectionList.of(first).and(second).apply(Flatten.pCollections());
+  }
+
+  /**
+   * A Flatten whose inputs and output have three different coders of Java's own, none a standard
+   * coder a runner reads: only the SDK can re-encode its inputs as its output.
+   */
+  static PCollection<String> flattenCoders(Pipeline p) {
+    PCollection<Long> bigEndian =
+        p.apply("BigEndianLongs", Create.of(1L, 2L).withCoder(BigEndianLongCoder.of()));
+    PCollection<Long> nullable =
+        p.apply("NullableLongs", Create.of(3L).withCoder(NullableCoder.of(VarLongCoder.of())));
+    return PCollectionList.of(bigEndian)
+        .and(nullable)
+        .apply(Flatten.pCollections())
+        .setCoder(SerializableCoder.of(Long.class))
+        .apply("Format", MapElements.into(TypeDescriptors.strings()).via((Long n) -> Long.toString(n)));
   }
 
   static PCollection<String> groupByKey(Pipeline p) {
