@@ -38,6 +38,8 @@ def grouping_of(spec: GroupSpec, codec: codecs.GroupCodec, merge_fn=None) -> gro
         allowed_lateness=spec.allowed_lateness,
         trigger=spec.trigger,
         accumulating=spec.accumulating,
+        empty_on_time=spec.empty_on_time,
+        empty_final=spec.empty_final,
     )
 
 

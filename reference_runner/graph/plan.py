@@ -53,6 +53,8 @@ class GroupSpec:
     allowed_lateness: int  # micros
     trigger: triggers.Trigger | None  # the trigger to run (engine/triggers.py); None: one pane per window at its end
     accumulating: bool
+    empty_on_time: bool = True  # the on-time pane is emitted even when empty (OnTimeBehavior)
+    empty_final: bool = True  # the final pane is emitted even when empty (ClosingBehavior)
 
 
 @dataclass
@@ -242,4 +244,6 @@ def _group(ws: beam_runner_api_pb2.WindowingStrategy, test_stream_driven: bool) 
         allowed_lateness=ws.allowed_lateness * 1000,
         trigger=trigger_spec.from_proto(ws.trigger) if runs_trigger else None,
         accumulating=ws.accumulation_mode == beam_runner_api_pb2.AccumulationMode.ACCUMULATING,
+        empty_on_time=windowing.empty_on_time_pane(ws),
+        empty_final=windowing.empty_final_pane(ws),
     )
