@@ -135,5 +135,5 @@ def engine_spec(
 def side_decoders(plan: Plan, coders: codecs.Coders) -> dict:
     """The side inputs the engine keeps per window, pane by pane (engine/sideinputs.py), with
     the decoder of each: those read by pane (SideInput.by_pane); the rest are read whole."""
-    sides = {s.pcoll for stage in plan.stages for s in stage.side_inputs if s.by_pane}
-    return {p: sidewindows.pane_decoder(coders, p) for p in sorted(sides)}
+    sides = {s.pcoll: s.own_panes for stage in plan.stages for s in stage.side_inputs if s.by_pane}
+    return {p: sidewindows.pane_decoder(coders, p, own) for p, own in sorted(sides.items())}
