@@ -32,6 +32,8 @@ Panes are fired one element per step (AfterCount), so their contents do not depe
 import apache_beam as beam
 from apache_beam.pvalue import AsIter, AsList, AsSingleton
 from apache_beam.transforms import trigger, window
+from apache_beam.transforms.core import Windowing
+from apache_beam.utils.windowed_value import WindowedValue
 
 from conformance.api import ACCUMULATING, DISCARDING, TaggedTestStream, W, capability, check, el
 
@@ -253,4 +255,47 @@ def test_ungrouped_side_input_waits_for_watermark_and_missing_window_is_empty(ru
             el(("c", [], []), 25, W(20, 30)),
         ],
     )
+    runner.run(p)
+
+
+class _ToGlobalKeepingPanes(beam.ParDo):
+    """Into the global window with the default trigger, each element keeping its pane, as the Java
+    and Go SDKs' WindowInto do (Python's resets the pane): Go's passert reads a triggered result
+    so, re-windowed into the global window, as a side input."""
+
+    class _Keep(beam.DoFn):
+        def process(self, element, timestamp=beam.DoFn.TimestampParam, pane=beam.DoFn.PaneInfoParam):
+            yield WindowedValue(element, timestamp, (window.GlobalWindow(),), pane)
+
+    def __init__(self):
+        super().__init__(self._Keep())
+
+    def get_windowing(self, inputs):
+        return Windowing(window.GlobalWindows())
+
+
+@capability("side_inputs.streaming_readiness")
+def test_side_input_rewindowed_after_grouping_waits_for_its_own_watermark(runner):
+    # Sums per Fixed(10) window (default trigger): 6 fires ON_TIME for [0,10) when the watermark
+    # passes 10, 9 for [10,20) at the end. Re-windowed into the global window with the default
+    # trigger they keep those panes, fired in windows the side input no longer has: its global
+    # window is ready only once the side watermark passes its end (SEMANTICS 6), so a, waiting
+    # from the start, sees both sums, not just the first one.
+    stream = _stream(
+        ("main", [("a", 0)]),
+        ("side", [(1, 1), (2, 1), (3, 1)]),
+        ("watermark", 11),
+        ("side", [(4, 12), (5, 12)]),
+        ("watermark", 13),
+    )
+    p = runner.pipeline()
+    streams = p | "Stream" >> stream
+    sums = (
+        streams["side"]
+        | "SideWindows" >> beam.WindowInto(window.FixedWindows(10))
+        | "SideSum" >> beam.CombineGlobally(sum).without_defaults()
+        | "ToGlobal" >> _ToGlobalKeepingPanes()
+    )
+    out = streams["main"] | "Read" >> beam.Map(lambda x, s: (x, sorted(s)), AsList(sums))
+    check(out, [el(("a", [6, 9]), 0)])
     runner.run(p)

@@ -17,12 +17,17 @@ Model facts the expectations rely on (SEMANTICS 5 and the Runner API):
 - The Python SDK declares OnTimeBehavior FIRE_ALWAYS and ClosingBehavior EMIT_ALWAYS on
   every windowing strategy (transforms/core.py, Windowing.to_runner_api): the ON_TIME pane
   and the final pane are emitted even with nothing new since the previous firing (empty
-  when discarding), see the discarding_early_fixed transcript and apache/beam#20108.
+  when discarding), see the discarding_early_fixed transcript and apache/beam#20108. The cases
+  under "empty panes" declare the other behaviors (FIRE_IF_NONEMPTY, EMIT_IF_NONEMPTY) in the
+  proto they submit, as the Go and Java SDKs do: then an empty pane is left out (SEMANTICS 5).
 - A finished trigger closes its window: later elements for it are dropped.
 - With the END_OF_WINDOW timestamp combiner a pane carries the window's max timestamp.
 """
 
+import apache_beam as beam
+from apache_beam.portability.api import beam_runner_api_pb2
 from apache_beam.transforms import trigger, window
+from apache_beam.transforms.core import Windowing
 
 from conformance.api import (
     ACCUMULATING,
@@ -769,6 +774,132 @@ def test_pane_indices_are_per_key_and_window(runner):
             el(("b", []), 9.999, W(0, 10), on_time_pane(1, last=True)),
             el(("a", [12]), 19.999, W(10, 20), early_pane(0)),
             el(("a", []), 19.999, W(10, 20), on_time_pane(1, last=True)),
+        ],
+    )
+    runner.run(p)
+
+
+# --------------------------------------------------------------------------- empty panes
+
+
+class _WindowIntoWithBehaviors(beam.WindowInto):
+    """WindowInto whose windowing strategy declares the given OnTimeBehavior and ClosingBehavior.
+    The Python SDK always declares FIRE_ALWAYS and EMIT_ALWAYS (Windowing.to_runner_api); the Go
+    SDK declares FIRE_IF_NONEMPTY and EMIT_IF_NONEMPTY on every strategy, Java FIRE_ALWAYS and,
+    by default, EMIT_IF_NONEMPTY (FIRE_IF_NON_EMPTY). Only the proto the runner gets differs: the
+    Python SDK's own use of the strategy is unchanged."""
+
+    def __init__(self, windowfn, trigger_fn, mode, lateness, *, on_time, closing):
+        super().__init__(windowfn, trigger=trigger_fn, accumulation_mode=mode, allowed_lateness=lateness)
+        self.windowing = _Behaviors(self.windowing, on_time, closing)
+
+
+class _Behaviors(Windowing):
+    def __init__(self, windowing: Windowing, on_time, closing):
+        super().__init__(
+            windowing.windowfn,
+            windowing.triggerfn,
+            windowing.accumulation_mode,
+            windowing.timestamp_combiner,
+            windowing.allowed_lateness,
+            windowing.environment_id,
+        )
+        self.on_time, self.closing = on_time, closing
+
+    def to_runner_api(self, context):
+        proto = super().to_runner_api(context)
+        proto.on_time_behavior, proto.closing_behavior = self.on_time, self.closing
+        return proto
+
+
+def _early_then_late_stream():
+    """1 and 2 fire an EARLY pane; the watermark passes [0,10) with nothing new since; 3 arrives
+    late; the window is collected (lateness 100) with nothing new since 3's pane."""
+    stream = _one_per_step(TestStream(), [(1, 1), (2, 2)]).advance_watermark_to(50)
+    return stream.add_elements([keyed_at(3, 3)]).advance_watermark_to_infinity()
+
+
+def _empty_pane_panes(runner, on_time, closing):
+    p = _pipeline(runner)
+    trig = trigger.AfterWatermark(early=trigger.AfterCount(2), late=trigger.AfterCount(1))
+    windowed = (
+        p
+        | "Stream" >> _early_then_late_stream()
+        | "Window"
+        >> _WindowIntoWithBehaviors(window.FixedWindows(10), trig, DISCARDING, 100, on_time=on_time, closing=closing)
+    )
+    return p, group_panes(windowed)
+
+
+@capability("triggers.pane_info")
+def test_empty_on_time_and_final_panes_are_left_out_if_nonempty_is_asked(runner):
+    # OnTimeBehavior FIRE_IF_NONEMPTY and ClosingBehavior EMIT_IF_NONEMPTY (the Go SDK's strategy):
+    # "only fire the on-time pane if there is new data since the previous firing", "only emit
+    # output when new data has arrived since the last output" (beam_runner_api.proto; Java's
+    # ReduceFnRunner.needToEmit). So neither the empty on-time pane at watermark 50 nor the empty
+    # final pane at collection is emitted, and no emitted pane is last. The on-time firing still
+    # happened: 3's pane is LATE (Java's PaneInfoTracker: the output watermark is past the window),
+    # index 1, nonspeculative index 0 (the first non-early pane emitted).
+    p, out = _empty_pane_panes(
+        runner,
+        beam_runner_api_pb2.OnTimeBehavior.FIRE_IF_NONEMPTY,
+        beam_runner_api_pb2.ClosingBehavior.EMIT_IF_NONEMPTY,
+    )
+    check(
+        out,
+        [
+            el(("k", [1, 2]), 9.999, W(0, 10), early_pane(0)),
+            el(("k", [3]), 9.999, W(0, 10), late_pane(1, 0)),
+        ],
+    )
+    runner.run(p)
+
+
+@capability("triggers.pane_info")
+def test_empty_on_time_pane_fires_but_empty_final_pane_is_left_out_by_java_defaults(runner):
+    # Java's default strategy: OnTimeBehavior FIRE_ALWAYS, ClosingBehavior EMIT_IF_NONEMPTY. The
+    # empty on-time pane is emitted; the empty final pane at collection is not, so 3's LATE pane
+    # is the window's last emitted pane without being marked last.
+    p, out = _empty_pane_panes(
+        runner, beam_runner_api_pb2.OnTimeBehavior.FIRE_ALWAYS, beam_runner_api_pb2.ClosingBehavior.EMIT_IF_NONEMPTY
+    )
+    check(
+        out,
+        [
+            el(("k", [1, 2]), 9.999, W(0, 10), early_pane(0)),
+            el(("k", []), 9.999, W(0, 10), on_time_pane(1, last=False)),
+            el(("k", [3]), 9.999, W(0, 10), late_pane(2, 1)),
+        ],
+    )
+    runner.run(p)
+
+
+@capability("triggers.composite")
+def test_repeatedly_after_count_leaves_out_the_empty_final_pane_if_nonempty_is_asked(runner):
+    # The Go SDK's TestTriggerRepeat, one element per step: Repeatedly(AfterCount(2)) in the global
+    # window under the Go SDK's EMIT_IF_NONEMPTY fires [1,2], [3,4], [5,6]; when the window is
+    # collected nothing is new, so there is no fourth, empty, pane.
+    stream = _one_per_step(TestStream(), [(v, v) for v in range(1, 7)]).advance_watermark_to_infinity()
+    p = _pipeline(runner)
+    windowed = (
+        p
+        | "Stream" >> stream
+        | "Window"
+        >> _WindowIntoWithBehaviors(
+            window.GlobalWindows(),
+            trigger.Repeatedly(trigger.AfterCount(2)),
+            DISCARDING,
+            0,
+            on_time=beam_runner_api_pb2.OnTimeBehavior.FIRE_IF_NONEMPTY,
+            closing=beam_runner_api_pb2.ClosingBehavior.EMIT_IF_NONEMPTY,
+        )
+    )
+    check(
+        group_panes(windowed),
+        [
+            el(("k", [1, 2]), END_OF_GLOBAL_WINDOW, GLOBAL, early_pane(0)),
+            el(("k", [3, 4]), END_OF_GLOBAL_WINDOW, GLOBAL, early_pane(1)),
+            el(("k", [5, 6]), END_OF_GLOBAL_WINDOW, GLOBAL, early_pane(2)),
         ],
     )
     runner.run(p)

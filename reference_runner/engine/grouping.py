@@ -46,6 +46,10 @@ class Grouping:
     # one pane per key and window when the watermark passes its end.
     trigger: Any = None
     accumulating: bool = False
+    # Whether a pane with nothing new since the last one is still emitted when it is the on-time
+    # pane (the windowing strategy's OnTimeBehavior) or the final one (its ClosingBehavior).
+    empty_on_time: bool = True
+    empty_final: bool = True
 
 
 class Buffer(Protocol):

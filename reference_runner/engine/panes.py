@@ -6,9 +6,13 @@ runner bundled the input): dropped if its window is past garbage collection (max
 allowed lateness < input watermark) or closed (its trigger finished), else added to its window
 (merged first, for sessions) and the trigger evaluated. A window is evaluated again when the
 watermark passes its end and when a processing-time deadline of its trigger comes due. When
-the watermark passes its garbage-collection time, a window still open emits its final pane
-(the Python SDK declares ClosingBehavior EMIT_ALWAYS and OnTimeBehavior FIRE_ALWAYS, so the
-final and the on-time pane are emitted even when nothing arrived since the previous pane).
+the watermark passes its garbage-collection time, a window still open emits its final pane.
+A pane with nothing new since the previous one is emitted only if it is the on-time pane and
+the windowing strategy's OnTimeBehavior is FIRE_ALWAYS, or the final pane and its
+ClosingBehavior is EMIT_ALWAYS (the Python SDK declares both; Java's default closing behavior
+and the Go SDK's strategies ask for non-empty panes only). An on-time firing left out for
+being empty still ends the window's on-time phase: panes after it are LATE, as in Java's
+PaneInfoTracker, where the output watermark has passed the window by then.
 """
 
 from __future__ import annotations
@@ -32,7 +36,7 @@ class _Window:
     new: int = 0  # elements since the last pane
     panes: int = 0  # panes emitted
     nonspeculative: int = 0  # non-early panes emitted
-    on_time_done: bool = False  # a non-early pane was emitted
+    on_time_done: bool = False  # a non-early firing happened (its pane emitted, or left out empty)
     end_seen: bool = False  # the watermark passed the window's end (evaluated once then)
     closed: bool = False  # the trigger finished: kept until GC only to drop late data
 
@@ -203,15 +207,16 @@ class TriggeredBuffer:
         else:
             timing = "ON_TIME"
         out = []
-        # Empty panes are emitted only as the final pane or the on-time pane (EMIT_ALWAYS, FIRE_ALWAYS).
-        if win.new or final or timing == "ON_TIME":
+        grouping = self.grouping
+        if win.new or (final and grouping.empty_final) or (timing == "ON_TIME" and grouping.empty_on_time):
             nonspec = -1 if timing == "EARLY" else win.nonspeculative
             pane = Pane(win.panes == 0, final, timing, win.panes, nonspec)
             out.append(self.grouping.codec.build(win.key, list(win.values), self._timestamp(win), win.window, pane))
             win.panes += 1
             if timing != "EARLY":
                 win.nonspeculative += 1
-                win.on_time_done = True
+        if timing != "EARLY":
+            win.on_time_done = True
         if not self.grouping.accumulating:
             win.values = []
         win.holds, win.new = [], 0

@@ -5,7 +5,8 @@ its producer may have fired several panes per window, and a reader sees the late
 window (what Python's CombineGlobally relies on to inject its default: one value). In
 streaming it is read while it grows. In both cases the runner keeps, per window, what the
 model lets a DoFn see:
-- elements that came out of a triggered GroupByKey (they carry a PaneInfo) replace the
+- elements that came out of a triggered GroupByKey (they carry a PaneInfo, fired under the
+  side PCollection's own windowing: the decoder gives their pane index) replace the
   window's contents pane by pane: only the latest fired pane (the highest pane index seen
   for the window) is visible, which is the latest accumulated value in accumulating mode and
   the latest pane alone in discarding mode;

@@ -3,7 +3,8 @@ latest-pane bookkeeping (engine/sideinputs.py) needs to know about encoded eleme
 the SDK's coders.
 
 - pane_decoder: a side-input element -> (its encoded windows, its pane index, or None for the
-  unknown pane of elements that did not come out of a GroupByKey).
+  unknown pane of elements that did not come out of a GroupByKey, and for panes fired under
+  another windowing than the side PCollection's: SideInput.own_panes).
 - side_window_needs: a main-input element of a stage reading side inputs -> the side windows
   it maps to, as (side PCollection, encoded window, max timestamp in micros).
 Windows are encoded with the side PCollection's window coder, the key the SDK's state
@@ -45,14 +46,14 @@ class UnmappableSideInput(ValueError):
     """The runner cannot tell which window of a side input a main window reads."""
 
 
-def pane_decoder(coders: Coders, pcoll_id: str) -> Callable[[bytes], tuple[list[bytes], int | None]]:
+def pane_decoder(coders: Coders, pcoll_id: str, own_panes: bool) -> Callable[[bytes], tuple[list[bytes], int | None]]:
     wv_impl = coders.windowed(pcoll_id).get_impl()
     window_coder = coders.window_coder(pcoll_id)
 
     def decode(element: bytes) -> tuple[list[bytes], int | None]:
         wv = wv_impl.decode_from_stream(create_InputStream(element), True)
         pane = wv.pane_info
-        index = None if pane.timing == PaneInfoTiming.UNKNOWN else pane.index
+        index = None if not own_panes or pane.timing == PaneInfoTiming.UNKNOWN else pane.index
         return [window_coder.encode(w) for w in wv.windows], index
 
     return decode

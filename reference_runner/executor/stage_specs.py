@@ -38,6 +38,8 @@ def grouping_of(spec: GroupSpec, codec: codecs.GroupCodec, merge_fn=None) -> gro
         allowed_lateness=spec.allowed_lateness,
         trigger=spec.trigger,
         accumulating=spec.accumulating,
+        empty_on_time=spec.empty_on_time,
+        empty_final=spec.empty_final,
     )
 
 
@@ -129,5 +131,5 @@ def engine_spec(
 def side_decoders(plan: Plan, coders: codecs.Coders) -> dict:
     """The side inputs the engine keeps per window, pane by pane (engine/sideinputs.py), with
     the decoder of each: those read by pane (SideInput.by_pane); the rest are read whole."""
-    sides = {s.pcoll for stage in plan.stages for s in stage.side_inputs if s.by_pane}
-    return {p: sidewindows.pane_decoder(coders, p) for p in sorted(sides)}
+    sides = {s.pcoll: s.own_panes for stage in plan.stages for s in stage.side_inputs if s.by_pane}
+    return {p: sidewindows.pane_decoder(coders, p, own) for p, own in sorted(sides.items())}

@@ -37,6 +37,10 @@ class SideInput:
     # readers see each window's latest pane (streaming, or in batch a producer that fires
     # several panes per window); otherwise the whole PCollection once its producer finished
     by_pane: bool
+    # read by pane, are the panes its elements carry its own, fired under its windowing strategy
+    # (_own_panes)? If not, they are ignored: each side window shows all its elements and is
+    # ready only once the side watermark has passed it.
+    own_panes: bool
     # the SDK's function from a main window to the side window read (SideInput.window_mapping_fn,
     # a serialized FunctionSpec): what the runner asks the SDK to map with, for a WindowFn it
     # does not know (executor/sidewindows.py)
@@ -53,6 +57,8 @@ class GroupSpec:
     allowed_lateness: int  # micros
     trigger: triggers.Trigger | None  # the trigger to run (engine/triggers.py); None: one pane per window at its end
     accumulating: bool
+    empty_on_time: bool = True  # the on-time pane is emitted even when empty (OnTimeBehavior)
+    empty_final: bool = True  # the final pane is emitted even when empty (ClosingBehavior)
 
 
 @dataclass
@@ -236,8 +242,31 @@ def _side_input(graph: PipelineGraph, pcoll: str, transform_id: str, tag: str, t
         multimap=access == urns.MULTIMAP_SIDE_INPUT,
         globally_windowed=ws.window_fn.urn == urns.GLOBAL_WINDOWS,
         by_pane=test_stream_driven or trigger_spec.fires_panes_in_batch(ws.trigger),
+        own_panes=_own_panes(graph, pcoll),
         window_mapping_fn=side.window_mapping_fn.SerializeToString(deterministic=True),
     )
+
+
+def _own_panes(graph: PipelineGraph, pcoll: str) -> bool:
+    """Were the panes the elements of ``pcoll`` carry fired under its own windowing strategy? A
+    GroupByKey fires them; the steps after it keep them (a ParDo's outputs; the Java and Go SDKs'
+    WindowInto too, Python's resets them). Where the windowing changes on the way (a WindowInto
+    between the GroupByKey and ``pcoll``), they number firings of windows ``pcoll`` does not have,
+    so they say nothing of its windows: Go's passert re-windows a triggered result into the
+    global window and reads it as a side input."""
+    own = graph.windowing_of(pcoll)
+    todo, seen = [pcoll], set()
+    while todo:
+        p = todo.pop()
+        if p in seen:
+            continue
+        seen.add(p)
+        if graph.windowing_of(p) != own:
+            return False
+        producer = graph.by_id.get(graph.producer.get(p, ""))
+        if producer is not None and producer.urn != urns.GROUP_BY_KEY:
+            todo += producer.main_inputs()
+    return True
 
 
 def _group(ws: beam_runner_api_pb2.WindowingStrategy, test_stream_driven: bool) -> GroupSpec:
@@ -251,4 +280,6 @@ def _group(ws: beam_runner_api_pb2.WindowingStrategy, test_stream_driven: bool) 
         allowed_lateness=ws.allowed_lateness * 1000,
         trigger=trigger_spec.from_proto(ws.trigger) if runs_trigger else None,
         accumulating=ws.accumulation_mode == beam_runner_api_pb2.AccumulationMode.ACCUMULATING,
+        empty_on_time=windowing.empty_on_time_pane(ws),
+        empty_final=windowing.empty_final_pane(ws),
     )

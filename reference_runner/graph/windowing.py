@@ -25,3 +25,16 @@ def merged_in_sdk(ws: beam_runner_api_pb2.WindowingStrategy) -> bool:
 
 def merging(ws: beam_runner_api_pb2.WindowingStrategy) -> bool:
     return ws.window_fn.urn == urns.SESSION_WINDOWS or merged_in_sdk(ws)
+
+
+def empty_on_time_pane(ws: beam_runner_api_pb2.WindowingStrategy) -> bool:
+    """OnTimeBehavior: is the on-time pane emitted when nothing arrived since the last pane?
+    (FIRE_ALWAYS, or unspecified: yes; FIRE_IF_NONEMPTY: no.)"""
+    return ws.on_time_behavior != beam_runner_api_pb2.OnTimeBehavior.FIRE_IF_NONEMPTY
+
+
+def empty_final_pane(ws: beam_runner_api_pb2.WindowingStrategy) -> bool:
+    """ClosingBehavior: is the final pane (trigger finished, or the window's garbage collection)
+    emitted when nothing arrived since the last pane? (EMIT_ALWAYS, or unspecified: yes;
+    EMIT_IF_NONEMPTY: no.)"""
+    return ws.closing_behavior != beam_runner_api_pb2.ClosingBehavior.EMIT_IF_NONEMPTY

@@ -165,7 +165,7 @@ def _visible(p: StagePlan, side: SideInput, elements: list):
     fires several panes per window), window -> the latest pane (engine/sideinputs.py)."""
     if not side.by_pane:
         return elements
-    buffer = SideInputBuffer(sidewindows.pane_decoder(coders_of(p.components), side.pcoll))
+    buffer = SideInputBuffer(sidewindows.pane_decoder(coders_of(p.components), side.pcoll, side.own_panes))
     buffer.add(elements)
     return buffer.contents()
 
