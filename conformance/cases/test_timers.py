@@ -22,6 +22,7 @@ from apache_beam.portability import common_urns
 from apache_beam.transforms import window
 from apache_beam.transforms.timeutil import TimeDomain
 from apache_beam.transforms.userstate import BagStateSpec, ReadModifyWriteStateSpec, TimerSpec, on_timer
+from apache_beam.utils.timestamp import Timestamp
 
 from conformance.api import GLOBAL, NO_FIRING, TestStream, W, capability, check, el, keyed_at, keyed_input, one_of, pane
 
@@ -71,6 +72,34 @@ def test_event_time_timer_in_global_window(runner):
     p = runner.pipeline()
     out = keyed_input(p, [("k", 100, 5), ("j", 42, 50)]) | beam.ParDo(_TimerAtValue())
     check(out, [el(("k", 100.0), 100, GLOBAL), el(("j", 42.0), 42, GLOBAL)])
+    runner.run(p)
+
+
+@capability("timers.event_time")
+def test_element_and_timer_at_the_end_of_the_global_window(runner):
+    """An element stamped with the global window's max timestamp, arriving when the watermark is
+    exactly there, is on time: its window expires only once the watermark passes that max timestamp
+    (+ allowed lateness 0). So it is processed, and the timer it sets at its own timestamp fires when
+    the watermark goes to infinity (Java testEventTimeTimerAlignAfterGcTimeUnbounded; SEMANTICS 7).
+    The max timestamp is Beam's GLOBAL_WINDOW_MAX_TIMESTAMP_MILLIS, which Java's and Go's global
+    window report; Python's GlobalWindow().max_timestamp() is one microsecond short of it."""
+    end = Timestamp(micros=int(common_urns.constants.GLOBAL_WINDOW_MAX_TIMESTAMP_MILLIS.constant) * 1000)
+
+    class Fn(beam.DoFn):
+        AT = TimerSpec("at", TimeDomain.WATERMARK)
+
+        def process(self, kv, at=TimerParam(AT), ts=TimestampParam):
+            at.set(ts)
+            yield kv[0], "element"
+
+        @on_timer(AT)
+        def fired(self, key=KeyParam):
+            yield key, "timer"
+
+    stream = TestStream().advance_watermark_to(end).add_elements([window.TimestampedValue(("k", 1), end)])
+    p = runner.pipeline()
+    out = p | stream.advance_watermark_to_infinity() | beam.ParDo(Fn())
+    check(out, [("k", "element"), ("k", "timer")])
     runner.run(p)
 
 
