@@ -820,6 +820,50 @@ def test_time_sorted_input_delivers_each_key_in_timestamp_order(runner):
     runner.run(p)
 
 
+@capability("timers.time_sorted_input")
+def test_time_sorted_input_waits_out_the_allowed_lateness(runner):
+    """Time-sorted input is released once the watermark passes an element's timestamp + the allowed
+    lateness, so data late by less than that is still delivered in order; data later than that
+    can no longer be, and is dropped (Beam's DoFn.RequiresTimeSortedInput: "All data is emitted
+    after input watermark passes element's timestamp + allowedLateness", "all data that arrives
+    later than the allowed lateness will have to be dropped"; Java
+    testRequiresTimeSortedInputWithLateDataAndAllowedLateness). Global window, lateness 20 s:
+    5 arrives, the watermark goes to 10, then 3, 1 and 8 arrive late but within the lateness; at
+    watermark 40 the four are released in order; 15 arriving then is 20 s too late (15 + 20 < 40).
+    Each element reports the element processed before it (0 for the first)."""
+
+    class Fn(beam.DoFn):
+        LAST = ReadModifyWriteStateSpec("last", coders.VarIntCoder())
+
+        def process(self, kv, last=StateParam(LAST)):
+            yield kv[1], last.read() or 0
+            last.write(kv[1])
+
+    stream = (
+        TestStream()
+        .advance_watermark_to(0)
+        .add_elements([window.TimestampedValue(("k", 5), 5)])
+        .advance_watermark_to(10)
+        .add_elements([window.TimestampedValue(("k", 3), 3)])
+        .add_elements([window.TimestampedValue(("k", 1), 1)])
+        .add_elements([window.TimestampedValue(("k", 8), 8)])
+        .advance_watermark_to(40)
+        .add_elements([window.TimestampedValue(("k", 15), 15)])
+        .advance_watermark_to_infinity()
+    )
+    p = runner.pipeline()
+    out = (
+        p
+        | stream
+        | beam.WindowInto(window.GlobalWindows(), allowed_lateness=20)
+        | _ParDoWithPayloadFlags(
+            Fn(), common_urns.requirements.REQUIRES_TIME_SORTED_INPUT.urn, requires_time_sorted_input=True
+        )
+    )
+    check(out, [(1, 0), (3, 1), (5, 3), (8, 5)])
+    runner.run(p)
+
+
 @capability("timers.on_window_expiration")
 def test_on_window_expiration_runs_once_per_key_and_window_with_state(runner):
     # SEMANTICS 7 (runOnWindowExpirationSimple): the expiration callback runs once per key and window,

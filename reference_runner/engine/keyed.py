@@ -63,7 +63,8 @@ class KeyedSdkStage(SdkStage):
         #: streaming: encoded window -> expiry, for the windows the input reached
         self.windows_seen: dict[bytes, int] | None = {} if test_stream_driven else None
         self._expired = expired
-        #: time-sorted input: (timestamp, arrival, item) waiting for the watermark to pass
+        #: time-sorted input: (timestamp, arrival, item) waiting for the watermark to pass timestamp
+        #: + allowed lateness
         self.unsorted: list[tuple[int, int, KeyedElement]] | None = [] if keyed.time_sorted else None
         self._arrivals = itertools.count()
         self._running: list = []  # the items of the bundle in flight (there is at most one)
@@ -88,7 +89,12 @@ class KeyedSdkStage(SdkStage):
         if self.windows_seen is not None:
             items = self._drop_expired(items)
         if self.unsorted is not None:
-            self.unsorted.extend((i.timestamp, next(self._arrivals), i) for i in items)
+            # Time-sorted input later than the allowed lateness can no longer be put in order: it
+            # is dropped (DoFn.RequiresTimeSortedInput's contract).
+            lateness, watermark = self.keyed.allowed_lateness, self.input_watermark
+            self.unsorted.extend(
+                (i.timestamp, next(self._arrivals), i) for i in items if i.timestamp + lateness >= watermark
+            )
         else:
             self._enqueue(items)
         return []
@@ -148,11 +154,14 @@ class KeyedSdkStage(SdkStage):
     # -- watermarks --------------------------------------------------------------------------
     def _hold(self, now: int) -> int:
         unsorted = self.unsorted
-        if unsorted:  # release, in timestamp order, what the watermark has passed
-            watermark = self.input_watermark
-            ready = sorted(u for u in unsorted if u[0] < watermark)
+        if unsorted:
+            # Release, in timestamp order, the elements whose timestamp + allowed lateness the
+            # watermark has passed: until then, data late by no more than the allowed lateness may
+            # still arrive before them (DoFn.RequiresTimeSortedInput).
+            released_before = self.input_watermark - self.keyed.allowed_lateness
+            ready = sorted(u for u in unsorted if u[0] < released_before)
             self._enqueue([i for _, _, i in ready])
-            unsorted[:] = [u for u in unsorted if u[0] >= watermark]
+            unsorted[:] = [u for u in unsorted if u[0] >= released_before]
         if self._has_work():
             return MIN_TIMESTAMP
         hold = self._deferred_hold()
@@ -182,3 +191,4 @@ class KeyedSdkStage(SdkStage):
     def counts(self) -> tuple[int, int, int, int, int]:
         pending, deferred, in_flight, to_truncate, _ = super().counts()
         return pending, deferred, in_flight, to_truncate, len(self.timers)
+

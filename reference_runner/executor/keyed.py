@@ -63,6 +63,7 @@ class KeyedStage:
             self.expiry_family,
             self.expiry_timer if self.expiry_family else None,
             self.in_windows,
+            self._lateness,
         )
 
     # -- elements ----------------------------------------------------------------------------
