@@ -674,8 +674,9 @@ def test_pending_timer_holds_output_watermark(runner):
 
 
 class _ProcessingTimer(beam.DoFn):
-    """Sets a processing-time timer at the element's value (seconds, a number or its text); its
-    callback marks the key as fired. The value "probe" instead reports whether it has fired yet."""
+    """Sets a processing-time timer at the element's value (seconds, a number or its text; text
+    "+d": d seconds after the harness's wall-clock now); its callback marks the key as fired. The
+    value "probe" instead reports whether it has fired yet."""
 
     FIRED = ReadModifyWriteStateSpec("fired", coders.BooleanCoder())
     PT = TimerSpec("pt", TimeDomain.REAL_TIME)
@@ -683,6 +684,8 @@ class _ProcessingTimer(beam.DoFn):
     def process(self, kv, pt=TimerParam(PT), fired=StateParam(FIRED)):
         if kv[1] == "probe":
             yield kv[0], "probe", bool(fired.read())
+        elif str(kv[1]).startswith("+"):
+            pt.set(Timestamp.now() + float(kv[1][1:]))
         else:
             pt.set(float(kv[1]))
 
@@ -719,6 +722,31 @@ def test_processing_time_timer_waits_for_processing_time(runner):
         .advance_watermark_to(0)
         .add_elements([window.TimestampedValue(("k", "10"), 1)])
         .advance_processing_time(5)
+        .add_elements([window.TimestampedValue(("k", "probe"), 2)])
+        .advance_processing_time(10)
+        .add_elements([window.TimestampedValue(("k", "probe"), 3)])
+        .advance_watermark_to_infinity()
+    )
+    p = runner.pipeline()
+    out = p | stream | beam.ParDo(_ProcessingTimer())
+    check(out, [("k", "probe", False), ("k", "fired", True), ("k", "probe", True)])
+    runner.run(p)
+
+
+@capability("timers.processing_time")
+def test_processing_time_timer_set_from_the_harness_clock_fires_after_that_delay(runner):
+    """A processing-time timer an SDK sets from its own wall clock (now + 5 s: Java's
+    Timer.offset(5 s).setRelative(), GroupIntoBatches' buffering timer; here Python's
+    Timestamp.now() + 5) fires once the runner's processing time has moved 5 s on: not after 2 s,
+    by 12 s, before the watermark ends the global window. The Fn API gives a harness no other
+    clock to read, so a runner whose processing time is not the wall clock must take such a time
+    as a delay from now (Java testTimerFamilyProcessingTime, GroupIntoBatchesTest
+    testBufferingTimerInGlobalWindow; SEMANTICS 7)."""
+    stream = (
+        TestStream()
+        .advance_watermark_to(0)
+        .add_elements([window.TimestampedValue(("k", "+5"), 1)])
+        .advance_processing_time(2)
         .add_elements([window.TimestampedValue(("k", "probe"), 2)])
         .advance_processing_time(10)
         .add_elements([window.TimestampedValue(("k", "probe"), 3)])

@@ -145,7 +145,7 @@ class KeyedSdkStage(SdkStage):
 
     def commit(self, bundle: Bundle, residuals: list, timers: list, deferred: list, draining: bool, now: int) -> None:
         # A bundle that only fired timers cannot set processing-time timers in expired windows.
-        self.timers.apply(timers, None if bundle.inputs else self.input_watermark)
+        self.timers.apply(timers, None if bundle.inputs else self.input_watermark, now)
         if self.keyed.expiry_family is not None:
             arm_expiry(self.keyed, self.timers, self._running)
         super().commit(bundle, residuals, timers, deferred, draining, now)
