@@ -191,4 +191,3 @@ class KeyedSdkStage(SdkStage):
     def counts(self) -> tuple[int, int, int, int, int]:
         pending, deferred, in_flight, to_truncate, _ = super().counts()
         return pending, deferred, in_flight, to_truncate, len(self.timers)
-
