@@ -22,6 +22,7 @@ from apache_beam.portability import common_urns
 from apache_beam.transforms import window
 from apache_beam.transforms.timeutil import TimeDomain
 from apache_beam.transforms.userstate import BagStateSpec, ReadModifyWriteStateSpec, TimerSpec, on_timer
+from apache_beam.utils.timestamp import Timestamp
 
 from conformance.api import GLOBAL, NO_FIRING, TestStream, W, capability, check, el, keyed_at, keyed_input, one_of, pane
 
@@ -71,6 +72,34 @@ def test_event_time_timer_in_global_window(runner):
     p = runner.pipeline()
     out = keyed_input(p, [("k", 100, 5), ("j", 42, 50)]) | beam.ParDo(_TimerAtValue())
     check(out, [el(("k", 100.0), 100, GLOBAL), el(("j", 42.0), 42, GLOBAL)])
+    runner.run(p)
+
+
+@capability("timers.event_time")
+def test_element_and_timer_at_the_end_of_the_global_window(runner):
+    """An element stamped with the global window's max timestamp, arriving when the watermark is
+    exactly there, is on time: its window expires only once the watermark passes that max timestamp
+    (+ allowed lateness 0). So it is processed, and the timer it sets at its own timestamp fires when
+    the watermark goes to infinity (Java testEventTimeTimerAlignAfterGcTimeUnbounded; SEMANTICS 7).
+    The max timestamp is Beam's GLOBAL_WINDOW_MAX_TIMESTAMP_MILLIS, which Java's and Go's global
+    window report; Python's GlobalWindow().max_timestamp() is one microsecond short of it."""
+    end = Timestamp(micros=int(common_urns.constants.GLOBAL_WINDOW_MAX_TIMESTAMP_MILLIS.constant) * 1000)
+
+    class Fn(beam.DoFn):
+        AT = TimerSpec("at", TimeDomain.WATERMARK)
+
+        def process(self, kv, at=TimerParam(AT), ts=TimestampParam):
+            at.set(ts)
+            yield kv[0], "element"
+
+        @on_timer(AT)
+        def fired(self, key=KeyParam):
+            yield key, "timer"
+
+    stream = TestStream().advance_watermark_to(end).add_elements([window.TimestampedValue(("k", 1), end)])
+    p = runner.pipeline()
+    out = p | stream.advance_watermark_to_infinity() | beam.ParDo(Fn())
+    check(out, [("k", "element"), ("k", "timer")])
     runner.run(p)
 
 
@@ -645,8 +674,9 @@ def test_pending_timer_holds_output_watermark(runner):
 
 
 class _ProcessingTimer(beam.DoFn):
-    """Sets a processing-time timer at the element's value (seconds, a number or its text); its
-    callback marks the key as fired. The value "probe" instead reports whether it has fired yet."""
+    """Sets a processing-time timer at the element's value (seconds, a number or its text; text
+    "+d": d seconds after the harness's wall-clock now); its callback marks the key as fired. The
+    value "probe" instead reports whether it has fired yet."""
 
     FIRED = ReadModifyWriteStateSpec("fired", coders.BooleanCoder())
     PT = TimerSpec("pt", TimeDomain.REAL_TIME)
@@ -654,6 +684,8 @@ class _ProcessingTimer(beam.DoFn):
     def process(self, kv, pt=TimerParam(PT), fired=StateParam(FIRED)):
         if kv[1] == "probe":
             yield kv[0], "probe", bool(fired.read())
+        elif str(kv[1]).startswith("+"):
+            pt.set(Timestamp.now() + float(kv[1][1:]))
         else:
             pt.set(float(kv[1]))
 
@@ -690,6 +722,31 @@ def test_processing_time_timer_waits_for_processing_time(runner):
         .advance_watermark_to(0)
         .add_elements([window.TimestampedValue(("k", "10"), 1)])
         .advance_processing_time(5)
+        .add_elements([window.TimestampedValue(("k", "probe"), 2)])
+        .advance_processing_time(10)
+        .add_elements([window.TimestampedValue(("k", "probe"), 3)])
+        .advance_watermark_to_infinity()
+    )
+    p = runner.pipeline()
+    out = p | stream | beam.ParDo(_ProcessingTimer())
+    check(out, [("k", "probe", False), ("k", "fired", True), ("k", "probe", True)])
+    runner.run(p)
+
+
+@capability("timers.processing_time")
+def test_processing_time_timer_set_from_the_harness_clock_fires_after_that_delay(runner):
+    """A processing-time timer an SDK sets from its own wall clock (now + 5 s: Java's
+    Timer.offset(5 s).setRelative(), GroupIntoBatches' buffering timer; here Python's
+    Timestamp.now() + 5) fires once the runner's processing time has moved 5 s on: not after 2 s,
+    by 12 s, before the watermark ends the global window. The Fn API gives a harness no other
+    clock to read, so a runner whose processing time is not the wall clock must take such a time
+    as a delay from now (Java testTimerFamilyProcessingTime, GroupIntoBatchesTest
+    testBufferingTimerInGlobalWindow; SEMANTICS 7)."""
+    stream = (
+        TestStream()
+        .advance_watermark_to(0)
+        .add_elements([window.TimestampedValue(("k", "+5"), 1)])
+        .advance_processing_time(2)
         .add_elements([window.TimestampedValue(("k", "probe"), 2)])
         .advance_processing_time(10)
         .add_elements([window.TimestampedValue(("k", "probe"), 3)])
@@ -788,6 +845,50 @@ def test_time_sorted_input_delivers_each_key_in_timestamp_order(runner):
             el(("j", [("z", 7), ("y", 8), ("x", 9)]), 1000, GLOBAL),
         ],
     )
+    runner.run(p)
+
+
+@capability("timers.time_sorted_input")
+def test_time_sorted_input_waits_out_the_allowed_lateness(runner):
+    """Time-sorted input is released once the watermark passes an element's timestamp + the allowed
+    lateness, so data late by less than that is still delivered in order; data later than that
+    can no longer be, and is dropped (Beam's DoFn.RequiresTimeSortedInput: "All data is emitted
+    after input watermark passes element's timestamp + allowedLateness", "all data that arrives
+    later than the allowed lateness will have to be dropped"; Java
+    testRequiresTimeSortedInputWithLateDataAndAllowedLateness). Global window, lateness 20 s:
+    5 arrives, the watermark goes to 10, then 3, 1 and 8 arrive late but within the lateness; at
+    watermark 40 the four are released in order; 15 arriving then is 20 s too late (15 + 20 < 40).
+    Each element reports the element processed before it (0 for the first)."""
+
+    class Fn(beam.DoFn):
+        LAST = ReadModifyWriteStateSpec("last", coders.VarIntCoder())
+
+        def process(self, kv, last=StateParam(LAST)):
+            yield kv[1], last.read() or 0
+            last.write(kv[1])
+
+    stream = (
+        TestStream()
+        .advance_watermark_to(0)
+        .add_elements([window.TimestampedValue(("k", 5), 5)])
+        .advance_watermark_to(10)
+        .add_elements([window.TimestampedValue(("k", 3), 3)])
+        .add_elements([window.TimestampedValue(("k", 1), 1)])
+        .add_elements([window.TimestampedValue(("k", 8), 8)])
+        .advance_watermark_to(40)
+        .add_elements([window.TimestampedValue(("k", 15), 15)])
+        .advance_watermark_to_infinity()
+    )
+    p = runner.pipeline()
+    out = (
+        p
+        | stream
+        | beam.WindowInto(window.GlobalWindows(), allowed_lateness=20)
+        | _ParDoWithPayloadFlags(
+            Fn(), common_urns.requirements.REQUIRES_TIME_SORTED_INPUT.urn, requires_time_sorted_input=True
+        )
+    )
+    check(out, [(1, 0), (3, 1), (5, 3), (8, 5)])
     runner.run(p)
 
 

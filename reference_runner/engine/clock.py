@@ -13,6 +13,25 @@ import time
 
 VIRTUAL, WALL = "virtual", "wall"
 
+#: When this process started, on the wall clock (micros since the epoch).
+_WALL_STARTED = time.time_ns() // 1000
+
+
+def from_harness(t: int, now: int) -> int:
+    """The processing time an SDK set a timer for -> the runner's processing time, ``now`` being
+    the runner's processing time as the timer arrives.
+
+    The Fn API tells an SDK harness no processing time, so it reads its own wall clock: Java's
+    Timer.setRelative sets its wall clock's now + the offset ("This should use an injected clock
+    when using TestStream", FnApiDoFnRunner), Python's users Timestamp.now() + a delay. On a
+    virtual clock (far behind the wall clock) such a time - one not before this process started -
+    is taken for what it means, a distance from now: it fires that long after the virtual now
+    (as Prism rebases them). Earlier times (Python's absolute processing times, on a TestStream's
+    clock that starts at 0) are the runner's own, and on a wall clock every time is kept."""
+    if t < _WALL_STARTED or now >= _WALL_STARTED:
+        return t
+    return now + t - time.time_ns() // 1000
+
 
 class VirtualClock:
     ticks = False  # time never passes on its own

@@ -63,7 +63,8 @@ class KeyedSdkStage(SdkStage):
         #: streaming: encoded window -> expiry, for the windows the input reached
         self.windows_seen: dict[bytes, int] | None = {} if test_stream_driven else None
         self._expired = expired
-        #: time-sorted input: (timestamp, arrival, item) waiting for the watermark to pass
+        #: time-sorted input: (timestamp, arrival, item) waiting for the watermark to pass timestamp
+        #: + allowed lateness
         self.unsorted: list[tuple[int, int, KeyedElement]] | None = [] if keyed.time_sorted else None
         self._arrivals = itertools.count()
         self._running: list = []  # the items of the bundle in flight (there is at most one)
@@ -88,7 +89,12 @@ class KeyedSdkStage(SdkStage):
         if self.windows_seen is not None:
             items = self._drop_expired(items)
         if self.unsorted is not None:
-            self.unsorted.extend((i.timestamp, next(self._arrivals), i) for i in items)
+            # Time-sorted input later than the allowed lateness can no longer be put in order: it
+            # is dropped (DoFn.RequiresTimeSortedInput's contract).
+            lateness, watermark = self.keyed.allowed_lateness, self.input_watermark
+            self.unsorted.extend(
+                (i.timestamp, next(self._arrivals), i) for i in items if i.timestamp + lateness >= watermark
+            )
         else:
             self._enqueue(items)
         return []
@@ -139,7 +145,7 @@ class KeyedSdkStage(SdkStage):
 
     def commit(self, bundle: Bundle, residuals: list, timers: list, deferred: list, draining: bool, now: int) -> None:
         # A bundle that only fired timers cannot set processing-time timers in expired windows.
-        self.timers.apply(timers, None if bundle.inputs else self.input_watermark)
+        self.timers.apply(timers, None if bundle.inputs else self.input_watermark, now)
         if self.keyed.expiry_family is not None:
             arm_expiry(self.keyed, self.timers, self._running)
         super().commit(bundle, residuals, timers, deferred, draining, now)
@@ -148,11 +154,14 @@ class KeyedSdkStage(SdkStage):
     # -- watermarks --------------------------------------------------------------------------
     def _hold(self, now: int) -> int:
         unsorted = self.unsorted
-        if unsorted:  # release, in timestamp order, what the watermark has passed
-            watermark = self.input_watermark
-            ready = sorted(u for u in unsorted if u[0] < watermark)
+        if unsorted:
+            # Release, in timestamp order, the elements whose timestamp + allowed lateness the
+            # watermark has passed: until then, data late by no more than the allowed lateness may
+            # still arrive before them (DoFn.RequiresTimeSortedInput).
+            released_before = self.input_watermark - self.keyed.allowed_lateness
+            ready = sorted(u for u in unsorted if u[0] < released_before)
             self._enqueue([i for _, _, i in ready])
-            unsorted[:] = [u for u in unsorted if u[0] >= watermark]
+            unsorted[:] = [u for u in unsorted if u[0] >= released_before]
         if self._has_work():
             return MIN_TIMESTAMP
         hold = self._deferred_hold()

@@ -34,6 +34,7 @@ class KeyedSpec:
     timer of the ``expiry_family`` that the runner fires once per key and window of the input.
     in_windows(element, [encoded window]) -> the element in only those of its windows (streaming:
     an element's copies in expired windows are dropped, those in live ones kept).
+    allowed_lateness (micros): how long time-sorted input waits behind the watermark.
     """
 
     transform: str
@@ -42,6 +43,7 @@ class KeyedSpec:
     expiry_family: str | None = None
     expiry_timer: Callable[[bytes, bytes, int], bytes] | None = None
     in_windows: Callable[[bytes, list[bytes]], bytes] | None = None
+    allowed_lateness: int = 0
 
 
 @dataclass

@@ -10,8 +10,11 @@ a timer; it keeps the encoded form the SDK sent and hands it back when the timer
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from dataclasses import dataclass
+
+from reference_runner.engine import clock
 
 _NEVER = -(2**63)  # a processing time no timer is due at
 
@@ -61,16 +64,20 @@ class TimerStore:
     def __len__(self) -> int:
         return len(self._pending)
 
-    def apply(self, updates, watermark: int | None = None) -> None:
+    def apply(self, updates, watermark: int | None = None, now: int | None = None) -> None:
         """A committed bundle's timer changes, in the order the bundle made them.
 
         ``watermark``: the stage's input watermark, given for a bundle that only fired timers.
         Such a callback cannot set a processing-time timer in a window the watermark has passed
         the expiry of: the window is gone, and a timer re-arming itself there forever would keep
-        a bounded pipeline from ever finishing (its processing time is virtual)."""
+        a bounded pipeline from ever finishing (its processing time is virtual).
+        ``now``: the runner's processing time, to read the SDK's processing times against
+        (clock.from_harness)."""
         for u in updates:
             if watermark is not None and u.processing and not u.clear and u.expiry is not None and u.expiry < watermark:
                 continue
+            if u.processing and not u.clear and now is not None:
+                u = dataclasses.replace(u, fire=clock.from_harness(u.fire, now))
             if u.clear:
                 self._pending.pop(u.id, None)
             else:

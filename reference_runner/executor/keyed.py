@@ -17,7 +17,7 @@ from reference_runner.engine import manager
 from reference_runner.engine.timers import TimerId, TimerUpdate
 from reference_runner.engine.windows import END_OF_GLOBAL_WINDOW
 from reference_runner.graph.pipeline import Transform
-from reference_runner.worker.codecs import Coders, encode_nested
+from reference_runner.worker.codecs import Coders, encode_nested, max_timestamp
 
 
 class TimerPastExpiration(ValueError):
@@ -63,6 +63,7 @@ class KeyedStage:
             self.expiry_family,
             self.expiry_timer if self.expiry_family else None,
             self.in_windows,
+            self._lateness,
         )
 
     # -- elements ----------------------------------------------------------------------------
@@ -80,7 +81,7 @@ class KeyedStage:
 
     def _expiry(self, window) -> int:
         # State lives until max timestamp + allowed lateness, never past the end of the global window.
-        return min(window.max_timestamp().micros + self._lateness, END_OF_GLOBAL_WINDOW)
+        return min(max_timestamp(window) + self._lateness, END_OF_GLOBAL_WINDOW)
 
     # -- timers ------------------------------------------------------------------------------
     def decode_timers(self, raw: dict) -> list[TimerUpdate]:

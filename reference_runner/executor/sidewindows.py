@@ -28,6 +28,7 @@ from apache_beam.utils.windowed_value import PaneInfoTiming
 
 from reference_runner.graph import urns
 from reference_runner.graph.plan import SideInput
+from reference_runner.worker import codecs
 from reference_runner.worker.codecs import Coders, proto_micros
 
 _MEMO_LIMIT = 10_000  # main windows whose mapping is remembered (a long stream has many)
@@ -108,7 +109,7 @@ def _each(native) -> Callable[[list], list]:
 
 
 def _encoded(mapping: Callable[[list], list], window_coder) -> Callable[[list], list]:
-    return lambda windows: [(window_coder.encode(s), s.max_timestamp().micros) for s in mapping(windows)]
+    return lambda windows: [(window_coder.encode(s), codecs.max_timestamp(s)) for s in mapping(windows)]
 
 
 def _native(ws: beam_runner_api_pb2.WindowingStrategy, side: SideInput, components):
@@ -126,11 +127,11 @@ def _native(ws: beam_runner_api_pb2.WindowingStrategy, side: SideInput, componen
     if fn.urn == urns.FIXED_WINDOWS:
         fixed = standard_window_fns_pb2.FixedWindowsPayload.FromString(fn.payload)
         size, offset = proto_micros(fixed.size), proto_micros(fixed.offset)
-        return lambda main: _interval(_fixed_start(main.max_timestamp().micros, size, offset), size)
+        return lambda main: _interval(_fixed_start(codecs.max_timestamp(main), size, offset), size)
     if fn.urn == urns.SLIDING_WINDOWS:
         sliding = standard_window_fns_pb2.SlidingWindowsPayload.FromString(fn.payload)
         size, offset, period = proto_micros(sliding.size), proto_micros(sliding.offset), proto_micros(sliding.period)
-        return lambda main: _interval(_earliest_sliding_start(main.max_timestamp().micros, size, period, offset), size)
+        return lambda main: _interval(_earliest_sliding_start(codecs.max_timestamp(main), size, period, offset), size)
     if fn.urn == urns.SESSION_WINDOWS:
         # Sessions have no window mapping in the model: Beam's SDKs refuse them as side inputs
         # ("Sessions is not allowed in side inputs"), since a session is only known once merged.

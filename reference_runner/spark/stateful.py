@@ -76,6 +76,7 @@ class _KeyedRun:
         self._keyed = keyed_stage(plan)
         self._spec = self._keyed.spec()
         self._timers = TimerStore()
+        self._now = VirtualClock().now()  # the chunk's processing time
         self._outputs = Outputs(plan)
 
     def elements(self, elements: list[bytes]):
@@ -90,18 +91,19 @@ class _KeyedRun:
         """Every key of the chunk is complete: fire its timers, then forget its state. Nothing
         else is left to do for these keys, so processing time (virtual, one clock per chunk)
         jumps to each pending processing-time timer in turn, as the reference runner's does."""
-        now = VirtualClock().now()
+        self._now = VirtualClock().now()
         while True:
-            due, now = self._timers.take_next(PLUS_INFINITY, now)
+            due, self._now = self._timers.take_next(PLUS_INFINITY, self._now)
             if not due:
                 break
             yield from self._bundle([], due)
         self._runner.state.user = UserStateStore()
+        self._now = VirtualClock().now()
 
     def _bundle(self, elements: list[bytes], timers):
         committed = run_bundle(self._runner, self._plan, self._descriptor, elements, timers, self._keyed)
         # (a bundle of timers only runs once the watermark is +inf)
-        self._timers.apply(committed.timers, None if elements else PLUS_INFINITY)
+        self._timers.apply(committed.timers, None if elements else PLUS_INFINITY, self._now)
         yield from self._outputs.of(committed)
         self._task.committed(committed)
 

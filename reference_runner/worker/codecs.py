@@ -156,12 +156,21 @@ _BEAM_GLOBAL = beam_window.GlobalWindow()
 _ONLY_GLOBAL = (engine_windows.GLOBAL,)
 
 
+def max_timestamp(w) -> int:
+    """A Beam window's max timestamp (micros). The global window's is the model's end of the global
+    window: Beam's Python GlobalWindow.max_timestamp() is one microsecond short of it (it is the
+    predecessor of the proto constant, itself the max timestamp), where Java's and Go's are exact."""
+    if isinstance(w, beam_window.GlobalWindow):
+        return engine_windows.END_OF_GLOBAL_WINDOW
+    return w.max_timestamp().micros
+
+
 def to_engine_window(w, window_impl):
     if isinstance(w, beam_window.GlobalWindow):
         return engine_windows.GLOBAL
     if isinstance(w, beam_window.IntervalWindow):
         return engine_windows.Interval(w.start.micros, w.end.micros)
-    return engine_windows.OpaqueWindow(encode_nested(window_impl, w), w.max_timestamp().micros)
+    return engine_windows.OpaqueWindow(encode_nested(window_impl, w), max_timestamp(w))
 
 
 def from_engine_window(w, window_impl):
