@@ -78,6 +78,9 @@ EXPECTED = {
         "triggers.batch_accumulating",
         satisfies(_early_count_panes, "per key and window: EARLY panes of 2 or more new elements, then one ON_TIME"),
     ),
+    # Java: ParDos read and write schema'd elements as Rows; the SDK needs the schema coders it
+    # declared on the PCollections between its fused ParDos
+    "schema_pardo": ("pardo.basic", created(["apple:4", "pear:6"])),
 }
 
 # Where an SDK itself, not the runner, makes its output differ from the model: that field is left

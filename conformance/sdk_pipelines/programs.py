@@ -45,7 +45,7 @@ PROGRAMS = {
         SdkProgram(
             "java",
             "2.65.0",
-            _ALL,
+            (*_ALL, "schema_pardo"),  # schemas on PCollections: a Java SDK feature
             (
                 (["mvn", "-q", "-B", "package", "-DskipTests"], "building the Java pipelines"),
                 (
