@@ -48,7 +48,7 @@ _TAG = ["beam:coder:pickled_python:v1"]  # as _urns shows _TagCoder
 class _CountPerKey(beam.DoFn):
     """Counts a key's elements in state; a timer at the end of the window emits "key:count:sides"."""
 
-    COUNT = userstate.CombiningValueStateSpec("count", beam.coders.VarIntCoder(), sum)
+    COUNT = userstate.CombiningValueStateSpec("count", beam.coders.VarIntCoder(), beam.combiners.CountCombineFn())
     FLUSH = userstate.TimerSpec("flush", TimeDomain.WATERMARK)
 
     def process(self, kv, count=beam.DoFn.StateParam(COUNT), flush=beam.DoFn.TimerParam(FLUSH)):
