@@ -20,6 +20,8 @@ every windowing strategy its readable window coder once, in the front end.
 
 from __future__ import annotations
 
+import threading
+
 from apache_beam.portability.api import beam_runner_api_pb2
 
 from reference_runner.graph import urns
@@ -27,13 +29,15 @@ from reference_runner.graph import urns
 
 class Readable:
     """Readable versions of the coders of ``components``, which stays as it is: the coders this
-    adds (named after the coder they stand for) are kept in ``added``."""
+    adds (named after the coder they stand for) are kept in ``added``. Thread-safe: a runner's
+    Coders is shared by the threads serving one job."""
 
     def __init__(self, components: beam_runner_api_pb2.Components):
         self.components = components
         self.added = beam_runner_api_pb2.Components()
         self._elements: dict[str, str] = {}
         self._windows: dict[str, str] = {}
+        self._lock = threading.RLock()  # (a coder is added in two steps: none may see it half made)
 
     def coder(self, coder_id: str) -> beam_runner_api_pb2.Coder:
         """The proto of a coder of ``components`` or one added here."""
@@ -44,19 +48,21 @@ class Readable:
         """The readable version of element coder ``coder_id`` (itself when it is readable)."""
         known = self._elements.get(coder_id)
         if known is None:
-            known = self._elements[coder_id] = self._element(coder_id)
+            with self._lock:
+                known = self._elements[coder_id] = self._element(coder_id)
         return known
 
     def window(self, coder_id: str) -> str:
         """The readable version of window coder ``coder_id``."""
         known = self._windows.get(coder_id)
         if known is None:
-            if self.coder(coder_id).spec.urn in urns.WINDOW_CODERS:
-                known = coder_id
-            else:
-                opaque = self._add(f"{coder_id}/length_prefixed", urns.LENGTH_PREFIX_CODER, [coder_id])
-                known = self._add(f"{coder_id}/timestamp_prefixed", urns.CUSTOM_WINDOW_CODER, [opaque])
-            self._windows[coder_id] = known
+            with self._lock:
+                if self.coder(coder_id).spec.urn in urns.WINDOW_CODERS:
+                    known = coder_id
+                else:
+                    opaque = self._add(f"{coder_id}/length_prefixed", urns.LENGTH_PREFIX_CODER, [coder_id])
+                    known = self._add(f"{coder_id}/timestamp_prefixed", urns.CUSTOM_WINDOW_CODER, [opaque])
+                self._windows[coder_id] = known
         return known
 
     def copy_into(self, coders, coder_id: str) -> None:
@@ -87,9 +93,9 @@ class Readable:
 
     def _add(self, coder_id: str, urn: str, parts: list[str]) -> str:
         if coder_id not in self.added.coders and coder_id not in self.components.coders:
-            coder = self.added.coders[coder_id]
+            coder = beam_runner_api_pb2.Coder(component_coder_ids=parts)
             coder.spec.urn = urn
-            coder.component_coder_ids.extend(parts)
+            self.added.coders[coder_id].CopyFrom(coder)
         return coder_id
 
 
