@@ -99,7 +99,7 @@ def test_group_by_key_whose_output_recodes_the_key_gets_an_sdk_transcode():
     assert key_in == key_out and components.coders[grouped].component_coder_ids == [value_in]
 
 
-def test_only_standard_coders_remain_for_the_runner():
+def test_the_runner_reads_every_pcollection_with_standard_coders_only():
     p = beam.Pipeline()
     _ = (
         p
@@ -108,21 +108,19 @@ def test_only_standard_coders_remain_for_the_runner():
         | beam.WindowInto(beam.transforms.window.Sessions(10))
         | beam.Map(lambda kv: kv)
     )
-    proto = opaque_coders.length_prefix_unknown(p.to_runner_api())
+    proto = p.to_runner_api()
     components = proto.components
+    readable = opaque_coders.Readable(components)
     runner_coders = Coders(components)
-    for pcoll in components.pcollections.values():
-        assert runner_coders.readable(pcoll.coder_id), components.coders[pcoll.coder_id]
-        runner_coders.coder(pcoll.coder_id)  # builds without any user code
+    for pcoll_id in components.pcollections:
+        runner_coders.windowed(pcoll_id)  # builds without any user code (else OpaqueCoder)
     pickled = [cid for cid, c in components.coders.items() if c.spec.urn == "beam:coder:pickled_python:v1"]
     assert pickled and all(
-        any(
-            c.spec.urn == urns.LENGTH_PREFIX_CODER and list(c.component_coder_ids) == [cid]
-            for c in components.coders.values()
-        )
+        readable.coder(readable.element(cid)).spec.urn == urns.LENGTH_PREFIX_CODER
+        and list(readable.coder(readable.element(cid)).component_coder_ids) == [cid]
         for cid in pickled
     )
-    assert opaque_coders.length_prefix_unknown(proto) is proto, "a second pass changes nothing"
+    assert not any(c.endswith(("/readable", "/length_prefixed")) for c in components.coders), "components unchanged"
 
 
 def test_a_pcollection_of_windowed_values_is_carried_opaque():
@@ -138,9 +136,11 @@ def test_a_pcollection_of_windowed_values_is_carried_opaque():
     proto.components.coders["wv"].component_coder_ids.extend([element, "global"])
     proto.components.coders["global"].spec.urn = urns.GLOBAL_WINDOW_CODER
     proto.components.pcollections[out].coder_id = "wv"
-    rewritten = opaque_coders.length_prefix_unknown(proto).components
-    coder = rewritten.coders[rewritten.pcollections[out].coder_id]
+    readable = opaque_coders.Readable(proto.components)
+    coder = readable.coder(readable.pcollection(proto.components.pcollections[out].coder_id))
     assert (coder.spec.urn, list(coder.component_coder_ids)) == (urns.LENGTH_PREFIX_CODER, ["wv"])
+    # and the runner reads such elements that way: as one length-prefixed windowed value each
+    assert type(Coders(proto.components).windowed(out).wrapped_value_coder).__name__ == "LengthPrefixCoder"
 
 
 def test_the_runner_refuses_to_build_a_coder_it_does_not_know():

@@ -119,6 +119,9 @@ EXPECTED = {
         [el("a", 1, GLOBAL, NO_FIRING), el("b", 2, GLOBAL, NO_FIRING), el("c", 2, GLOBAL, NO_FIRING)],
     ),
     "test_stream_int16": ("teststream", [el("-7", 1, GLOBAL, NO_FIRING), el("300", 1, GLOBAL, NO_FIRING)]),
+    # Java: ParDos read and write schema'd elements as Rows; the SDK needs the schema coders it
+    # declared on the PCollections between its fused ParDos
+    "schema_pardo": ("pardo.basic", created(["apple:4", "pear:6"])),
 }
 
 # Where an SDK itself, not the runner, makes its output differ from the model: that field is left

@@ -39,8 +39,9 @@ def _java_command(home: Path) -> list[str]:
 
 _ALL = ("pardo", "flatten", "group_by_key", "combine_per_key", "side_input", "state_timer", "windowed_trigger")
 # Cases of one SDK: a re-encoding only that SDK can do, a TestStream as that SDK encodes its events,
-# a user's own merging WindowFn, Create.windowedValues (elements with their own panes)
-_JAVA_ONLY = ("flatten_coders", "custom_merging_window", "reshuffle_metadata")
+# a user's own merging WindowFn, Create.windowedValues (elements with their own panes), schemas
+# on PCollections
+_JAVA_ONLY = ("flatten_coders", "custom_merging_window", "reshuffle_metadata", "schema_pardo")
 _GO_ONLY = ("test_stream", "test_stream_int16")
 
 PROGRAMS = {

@@ -44,7 +44,7 @@ class KeyedStage:
         pcoll = coders.components.pcollections[main]
         self._lateness = coders.components.windowing_strategies[pcoll.windowing_strategy_id].allowed_lateness * 1000
         self._families = {
-            family: coders.coder(spec.timer_family_coder_id).get_impl()
+            family: coders.element(spec.timer_family_coder_id).get_impl()
             for family, spec in payload.timer_family_specs.items()
         }
         self._processing = {

@@ -97,7 +97,7 @@ def test_a_re_encoding_with_no_sdk_environment_to_do_it_is_refused_naming_the_co
     with pytest.raises(
         UnsupportedPipeline,
         match=r"Flatten/Transcode/\w+': its elements must be re-encoded from coder \S+ \(beam:coder:varint:v1\) to "
-        r"\S+ \(beam:coder:length_prefix:v1\(beam:coder:pickled_python:v1.*the runner cannot do itself",
+        r"\S+ \(beam:coder:pickled_python:v1\), which the runner cannot do itself",
     ):
         checked_graph(proto, REFERENCE, environments=False)
 

@@ -1,4 +1,12 @@
-"""A fused SDK stage -> the ProcessBundleDescriptor the SDK worker runs."""
+"""A fused SDK stage -> the ProcessBundleDescriptor the SDK worker runs.
+
+Its PCollections keep the coders the SDK declared (a harness may need them: Java's schema ParDos
+read their schemas off them). Where the runner meets the stage's bytes, the descriptor names the
+runner's readable coders instead (graph/opaque_coders.py), as Beam's portable runners do: the
+data ports' wire coders, the PCollections read as side inputs (the runner serves their elements
+as it holds them), the timer families, and the main input of a stage whose input bytes come back
+to the runner (a stateful head's state keys, a splittable head's residuals).
+"""
 
 from __future__ import annotations
 
@@ -9,6 +17,8 @@ from apache_beam.portability.api import beam_fn_api_pb2, beam_runner_api_pb2
 
 from reference_runner.graph import subset, urns
 from reference_runner.graph.fusion import Stage
+from reference_runner.graph.opaque_coders import Readable
+from reference_runner.graph.pipeline import is_stateful
 
 #: where a Plan's descriptors point before a backend instantiates them (plan.Descriptor)
 ENDPOINT_PLACEHOLDER = "@runner-endpoint@"
@@ -43,14 +53,29 @@ def build(
         pbd.transforms[t.id].CopyFrom(t.proto)
         if t.urn == urns.SDK_FLATTEN:
             pbd.transforms[t.id].spec.urn = urns.FLATTEN
+    readable = Readable(components)
     [main] = stage.inputs
     input_id = f"{stage.id}/input"
-    _port(pbd, input_id, urns.DATA_INPUT, main, components, endpoint, outputs={"out": main})
+    _port(pbd, input_id, urns.DATA_INPUT, main, readable, endpoint, outputs={"out": main})
     outputs = {}
     for pcoll in stage.outputs:
         transform_id = f"{stage.id}/output/{pcoll}"
-        _port(pbd, transform_id, urns.DATA_OUTPUT, pcoll, components, endpoint, inputs={"in": pcoll})
+        _port(pbd, transform_id, urns.DATA_OUTPUT, pcoll, readable, endpoint, inputs={"in": pcoll})
         outputs[transform_id] = pcoll
+    head = stage.transforms[0]
+    runner_read = {pcoll for pcoll, _, _ in stage.side_inputs}
+    if is_stateful(head) or head.urn in urns.STAGE_ROOTS:
+        runner_read.add(main)
+    # (and a PCollection of windowed values, which a harness would misread: Readable.pcollection)
+    runner_read |= {
+        p for p, pc in pbd.pcollections.items() if readable.coder(pc.coder_id).spec.urn == urns.WINDOWED_VALUE_CODER
+    }
+    for pcoll in sorted(runner_read):
+        pbd.pcollections[pcoll].coder_id = _readable(
+            pbd, readable, readable.pcollection(pbd.pcollections[pcoll].coder_id)
+        )
+    for t in stage.transforms:
+        _readable_timers(pbd, pbd.transforms[t.id], readable)
     # Side inputs and state travel over the state channel; the embedded worker ignores the address.
     pbd.state_api_service_descriptor.url = endpoint
     if any((t.pardo_payload() or beam_runner_api_pb2.ParDoPayload()).timer_family_specs for t in stage.transforms):
@@ -101,8 +126,8 @@ def name_by_content(pbd: beam_fn_api_pb2.ProcessBundleDescriptor) -> str:
     return pbd.id
 
 
-def _port(pbd, transform_id: str, urn: str, pcoll: str, components, endpoint: str, inputs=None, outputs=None) -> None:
-    data_port(pbd, transform_id, urn, _wire_coder(pbd, pcoll, components), endpoint, inputs, outputs)
+def _port(pbd, transform_id: str, urn: str, pcoll: str, readable: Readable, endpoint: str, inputs=None, outputs=None):
+    data_port(pbd, transform_id, urn, _wire_coder(pbd, pcoll, readable), endpoint, inputs, outputs)
 
 
 def data_port(pbd, transform_id: str, urn: str, wire_coder: str, endpoint: str, inputs=None, outputs=None) -> None:
@@ -119,13 +144,35 @@ def data_port(pbd, transform_id: str, urn: str, wire_coder: str, endpoint: str, 
         transform.outputs[tag] = p
 
 
-def _wire_coder(pbd, pcoll: str, components) -> str:
-    """windowed_value(element coder, window coder): how elements of ``pcoll`` cross the data channel."""
+def _wire_coder(pbd, pcoll: str, readable: Readable) -> str:
+    """windowed_value(element coder, window coder), both readable: how elements of ``pcoll``
+    cross the data channel."""
     coder_id = f"wire/{pcoll}"
     if coder_id not in pbd.coders:
-        p = components.pcollections[pcoll]
-        ws = components.windowing_strategies[p.windowing_strategy_id]
+        p = readable.components.pcollections[pcoll]
+        ws = readable.components.windowing_strategies[p.windowing_strategy_id]
+        parts = [_readable(pbd, readable, readable.pcollection(p.coder_id)), readable.window(ws.window_coder_id)]
+        readable.copy_into(pbd.coders, parts[1])
         coder = pbd.coders[coder_id]
         coder.spec.urn = urns.WINDOWED_VALUE_CODER
-        coder.component_coder_ids.extend([p.coder_id, ws.window_coder_id])
+        coder.component_coder_ids.extend(parts)
     return coder_id
+
+
+def _readable(pbd, readable: Readable, coder_id: str) -> str:
+    """The readable version of element coder ``coder_id``, with what it is built of in ``pbd``."""
+    readable_id = readable.element(coder_id)
+    readable.copy_into(pbd.coders, readable_id)
+    return readable_id
+
+
+def _readable_timers(pbd, transform: beam_runner_api_pb2.PTransform, readable: Readable) -> None:
+    """Timers cross the data channel: their families' coders become readable in ``transform``."""
+    if transform.spec.urn not in urns.PARDO_LIKE:
+        return
+    payload = beam_runner_api_pb2.ParDoPayload.FromString(transform.spec.payload)
+    if not payload.timer_family_specs:
+        return
+    for spec in payload.timer_family_specs.values():
+        spec.timer_family_coder_id = _readable(pbd, readable, spec.timer_family_coder_id)
+    transform.spec.payload = payload.SerializeToString(deterministic=True)  # (name_by_content digests it)

@@ -10,7 +10,8 @@ and refuse the same pipelines. The passes, in order:
 5. expand splittable DoFns      a splittable ParDo -> its three SDK parts
 6. transcode                    inputs of runner transforms that need another coder the runner
                                 cannot re-encode to get an SDK transform that does
-7. length-prefix unknown coders the runner reads standard coders only
+7. readable window coders       the runner reads every window (element coders stay the SDK's:
+                                graph/opaque_coders.py, graph/descriptors.py)
 
 then the capability check (graph/check.py), which names everything unsupported at once.
 """
@@ -57,7 +58,7 @@ PASSES = [
     Pass("lift CombinePerKey", lifting.lift, when="lift"),
     Pass("expand splittable DoFns", sdf.expand),
     Pass("transcode what the runner cannot in the SDK", transcode.transcode),
-    Pass("length-prefix unknown coders", opaque_coders.length_prefix_unknown),
+    Pass("readable window coders", opaque_coders.readable_windows),
 ]
 
 

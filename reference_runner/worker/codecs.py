@@ -12,6 +12,7 @@ from apache_beam.utils.timestamp import Timestamp
 
 from reference_runner.engine import windows as engine_windows
 from reference_runner.graph import recode, urns
+from reference_runner.graph.opaque_coders import Readable
 
 _TIMING = {
     "EARLY": windowed_value.PaneInfoTiming.EARLY,
@@ -21,8 +22,8 @@ _TIMING = {
 
 
 class OpaqueCoder(ValueError):
-    """The runner was asked to decode with a coder it does not know (graph/opaque_coders.py
-    length-prefixes every such coder, so this is a front-end bug, not the user's)."""
+    """The runner was asked to decode with a coder it does not know (the runner reads data with
+    graph/opaque_coders.py's readable coders, so this is a runner bug, not the user's)."""
 
 
 class Coders:
@@ -31,10 +32,12 @@ class Coders:
     Only standard coders are ever built here; the content of a length prefix whose coder the
     runner does not know is plain bytes, and a custom window is its max timestamp and opaque
     bytes. So no user class is ever unpickled in the runner, and pipelines of any SDK are read
-    the same way (graph/opaque_coders.py makes every coder the runner meets one of these)."""
+    the same way. Elements are read with graph/opaque_coders.py's readable coders (``element``,
+    ``windowed``): the coders the descriptors name where the SDK hands the runner bytes."""
 
     def __init__(self, components):
         self.components = components
+        self._readable = Readable(components)
         self._built: dict[str, coders.Coder] = {}
 
     def coder(self, coder_id: str) -> coders.Coder:
@@ -43,8 +46,12 @@ class Coders:
             built = self._built[coder_id] = self._build(coder_id)
         return built
 
+    def element(self, coder_id: str) -> coders.Coder:
+        """How the runner reads data of element coder ``coder_id``: its readable version."""
+        return self.coder(self._readable.element(coder_id))
+
     def _build(self, coder_id: str) -> coders.Coder:
-        proto = self.components.coders[coder_id]
+        proto = self._readable.coder(coder_id)
         urn, parts = proto.spec.urn, list(proto.component_coder_ids)
         leaf = _LEAVES.get(urn)
         if leaf is not None:
@@ -69,6 +76,8 @@ class Coders:
 
     def readable(self, coder_id: str) -> bool:
         """Can the runner decode this coder (standard all the way down)?"""
+        if coder_id not in self.components.coders:  # one Readable added: a length prefix or custom window
+            return True
         return recode.readable(self.components, coder_id)
 
     def event_reader(self, coder_id: str, nested: bool):
@@ -118,7 +127,9 @@ class Coders:
     def windowed(self, pcoll_id: str) -> coders.WindowedValueCoder:
         pcoll = self.components.pcollections[pcoll_id]
         ws = self.components.windowing_strategies[pcoll.windowing_strategy_id]
-        return coders.WindowedValueCoder(self.coder(pcoll.coder_id), self.coder(ws.window_coder_id))
+        return coders.WindowedValueCoder(
+            self.coder(self._readable.pcollection(pcoll.coder_id)), self.coder(ws.window_coder_id)
+        )
 
     def window_coder(self, pcoll_id: str) -> coders.Coder:
         pcoll = self.components.pcollections[pcoll_id]

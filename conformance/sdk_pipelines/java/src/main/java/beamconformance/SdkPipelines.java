@@ -31,6 +31,9 @@ import org.apache.beam.sdk.coders.VarIntCoder;
 import org.apache.beam.sdk.coders.VarLongCoder;
 import org.apache.beam.sdk.options.PipelineOptionsFactory;
 import org.apache.beam.sdk.options.PortablePipelineOptions;
+import org.apache.beam.sdk.schemas.FieldAccessDescriptor;
+import org.apache.beam.sdk.schemas.JavaFieldSchema;
+import org.apache.beam.sdk.schemas.annotations.DefaultSchema;
 import org.apache.beam.sdk.state.StateSpec;
 import org.apache.beam.sdk.state.StateSpecs;
 import org.apache.beam.sdk.state.TimeDomain;
@@ -63,6 +66,7 @@ import org.apache.beam.sdk.values.KV;
 import org.apache.beam.sdk.values.PCollection;
 import org.apache.beam.sdk.values.PCollectionList;
 import org.apache.beam.sdk.values.PCollectionView;
+import org.apache.beam.sdk.values.Row;
 import org.apache.beam.sdk.values.TimestampedValue;
 import org.apache.beam.sdk.values.TypeDescriptors;
 import org.joda.time.Duration;
@@ -97,6 +101,7 @@ public final class SdkPipelines {
     CASES.put("custom_merging_window", SdkPipelines::customMergingWindow);
     CASES.put("reshuffle_metadata", SdkPipelines::reshuffleMetadata);
     CASES.put("flatten_coders", SdkPipelines::flattenCoders);
+    CASES.put("schema_pardo", SdkPipelines::schemaPardo);
   }
 
   private SdkPipelines() {}
@@ -297,6 +302,17 @@ public final class SdkPipelines {
         .apply(Reshuffle.viaRandomKey());
   }
 
+  /**
+   * Schema'd elements through two fused ParDos: the first reads each Purchase as a Row and writes
+   * Rows to its Purchase output, the second reads selected fields. The SDK harness finds both
+   * schemas on the PCollections' coders in the bundle descriptor.
+   */
+  static PCollection<String> schemaPardo(Pipeline p) {
+    return p.apply(Create.of(new Purchase("apple", 2), new Purchase("pear", 3)))
+        .apply("DoubleQuantity", ParDo.of(new DoubleQuantityFn()))
+        .apply("Format", ParDo.of(new FormatPurchaseFn()));
+  }
+
   // ---------------------------------------------------------------- helpers
 
   private static PCollection<KV<String, Integer>> createKvs(Pipeline p) {
@@ -438,6 +454,46 @@ public final class SdkPipelines {
       Integer total = sum.read();
       out.output(key + ":" + (total == null ? 0 : total));
       sum.clear();
+    }
+  }
+
+  /**
+   * A schema'd type: its schema is inferred from its public fields (the SDK sets them after the
+   * no-argument constructor: its constructor's parameter names are not in the class file).
+   */
+  @DefaultSchema(JavaFieldSchema.class)
+  public static class Purchase {
+    public String item;
+    public int quantity;
+
+    public Purchase() {}
+
+    Purchase(String item, int quantity) {
+      this.item = item;
+      this.quantity = quantity;
+    }
+  }
+
+  /** Reads a Purchase as a Row; writes a Row of the output's (Purchase) schema, quantity doubled. */
+  static class DoubleQuantityFn extends DoFn<Purchase, Purchase> {
+    @ProcessElement
+    public void process(@Element Row purchase, OutputReceiver<Row> out) {
+      out.output(
+          Row.withSchema(purchase.getSchema())
+              .withFieldValue("item", purchase.getString("item"))
+              .withFieldValue("quantity", purchase.getInt32("quantity") * 2)
+              .build());
+    }
+  }
+
+  /** "item:quantity", from the two fields it asks for by name. */
+  static class FormatPurchaseFn extends DoFn<Purchase, String> {
+    @FieldAccess("fields")
+    final FieldAccessDescriptor fields = FieldAccessDescriptor.withFieldNames("item", "quantity");
+
+    @ProcessElement
+    public void process(@FieldAccess("fields") Row purchase, OutputReceiver<String> out) {
+      out.output(purchase.getString("item") + ":" + purchase.getInt32("quantity"));
     }
   }
 }
