@@ -43,6 +43,21 @@ FINDINGS: dict[tuple[str, str], Finding] = {
         "g2-testtriggeraftersynchronizedprocessingtime-asserts-a-pane-count-the-runner-chooses",
         "asserts 2 panes where the model allows 2 to 5 (when the trigger fires is the runner's choice)",
     ),
+    **{
+        ("go", test): Finding(
+            "G3",
+            GO_TESTS,
+            "g3-testtimers_processingtime_infinity-and-_bounded-want-timers-of-an-expired-window-to-fire",
+            "wants processing-time timers that come due after their window expired to fire",
+        )
+        for test in ("TestTimers_ProcessingTime_Infinity", "TestTimers_ProcessingTime_Bounded")
+    },
+    ("go", "TestTimers_ProcessingTime_Unbounded"): Finding(
+        "G4",
+        GO_TESTS,
+        "g4-testtimers_processingtime_unbounded-wants-the-runners-processing-time-to-be-the-wall-clock",
+        "depends on the runner's processing time passing with the SDK's wall clock",
+    ),
 }
 
 

@@ -92,11 +92,11 @@ def test_looping_processing_time_timer_lets_bounded_pipeline_finish(runner):
     # A processing-time callback that always sets its timer again: the pipeline still finishes
     # (the windows expire at the end of the input, and with them their timers), with every
     # element flushed exactly once. A runner that spins its clock forever times out here.
-    # The Go SDK's TestTimers_ProcessingTime_Bounded/_Unbounded expect the opposite (every
+    # The Go SDK's TestTimers_ProcessingTime_Bounded/_Infinity expect the opposite (every
     # re-arm made after the input ended fires, as Prism and the portable Spark/Flink batch
     # runners do); the model does not require it: a processing-time timer of an expired window
-    # is ignored (Timer.set's Javadoc, runners-core StatefulDoFnRunner.onTimer), and Dataflow,
-    # excluded from that Go test, ignores them too. We fail those two Go tests on purpose.
+    # is ignored (runners-core StatefulDoFnRunner.onTimer), and Dataflow, excluded from that Go
+    # test, ignores them too. We fail those two Go tests on purpose (docs/findings/go-sdk-tests.md, G3).
     p = runner.pipeline()
     out = (
         keyed_input(p, _TWO_WINDOWS)
