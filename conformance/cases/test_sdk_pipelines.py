@@ -74,7 +74,8 @@ def _phases(key: str, window, phase_1: str, phase_2: str, phase_3: str) -> list:
     1 ms), whose callbacks emit what
     the state holds then, at the timer's timestamp in that window. Phase 1 then removes apple,
     phase 2 clears the state. A timer fires once the watermark passes it, after every element of
-    the window, and a key's timers fire in timestamp order, each in a bundle after the last."""
+    the window, and a key's timers fire in timestamp order (SEMANTICS 7), so each phase reads what
+    the one before left, across bundles where the runner fires them in bundles of their own."""
     max_ms = window.end_ms - 1
     return [
         el(f"{key}:{v}", (max_ms - (3 - i) * 1000) / 1000, window) for i, v in enumerate((phase_1, phase_2, phase_3), 1)

@@ -200,8 +200,9 @@ func parseTimedWord(line string) (typex.EventTime, string, string, error) {
 }
 
 // setPhases sets the three phases' event-time timers of the element's key and window, at 2s,
-// 1s and 0s before the window's max timestamp. Each fires in a bundle of its own, after every
-// element of the window, so each phase reads what the runner kept of the phase before.
+// 1s and 0s before the window's max timestamp. They fire after every element of the window, in
+// that order, so each phase reads what the phase before left (from the runner, when the timers
+// fire in bundles after the one that wrote it, as on our runners).
 func setPhases(phase timers.EventTime, tp timers.Provider, w beam.Window) {
 	end := w.MaxTimestamp()
 	for i := 1; i <= 3; i++ {

@@ -270,8 +270,9 @@ public final class SdkPipelines {
 
   /**
    * The three phases' event-time timers of the element's key and window, at 2s, 1s and 0s before
-   * the window's max timestamp. Each fires in a bundle of its own, after every element of the
-   * window, so each phase reads what the runner kept of the phase before.
+   * the window's max timestamp. They fire after every element of the window, in that order, so
+   * each phase reads what the phase before left (from the runner, when the timers fire in bundles
+   * after the one that wrote it, as on our runners).
    */
   private static void setPhases(BoundedWindow window, Timer phase1, Timer phase2, Timer phase3) {
     Instant end = window.maxTimestamp();
