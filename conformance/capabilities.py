@@ -334,13 +334,7 @@ CAPABILITIES = [
     _C("state.bag", "BagState", "Stateful Processing", "UsesStatefulParDo"),
     _C("state.combining", "CombiningState", "Stateful Processing", "UsesStatefulParDo"),
     _C("state.set", "SetState", "Stateful Processing", "UsesSetState"),
-    _C(
-        "state.map",
-        "MapState",
-        "Stateful Processing",
-        "UsesMapState",
-        untestable="the Python SDK has no MapState API, so only Java and Go pipelines send MapState requests",
-    ),
+    _C("state.map", "MapState", "Stateful Processing", "UsesMapState"),
     _C("state.ordered_list", "OrderedListState", "Stateful Processing", "UsesOrderedListState"),
     _C(
         "state.windowed",

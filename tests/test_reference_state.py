@@ -181,6 +181,172 @@ def test_ordered_list_state_reads_ranges_in_sort_key_order():
     assert _read(service, "b3", ranged(0, 100)) == encode([(10, b"a"), (10, b"a2"), (20, b"b"), (30, b"c")])
 
 
+# --------------------------------------------------------------------------- multimap user state
+# (the Go and Java SDKs' map, set and multimap state: one map per user key and window)
+
+
+def _map_keys(key=b"\x01k", window=b"", transform="t"):
+    return beam_fn_api_pb2.StateKey(
+        multimap_keys_user_state=beam_fn_api_pb2.StateKey.MultimapKeysUserState(
+            transform_id=transform, user_state_id="m", key=key, window=window
+        )
+    )
+
+
+def _map_values(map_key, key=b"\x01k", window=b"", transform="t"):
+    return beam_fn_api_pb2.StateKey(
+        multimap_user_state=beam_fn_api_pb2.StateKey.MultimapUserState(
+            transform_id=transform, user_state_id="m", key=key, window=window, map_key=map_key
+        )
+    )
+
+
+def _map_entries(key=b"\x01k", window=b""):
+    return beam_fn_api_pb2.StateKey(
+        multimap_entries_user_state=beam_fn_api_pb2.StateKey.MultimapEntriesUserState(
+            transform_id="t", user_state_id="m", key=key, window=window
+        )
+    )
+
+
+def _clear(service, bundle, key):
+    _request(service, bundle, key, clear=beam_fn_api_pb2.StateClearRequest())
+
+
+def test_multimap_state_serves_values_keys_once_each_and_clears():
+    service = StateService()
+    _append(service, "b1", _map_values(b"\x01x"), b"\x01")
+    _append(service, "b1", _map_values(b"\x01y"), b"\x05")
+    _append(service, "b1", _map_values(b"\x01x"), b"\x02\x03")  # a key's values accumulate
+    assert _read(service, "b1", _map_values(b"\x01x")) == b"\x01\x02\x03"
+    assert _read(service, "b1", _map_values(b"\x01z")) == b""  # an absent key has no values
+    # every map key once, in the order each got its first value
+    assert _read(service, "b1", _map_keys()) == b"\x01x\x01y"
+    _clear(service, "b1", _map_values(b"\x01x"))  # clearing a map key removes it
+    assert _read(service, "b1", _map_keys()) == b"\x01y"
+    _append(service, "b1", _map_values(b"\x01x"), b"\x04")  # back, after the keys there
+    assert _read(service, "b1", _map_keys()) == b"\x01y\x01x"
+    assert _read(service, "b1", _map_values(b"\x01x")) == b"\x04"
+    service.commit("b1")
+    # per user key and window: another key's or window's map is another map
+    assert _read(service, "b2", _map_keys(key=b"\x01j")) == b""
+    assert _read(service, "b2", _map_keys(window=b"w")) == b""
+    assert _read(service, "b2", _map_values(b"\x01y", window=b"w")) == b""
+    _append(service, "b2", _map_values(b"\x01q", key=b"\x01j"), b"\x09")
+    _clear(service, "b2", _map_keys())  # clearing the keys clears the whole map, and only it
+    assert _read(service, "b2", _map_keys()) == b"" and _read(service, "b2", _map_values(b"\x01y")) == b""
+    assert _read(service, "b2", _map_keys(key=b"\x01j")) == b"\x01q"
+    _append(service, "b2", _map_values(b"\x01z"), b"\x07")  # a cleared map takes new keys
+    service.commit("b2")
+    assert _read(service, "b3", _map_keys()) == b"\x01z"
+
+
+def test_a_map_cleared_before_it_had_keys_takes_keys():
+    service = StateService()
+    _clear(service, "b1", _map_keys())  # (the Java SDK clears a map it never read)
+    _append(service, "b1", _map_values(b"\x01x"), b"\x01")
+    service.commit("b1")
+    assert _read(service, "b2", _map_keys()) == b"\x01x"
+
+
+def test_multimap_state_writes_are_staged_per_bundle_and_discarded_on_failure():
+    service = StateService()
+    _append(service, "b1", _map_values(b"\x01x"), b"\x01")
+    service.commit("b1")
+    _append(service, "b2", _map_values(b"\x01y"), b"\x02")
+    _clear(service, "b2", _map_values(b"\x01x"))
+    assert _read(service, "b2", _map_keys()) == b"\x01y"  # a bundle reads its own staged writes
+    assert _read(service, "b3", _map_keys()) == b"\x01x"  # ... which no other bundle sees
+    service.discard("b2")  # the bundle failed: its writes are gone, the committed map is whole
+    assert _read(service, "b4", _map_keys()) == b"\x01x"
+    assert _read(service, "b4", _map_values(b"\x01x")) == b"\x01"
+    _clear(service, "b4", _map_keys())
+    service.discard("b4")  # a failed clear of the whole map, likewise
+    assert _read(service, "b5", _map_values(b"\x01x")) == b"\x01"
+
+
+def test_multimap_state_is_released_with_its_window_or_its_transform():
+    service = StateService()
+    for w in (b"w1", b"w2"):
+        _append(service, "b1", _map_values(b"\x01x", window=w), b"\x01")
+    _append(service, "b1", _map_values(b"\x01x", transform="u"), b"\x01")
+    service.commit("b1")
+    service.release_window("t", b"w1")  # the window expired: its map is gone, the others stay
+    assert _read(service, "b2", _map_keys(window=b"w1")) == b""
+    assert _read(service, "b2", _map_values(b"\x01x", window=b"w1")) == b""
+    assert _read(service, "b2", _map_keys(window=b"w2")) == b"\x01x"
+    service.release("t")  # the transform's stage finished
+    assert _read(service, "b2", _map_keys(window=b"w2")) == b""
+    assert _read(service, "b2", _map_keys(transform="u")) == b"\x01x"
+
+
+def test_a_value_or_map_key_of_no_bytes_reads_back_as_one_zero_byte():
+    # the Java SDK's set keeps one Void per element: its append is empty; a stream of elements
+    # carries an element of no bytes as one 0 byte, which the SDK's reader expects
+    service = StateService()
+    _append(service, "b1", _map_values(b"\x01x"), b"")
+    service.commit("b1")
+    assert _read(service, "b2", _map_keys()) == b"\x01x"  # the element is in the set
+    assert _read(service, "b2", _map_values(b"\x01x")) == b"\x00"  # ... and contains() sees it
+    _append(service, "b2", _map_values(b""), b"\x01")  # a map key of no bytes, likewise
+    assert _read(service, "b2", _map_keys()) == b"\x01x\x00"
+    assert _read(service, "b2", _map_values(b"")) == b"\x01"
+
+
+def _with_map_state(value_coder: coders.Coder):
+    """A StateService that knows stateful transform t's map state m, values of ``value_coder``."""
+    from apache_beam.portability.api import beam_runner_api_pb2
+    from apache_beam.runners.pipeline_context import PipelineContext
+
+    from reference_runner.worker.codecs import Coders
+
+    context = PipelineContext()
+    payload = beam_runner_api_pb2.ParDoPayload()
+    spec = payload.state_specs["m"].map_spec
+    spec.key_coder_id = context.coders.get_id(coders.StrUtf8Coder())
+    spec.value_coder_id = context.coders.get_id(value_coder)
+    service = StateService()
+    service.declare_states("t", payload, Coders(context.to_runner_api()))
+    return service
+
+
+def test_multimap_entries_are_each_key_with_the_iterable_of_its_values():
+    # the Java SDK (Beam 2.71's MultimapUserState) decodes them with KvCoder(key, IterableCoder(value))
+    service = _with_map_state(coders.VarIntCoder())
+    key, value = coders.StrUtf8Coder().get_impl().encode_nested, coders.VarIntCoder().get_impl().encode_nested
+    _append(service, "b1", _map_values(key("x")), value(1))
+    _append(service, "b1", _map_values(key("y")), value(300))
+    _append(service, "b1", _map_values(key("x")), value(2) + value(3))  # two values in one append
+    entry = coders.TupleCoder([coders.StrUtf8Coder(), coders.IterableCoder(coders.VarIntCoder())]).get_impl()
+    assert _read(service, "b1", _map_entries()) == entry.encode_nested(("x", [1, 2, 3])) + entry.encode_nested(
+        ("y", [300])
+    )
+    _clear(service, "b1", _map_entries())  # clearing the entries clears the whole map
+    assert _read(service, "b1", _map_keys()) == b"" and _read(service, "b1", _map_entries()) == b""
+
+
+def test_multimap_entries_of_values_the_runner_cannot_tell_apart_are_an_error_naming_the_state():
+    service = _with_map_state(coders.PickleCoder())
+    _append(service, "b1", _map_values(b"\x01x"), b"opaque")
+    response = service.handle(
+        beam_fn_api_pb2.StateRequest(
+            id="1", instruction_id="b1", state_key=_map_entries(), get=beam_fn_api_pb2.StateGetRequest()
+        )
+    )
+    assert "multimap_entries_user_state of state m of t" in response.error
+
+
+def test_appending_to_a_maps_keys_or_entries_is_an_error():
+    service = StateService()
+    for key in (_map_keys(), _map_entries()):
+        response = service.handle(
+            beam_fn_api_pb2.StateRequest(
+                id="1", instruction_id="b1", state_key=key, append=beam_fn_api_pb2.StateAppendRequest(data=b"x")
+            )
+        )
+        assert f"unsupported user state request append on {key.WhichOneof('type')}" in response.error
+
+
 def test_user_state_request_without_a_bundle_is_an_error():
     response = StateService().handle(
         beam_fn_api_pb2.StateRequest(id="1", state_key=_bag_key(), get=beam_fn_api_pb2.StateGetRequest())

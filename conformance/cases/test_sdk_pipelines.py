@@ -13,6 +13,8 @@ The pipelines are the same in every SDK, so their expectations are written once:
   window, at the window's max timestamp (END_OF_WINDOW is every SDK's default timestamp combiner).
 - An event-time timer's output carries the timer's timestamp.
 - AfterWatermark with early count firings, accumulating, in batch: see _early_count_panes.
+- Map and set state are per key and window (a window's state starts empty), and what one bundle
+  wrote, removed or cleared is what the next bundle of that key and window reads: see _phases.
 
 Where an SDK's own output differs from the model for a reason of that SDK (its Create, its
 rounding of Beam's extreme instants), the program or sdk_pipelines/capture.py says so.
@@ -79,6 +81,27 @@ def _early_count_panes(records) -> bool:
     return True
 
 
+def _phases(key: str, window, phase_1: str, phase_2: str, phase_3: str) -> list:
+    """The map_state and set_state pipelines: each element of a key in a 10 s fixed window sets
+    three event-time timers, 2 s, 1 s and 0 s before the window's max timestamp (its end less
+    1 ms), whose callbacks emit what
+    the state holds then, at the timer's timestamp in that window. Phase 1 then removes apple,
+    phase 2 clears the state. A timer fires once the watermark passes it, after every element of
+    the window, and a key's timers fire in timestamp order (SEMANTICS 7), so each phase reads what
+    the one before left, across bundles where the runner fires them in bundles of their own."""
+    max_ms = window.end_ms - 1
+    return [
+        el(f"{key}:{v}", (max_ms - (3 - i) * 1000) / 1000, window) for i, v in enumerate((phase_1, phase_2, phase_3), 1)
+    ]
+
+
+# The words of map_state and set_state, per key and window: a has apple (twice) and pear in
+# [0 s, 10 s) and fig in [10 s, 20 s); b has apple and kiwi in [20 s, 30 s). No two keys share a
+# window (the Java SDK of Beam 2.65.0 leaves the user key out of a map's state key: see its
+# program); that state is per key as well is left to the runner's unit tests
+# (tests/test_reference_state.py).
+_FIRST, _SECOND, _THIRD = W(0, 10), W(10, 20), W(20, 30)
+
 # case -> (capability, what the model says the pipeline's last PCollection holds)
 EXPECTED = {
     "pardo": ("pardo.basic", created(["a", "b", "b", "c", "c"])),
@@ -122,6 +145,21 @@ EXPECTED = {
     # Java: ParDos read and write schema'd elements as Rows; the SDK needs the schema coders it
     # declared on the PCollections between its fused ParDos
     "schema_pardo": ("pardo.basic", created(["apple:4", "pear:6"])),
+    # word -> count in map state; phase 1 removes apple, phase 2 clears the map
+    "map_state": (
+        "state.map",
+        _phases("a", _FIRST, "apple=2,pear=1", "pear=1", "")
+        + _phases("a", _SECOND, "fig=1", "fig=1", "")
+        + _phases("b", _THIRD, "apple=1,kiwi=1", "kiwi=1", ""),
+    ),
+    # the distinct words in set state, and whether it contains apple; phase 1 removes apple,
+    # phase 2 clears the set
+    "set_state": (
+        "state.set",
+        _phases("a", _FIRST, "apple,pear;apple=true", "pear;apple=false", ";apple=false")
+        + _phases("a", _SECOND, "fig;apple=false", "fig;apple=false", ";apple=false")
+        + _phases("b", _THIRD, "apple,kiwi;apple=true", "kiwi;apple=false", ";apple=false"),
+    ),
 }
 
 # Where an SDK itself, not the runner, makes its output differ from the model: that field is left

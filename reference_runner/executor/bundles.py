@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from apache_beam.metrics import monitoring_infos
+from apache_beam.portability.api import beam_runner_api_pb2
 
 from reference_runner.executor.keyed import KeyedStage, TimerPastExpiration
 from reference_runner.graph.descriptors import StageDescriptor
@@ -68,6 +69,7 @@ class BundleRunner:
         self.worker, self.state, self.coders = worker, state, coders
         self._metrics, self._policy, self._trace = metrics, policy, trace
         self._impls: dict[str, object] = {}
+        self._declared: set[str] = set()  # stateful ParDos whose state specs the state service knows
 
     def run(
         self,
@@ -84,6 +86,12 @@ class BundleRunner:
         the stage's truncation (drain): what comes back is the stage's input again, not split;
         ``record``: what the trace notes for every attempt besides the decisions."""
         size = len(inputs)
+        if stage.keyed_head and stage.keyed_head not in self._declared:
+            self._declared.add(stage.keyed_head)
+            head = self.coders.components.transforms[stage.keyed_head]
+            self.state.declare_states(
+                stage.keyed_head, beam_runner_api_pb2.ParDoPayload.FromString(head.spec.payload), self.coders
+            )
         for attempt_number in itertools.count():
             split = fault_at = None
             if self._policy is not None:

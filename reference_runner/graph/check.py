@@ -135,20 +135,22 @@ def _test_stream_problems(t, where: str) -> list[str]:
     return [f"{where}: TestStream events for outputs it does not have ({', '.join(unknown)})"] if unknown else []
 
 
-_UNSUPPORTED_STATE = {"map_spec": "map state", "multimap_spec": "multimap state"}
+# The state protocols the runner serves (worker/state.py), which StateSpec.protocol names where
+# the SDK sets it: value, bag, combining and Python's set state are reached as bag_user_state; the
+# Go and Java SDKs' map, set and multimap state as multimap user state; ordered lists as
+# ordered_list_user_state. A spec without a protocol must be of a kind StateSpec defines (value,
+# bag, combining, set, map, multimap, ordered list): SDKs reach each of them over one of these.
+_STATE_PROTOCOLS = (urns.BAG_USER_STATE, urns.MULTIMAP_USER_STATE, urns.ORDERED_LIST_USER_STATE)
 
 
 def _stateful_problems(graph: PipelineGraph, t, payload, where: str) -> list[str]:
     # Processing-time timers need no TestStream: the runner owns the clock (engine/clock.py).
     problems = []
     for state_id, spec in sorted(payload.state_specs.items()):
-        kind = spec.WhichOneof("spec")
-        if kind in _UNSUPPORTED_STATE:
-            problems.append(f"{where}: {_UNSUPPORTED_STATE[kind]} ({state_id})")
-        elif kind == "set_spec" and payload.do_fn.urn not in urns.PYTHON_USER_FUNCTIONS:
-            # Python keeps a set in bag state, which the runner serves; other SDKs (Go, Java)
-            # keep it in multimap state, which it does not
-            problems.append(f"{where}: set state of another SDK, kept as multimap state ({state_id})")
+        if spec.protocol.urn and spec.protocol.urn not in _STATE_PROTOCOLS:
+            problems.append(f"{where}: state {state_id} over the state protocol {spec.protocol.urn}")
+        elif not spec.protocol.urn and spec.WhichOneof("spec") is None:
+            problems.append(f"{where}: state {state_id} of a kind this runner does not know (no StateSpec kind)")
     expiry = payload.on_window_expiration_timer_family_spec
     if expiry and expiry not in payload.timer_family_specs:
         problems.append(f"{where}: OnWindowExpiration names an unknown timer family {expiry}")

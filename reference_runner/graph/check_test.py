@@ -48,13 +48,49 @@ def _with_set_state(dofn_urn: str | None):
     return proto
 
 
-def test_set_state_of_another_sdk_is_refused_at_prepare_naming_it():
-    # (the Go and Java SDKs keep a set in multimap state, which the runner does not serve)
+def test_set_state_of_any_sdk_is_taken():
+    # the Go and Java SDKs keep a set in multimap state, Python in bag state: the runner serves both
+    checked_graph(_with_set_state("beam:go:transform:dofn:v1"), SPARK, environments=False)
+    checked_graph(_with_set_state(None), SPARK, environments=False)
+
+
+def _with_state_spec(edit):
+    proto = _with_set_state(None)
+    [t] = [t for t in proto.components.transforms.values() if t.unique_name == "Stateful"]
+    payload = beam_runner_api_pb2.ParDoPayload.FromString(t.spec.payload)
+    edit(payload.state_specs["seen"])
+    t.spec.payload = payload.SerializeToString()
+    return proto
+
+
+def test_map_and_multimap_state_are_taken():
+    coder = next(iter(_with_set_state(None).components.coders))
+
+    def as_map(spec):
+        spec.map_spec.key_coder_id = spec.map_spec.value_coder_id = coder
+        spec.protocol.urn = "beam:user_state:multimap:v1"
+
+    def as_multimap(spec):
+        spec.multimap_spec.key_coder_id = spec.multimap_spec.value_coder_id = coder
+
+    checked_graph(_with_state_spec(as_map), SPARK, environments=False)
+    checked_graph(_with_state_spec(as_multimap), SPARK, environments=False)
+
+
+def test_state_over_a_protocol_the_runner_does_not_serve_is_refused_naming_it():
+    def unknown_protocol(spec):
+        spec.protocol.urn = "beam:user_state:fancy:v1"
+
     with pytest.raises(
-        UnsupportedPipeline, match=r"'Stateful': set state of another SDK, kept as multimap state \(seen\)"
+        UnsupportedPipeline, match=r"'Stateful': state seen over the state protocol beam:user_state:fancy:v1"
     ):
-        checked_graph(_with_set_state("beam:go:transform:dofn:v1"), SPARK, environments=False)
-    checked_graph(_with_set_state(None), SPARK, environments=False)  # Python's set lives in bag state: served
+        checked_graph(_with_state_spec(unknown_protocol), SPARK, environments=False)
+
+    def no_kind(spec):
+        spec.Clear()
+
+    with pytest.raises(UnsupportedPipeline, match=r"'Stateful': state seen of a kind this runner does not know"):
+        checked_graph(_with_state_spec(no_kind), SPARK, environments=False)
 
 
 def _flatten_of_ints_and_strs_as_if_go_wrote_it():

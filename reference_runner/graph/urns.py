@@ -105,6 +105,11 @@ WINDOW_CODERS = {GLOBAL_WINDOW_CODER, INTERVAL_WINDOW_CODER, CUSTOM_WINDOW_CODER
 ITERABLE_SIDE_INPUT = "beam:side_input:iterable:v1"
 MULTIMAP_SIDE_INPUT = "beam:side_input:multimap:v1"
 
+# How an SDK reaches user state over the Fn API (StateSpec.protocol)
+BAG_USER_STATE = "beam:user_state:bag:v1"
+MULTIMAP_USER_STATE = "beam:user_state:multimap:v1"
+ORDERED_LIST_USER_STATE = "beam:user_state:ordered_list:v1"
+
 # Requirements the reference runner meets (others are rejected up front).
 REQUIRES_STATEFUL_PROCESSING = "beam:requirement:pardo:stateful:v1"
 REQUIRES_TIME_SORTED_INPUT = "beam:requirement:pardo:time_sorted_input:v1"

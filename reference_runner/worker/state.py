@@ -1,7 +1,19 @@
 """The runner's side of the Fn API state channel: side inputs, served from materialized
 PCollections, indexed by encoded window (and key, for multimap access); and user state of
-stateful ParDos (bag_user_state for value, bag, combining and set state; ordered_list_user_state
-for ordered lists), kept in the engine's UserStateStore, staged per bundle (instruction id)."""
+stateful ParDos, kept in the engine's UserStateStore, staged per bundle (instruction id):
+bag_user_state (value, bag and combining state, and Python's set state), ordered_list_user_state
+(ordered lists), and the multimap user state of the Go and Java SDKs' map, set and multimap
+state, one map per user key and window seen three ways: multimap_user_state (the values of one
+map key: get, append, clear that key), multimap_keys_user_state (get every map key, once each,
+in the order each got its first value since it was last absent; clear the whole map) and
+multimap_entries_user_state (get every (map key, values) pair; clear the whole map).
+
+Map keys and values stay the SDK's bytes: a map key is the SDK's nested encoding (the same bytes
+in a multimap_user_state key and in the keys' stream), values are what the SDK appended. Only the
+entries stream needs the values one by one: each pair is encoded as Beam's KV<K, Iterable<V>>
+coder would (the map key, a 4-byte big-endian count, the values), which the Java SDK's
+MultimapUserState decodes (Beam 2.71); the values are counted with the state's value coder, which
+the runner must be able to read (standard coders, or a length prefix around any coder)."""
 
 from __future__ import annotations
 
@@ -12,7 +24,7 @@ from apache_beam.coders.coders import TupleCoder
 from apache_beam.portability.api import beam_fn_api_pb2
 
 from reference_runner.engine.userstate import UserStateStore
-from reference_runner.worker.codecs import Coders
+from reference_runner.worker.codecs import Coders, split_elements
 
 
 class SideInputIndex:
@@ -62,6 +74,19 @@ class StateService:
         # (transform id, side input tag) -> SideInputIndex
         self.side_inputs: dict[tuple[str, str], SideInputIndex] = {}
         self.user = UserStateStore()
+        # (transform id, state id) -> the coder impl of a map or multimap state's values, where
+        # the runner reads it (declare_states)
+        self._map_values: dict[tuple[str, str], object] = {}
+
+    def declare_states(self, transform_id: str, payload, coders: Coders) -> None:
+        """The state specs of a stateful ParDo (its ParDoPayload): how the values of its map and
+        multimap states are told apart, for multimap_entries_user_state."""
+        for state_id, spec in payload.state_specs.items():
+            kind = spec.WhichOneof("spec")
+            if kind in ("map_spec", "multimap_spec"):
+                coder_id = getattr(spec, kind).value_coder_id
+                if coder_id in coders.components.coders and coders.readable(coder_id):
+                    self._map_values[(transform_id, state_id)] = coders.coder(coder_id).get_impl()
 
     def commit(self, instruction_id: str) -> None:
         """The bundle succeeded: its user state writes become visible to later bundles."""
@@ -97,6 +122,8 @@ class StateService:
             raise ValueError("user state request without an instruction id")
         type_ = request.state_key.WhichOneof("type")
         k = getattr(request.state_key, type_)
+        if type_ in _MULTIMAP:
+            return self._multimap(request, kind, type_, k, bundle)
         cell = (type_, k.transform_id, k.user_state_id, k.key, k.window)
         store = self.user
         ordered = type_ == "ordered_list_user_state"
@@ -122,6 +149,50 @@ class StateService:
         else:
             raise ValueError(f"unsupported user state request {kind} on {type_}")
         return response
+
+    def _multimap(self, request, kind: str | None, type_: str, k, bundle: str) -> beam_fn_api_pb2.StateResponse:
+        # one cell per map, whichever of the three keys names it
+        cell = ("multimap", k.transform_id, k.user_state_id, k.key, k.window)
+        store = self.user
+        response = beam_fn_api_pb2.StateResponse(id=request.id)
+        if kind == "get":
+            if type_ == "multimap_user_state":
+                data = b"".join(map(_delimited, store.read_map_key(bundle, cell, k.map_key) or ()))
+            elif type_ == "multimap_keys_user_state":
+                data = b"".join(map(_delimited, store.read_map(bundle, cell)))
+            else:
+                data = self._entries(store.read_map(bundle, cell), k)
+            response.get.data = data  # everything in one response: no continuation token
+        elif kind == "append" and type_ == "multimap_user_state":
+            store.map_append(bundle, cell, k.map_key, request.append.data)
+            response.append.SetInParent()
+        elif kind == "clear":
+            if type_ == "multimap_user_state":
+                store.map_remove(bundle, cell, k.map_key)
+            else:
+                store.clear(bundle, cell)
+            response.clear.SetInParent()
+        else:
+            raise ValueError(f"unsupported user state request {kind} on {type_}")
+        return response
+
+    def _entries(self, entries: dict[bytes, list[bytes]], k) -> bytes:
+        """(map key, values) pairs as KV<K, Iterable<V>>: the key, the values' count (4 bytes,
+        big-endian), the values."""
+        if not entries:
+            return b""
+        impl = self._map_values.get((k.transform_id, k.user_state_id))
+        if impl is None:
+            raise ValueError(
+                f"multimap_entries_user_state of state {k.user_state_id} of {k.transform_id}: the runner "
+                "cannot tell its values apart (its value coder is not one the runner reads)"
+            )
+        out = bytearray()
+        for map_key, chunks in entries.items():
+            # (an empty append is one value that encodes to no bytes, as for the get above)
+            values = [v for chunk in chunks for v in (split_elements(impl, chunk) if chunk else [b""])]
+            out += map_key + len(values).to_bytes(4, "big") + b"".join(values)
+        return bytes(out)
 
     def _get(self, key: beam_fn_api_pb2.StateKey):
         kind = key.WhichOneof("type")
@@ -150,7 +221,17 @@ class StateService:
             raise KeyError(f"side input {tag} of {transform_id} is not materialized") from None
 
 
-_USER_STATE = ("bag_user_state", "ordered_list_user_state")
+_MULTIMAP = ("multimap_user_state", "multimap_keys_user_state", "multimap_entries_user_state")
+_USER_STATE = ("bag_user_state", "ordered_list_user_state", *_MULTIMAP)
+
+
+def _delimited(chunk: bytes) -> bytes:
+    """A map key or an append as the get streams carry it. An SDK sends a value or a map key that
+    encodes to no bytes (the Java SDK's set keeps one Void per element, VoidCoder writes nothing)
+    as an empty append or map key; a stream of elements carries such an element as one 0 byte
+    (Beam's convention, which the Java SDK's reader, DataStreams.DataStreamDecoder, expects: an
+    element read in no bytes is followed by that byte), else a reader sees no element at all."""
+    return chunk or b"\x00"
 
 
 def _ordered_entries(data: bytes) -> list[tuple[int, bytes]]:

@@ -27,6 +27,8 @@ var cases = map[string]func(beam.Scope) beam.PCollection{
 	"side_input":        sideInputCase,
 	"state_timer":       stateTimerCase,
 	"windowed_trigger":  windowedTriggerCase,
+	"map_state":         mapStateCase,
+	"set_state":         setStateCase,
 	"test_stream":       testStreamCase,
 	"test_stream_int16": testStreamInt16Case,
 }
@@ -45,6 +47,9 @@ func init() {
 	register.Function2x1(addSide)
 	register.Function1x1(formatInt16)
 	register.DoFn5x1[state.Provider, timers.Provider, string, int, func(string), error](&sumThenFireFn{})
+	register.Function1x4(parseTimedWord)
+	register.DoFn6x1[beam.Window, state.Provider, timers.Provider, string, string, func(string), error](&mapStateFn{})
+	register.DoFn6x1[beam.Window, state.Provider, timers.Provider, string, string, func(string), error](&setStateFn{})
 }
 
 func pardoCase(s beam.Scope) beam.PCollection {
@@ -205,4 +210,128 @@ func must(err error) {
 	if err != nil {
 		panic(err)
 	}
+}
+
+// timedWords gives each user key's words event times in 10s fixed windows: key a has apple
+// (twice) and pear in [0s, 10s) and fig in [10s, 20s); key b has apple and kiwi in [20s, 30s).
+// (No two keys share a window: see the Java program's timedWords.)
+func timedWords(s beam.Scope) beam.PCollection {
+	lines := beam.Create(s, "a=apple@1000", "a=pear@2000", "a=apple@3000", "a=fig@12000", "b=apple@21000", "b=kiwi@22000")
+	return beam.WindowInto(s, window.NewFixedWindows(10*time.Second), beam.ParDo(s, parseTimedWord, lines))
+}
+
+// parseTimedWord parses "key=word@millis" and gives the element that event time.
+func parseTimedWord(line string) (typex.EventTime, string, string, error) {
+	pair, at, _ := strings.Cut(line, "@")
+	ms, err := strconv.ParseInt(at, 10, 64)
+	if err != nil {
+		return 0, "", "", err
+	}
+	k, w, _ := strings.Cut(pair, "=")
+	return mtime.FromMilliseconds(ms), k, w, nil
+}
+
+// setPhases sets the three phases' event-time timers of the element's key and window, at 2s,
+// 1s and 0s before the window's max timestamp. They fire after every element of the window, in
+// that order, so each phase reads what the phase before left (from the runner, when the timers
+// fire in bundles after the one that wrote it, as on our runners).
+func setPhases(phase timers.EventTime, tp timers.Provider, w beam.Window) {
+	end := w.MaxTimestamp()
+	for i := 1; i <= 3; i++ {
+		at := end.Subtract(time.Duration(3-i) * time.Second)
+		phase.Set(tp, at.ToTime(), timers.WithTag(strconv.Itoa(i)))
+	}
+}
+
+func mapStateCase(s beam.Scope) beam.PCollection {
+	return beam.ParDo(s, &mapStateFn{
+		Counts: state.MakeMapState[string, int]("counts"),
+		Phase:  timers.InEventTime("phase"),
+	}, timedWords(s))
+}
+
+// mapStateFn counts each key's words per window in map state (word -> count). Phase 1 emits
+// "key:word=count,..." and removes apple, phase 2 emits and clears the map, phase 3 emits.
+type mapStateFn struct {
+	Counts state.Map[string, int]
+	Phase  timers.EventTime
+}
+
+func (fn *mapStateFn) ProcessElement(w beam.Window, sp state.Provider, tp timers.Provider, key, word string, _ func(string)) error {
+	n, _, err := fn.Counts.Get(sp, word)
+	if err != nil {
+		return err
+	}
+	if err := fn.Counts.Put(sp, word, n+1); err != nil {
+		return err
+	}
+	setPhases(fn.Phase, tp, w)
+	return nil
+}
+
+func (fn *mapStateFn) OnTimer(sp state.Provider, tp timers.Provider, key string, timer timers.Context, emit func(string)) error {
+	words, _, err := fn.Counts.Keys(sp)
+	if err != nil {
+		return err
+	}
+	sort.Strings(words)
+	parts := make([]string, len(words))
+	for i, word := range words {
+		n, _, err := fn.Counts.Get(sp, word)
+		if err != nil {
+			return err
+		}
+		parts[i] = fmt.Sprintf("%s=%d", word, n)
+	}
+	emit(key + ":" + strings.Join(parts, ","))
+	switch timer.Tag {
+	case "1":
+		return fn.Counts.Remove(sp, "apple")
+	case "2":
+		return fn.Counts.Clear(sp)
+	}
+	return nil
+}
+
+func setStateCase(s beam.Scope) beam.PCollection {
+	return beam.ParDo(s, &setStateFn{
+		Words: state.MakeSetState[string]("words"),
+		Phase: timers.InEventTime("phase"),
+	}, timedWords(s))
+}
+
+// setStateFn keeps each key's distinct words per window in set state. Phase 1 emits
+// "key:word,...;apple=<contains apple>" and removes apple, phase 2 emits and clears the set,
+// phase 3 emits.
+type setStateFn struct {
+	Words state.Set[string]
+	Phase timers.EventTime
+}
+
+func (fn *setStateFn) ProcessElement(w beam.Window, sp state.Provider, tp timers.Provider, key, word string, _ func(string)) error {
+	if err := fn.Words.Add(sp, word); err != nil {
+		return err
+	}
+	setPhases(fn.Phase, tp, w)
+	return nil
+}
+
+func (fn *setStateFn) OnTimer(sp state.Provider, tp timers.Provider, key string, timer timers.Context, emit func(string)) error {
+	words, _, err := fn.Words.Keys(sp)
+	if err != nil {
+		return err
+	}
+	sort.Strings(words)
+	apple, err := fn.Words.Contains(sp, "apple")
+	if err != nil {
+		return err
+	}
+	emit(fmt.Sprintf("%s:%s;apple=%t", key, strings.Join(words, ","), apple))
+	switch timer.Tag {
+	case "1":
+		return fn.Words.Remove(sp, "apple")
+	case "2":
+		return fn.Words.Clear(sp)
+	}
+	return nil
 }

@@ -34,6 +34,8 @@ import org.apache.beam.sdk.options.PortablePipelineOptions;
 import org.apache.beam.sdk.schemas.FieldAccessDescriptor;
 import org.apache.beam.sdk.schemas.JavaFieldSchema;
 import org.apache.beam.sdk.schemas.annotations.DefaultSchema;
+import org.apache.beam.sdk.state.MapState;
+import org.apache.beam.sdk.state.SetState;
 import org.apache.beam.sdk.state.StateSpec;
 import org.apache.beam.sdk.state.StateSpecs;
 import org.apache.beam.sdk.state.TimeDomain;
@@ -54,6 +56,7 @@ import org.apache.beam.sdk.transforms.Sum;
 import org.apache.beam.sdk.transforms.View;
 import org.apache.beam.sdk.transforms.windowing.AfterPane;
 import org.apache.beam.sdk.transforms.windowing.AfterWatermark;
+import org.apache.beam.sdk.transforms.windowing.BoundedWindow;
 import org.apache.beam.sdk.transforms.windowing.FixedWindows;
 import org.apache.beam.sdk.transforms.windowing.GlobalWindow;
 import org.apache.beam.sdk.transforms.windowing.IntervalWindow;
@@ -102,6 +105,8 @@ public final class SdkPipelines {
     CASES.put("reshuffle_metadata", SdkPipelines::reshuffleMetadata);
     CASES.put("flatten_coders", SdkPipelines::flattenCoders);
     CASES.put("schema_pardo", SdkPipelines::schemaPardo);
+    CASES.put("map_state", SdkPipelines::mapState);
+    CASES.put("set_state", SdkPipelines::setState);
   }
 
   private SdkPipelines() {}
@@ -313,7 +318,53 @@ public final class SdkPipelines {
         .apply("Format", ParDo.of(new FormatPurchaseFn()));
   }
 
+  static PCollection<String> mapState(Pipeline p) {
+    return timedWords(p).apply("MapState", ParDo.of(new MapStateFn()));
+  }
+
+  static PCollection<String> setState(Pipeline p) {
+    return timedWords(p).apply("SetState", ParDo.of(new SetStateFn()));
+  }
+
   // ---------------------------------------------------------------- helpers
+
+  /**
+   * Each user key's words at event times in 10s fixed windows: key a has apple (twice) and pear
+   * in [0s, 10s) and fig in [10s, 20s); key b has apple and kiwi in [20s, 30s).
+   *
+   * <p>No two keys share a window: the Java SDK harness of Beam 2.65.0 leaves the user key out
+   * of its map and set state's state keys (FnApiStateAccessor.createMultimapKeysUserStateKey sets
+   * the window only), so on any runner the keys of one window would share one map.
+   */
+  private static PCollection<KV<String, String>> timedWords(Pipeline p) {
+    return p.apply(
+            Create.timestamped(
+                    word("a", "apple", 1000),
+                    word("a", "pear", 2000),
+                    word("a", "apple", 3000),
+                    word("a", "fig", 12000),
+                    word("b", "apple", 21000),
+                    word("b", "kiwi", 22000))
+                .withCoder(KvCoder.of(StringUtf8Coder.of(), StringUtf8Coder.of())))
+        .apply(Window.into(FixedWindows.of(Duration.standardSeconds(10))));
+  }
+
+  private static TimestampedValue<KV<String, String>> word(String key, String word, long millis) {
+    return TimestampedValue.of(KV.of(key, word), new Instant(millis));
+  }
+
+  /**
+   * The three phases' event-time timers of the element's key and window, at 2s, 1s and 0s before
+   * the window's max timestamp. They fire after every element of the window, in that order, so
+   * each phase reads what the phase before left (from the runner, when the timers fire in bundles
+   * after the one that wrote it, as on our runners).
+   */
+  private static void setPhases(BoundedWindow window, Timer phase1, Timer phase2, Timer phase3) {
+    Instant end = window.maxTimestamp();
+    phase1.set(end.minus(Duration.standardSeconds(2)));
+    phase2.set(end.minus(Duration.standardSeconds(1)));
+    phase3.set(end);
+  }
 
   private static PCollection<KV<String, Integer>> createKvs(Pipeline p) {
     return p.apply(Create.of(KV.of("a", 1), KV.of("b", 2), KV.of("a", 3)).withCoder(KV_CODER));
@@ -494,6 +545,134 @@ public final class SdkPipelines {
     @ProcessElement
     public void process(@FieldAccess("fields") Row purchase, OutputReceiver<String> out) {
       out.output(purchase.getString("item") + ":" + purchase.getInt32("quantity"));
+    }
+  }
+
+  /**
+   * Counts each key's words per window in map state (word -> count). Phase 1 emits
+   * "key:word=count,..." and removes apple, phase 2 emits and clears the map, phase 3 emits.
+   */
+  static class MapStateFn extends DoFn<KV<String, String>, String> {
+    @StateId("counts")
+    private final StateSpec<MapState<String, Integer>> countsSpec =
+        StateSpecs.map(StringUtf8Coder.of(), VarIntCoder.of());
+
+    @TimerId("phase1")
+    private final TimerSpec phase1Spec = TimerSpecs.timer(TimeDomain.EVENT_TIME);
+
+    @TimerId("phase2")
+    private final TimerSpec phase2Spec = TimerSpecs.timer(TimeDomain.EVENT_TIME);
+
+    @TimerId("phase3")
+    private final TimerSpec phase3Spec = TimerSpecs.timer(TimeDomain.EVENT_TIME);
+
+    @ProcessElement
+    public void process(
+        @Element KV<String, String> element,
+        BoundedWindow window,
+        @StateId("counts") MapState<String, Integer> counts,
+        @TimerId("phase1") Timer phase1,
+        @TimerId("phase2") Timer phase2,
+        @TimerId("phase3") Timer phase3) {
+      Integer count = counts.get(element.getValue()).read();
+      counts.put(element.getValue(), (count == null ? 0 : count) + 1);
+      setPhases(window, phase1, phase2, phase3);
+    }
+
+    @OnTimer("phase1")
+    public void onPhase1(
+        @Key String key,
+        @StateId("counts") MapState<String, Integer> counts,
+        OutputReceiver<String> out) {
+      out.output(format(key, counts));
+      counts.remove("apple");
+    }
+
+    @OnTimer("phase2")
+    public void onPhase2(
+        @Key String key,
+        @StateId("counts") MapState<String, Integer> counts,
+        OutputReceiver<String> out) {
+      out.output(format(key, counts));
+      counts.clear();
+    }
+
+    @OnTimer("phase3")
+    public void onPhase3(
+        @Key String key,
+        @StateId("counts") MapState<String, Integer> counts,
+        OutputReceiver<String> out) {
+      out.output(format(key, counts));
+    }
+
+    private static String format(String key, MapState<String, Integer> counts) {
+      List<String> words = new ArrayList<>();
+      counts.keys().read().forEach(words::add);
+      words.sort(null);
+      StringBuilder sb = new StringBuilder(key).append(':');
+      for (int i = 0; i < words.size(); i++) {
+        String word = words.get(i);
+        sb.append(i == 0 ? "" : ",").append(word).append('=').append(counts.get(word).read());
+      }
+      return sb.toString();
+    }
+  }
+
+  /**
+   * Keeps each key's distinct words per window in set state. Phase 1 emits
+   * "key:word,...;apple=<contains apple>" and removes apple, phase 2 emits and clears the set,
+   * phase 3 emits.
+   */
+  static class SetStateFn extends DoFn<KV<String, String>, String> {
+    @StateId("words")
+    private final StateSpec<SetState<String>> wordsSpec = StateSpecs.set(StringUtf8Coder.of());
+
+    @TimerId("phase1")
+    private final TimerSpec phase1Spec = TimerSpecs.timer(TimeDomain.EVENT_TIME);
+
+    @TimerId("phase2")
+    private final TimerSpec phase2Spec = TimerSpecs.timer(TimeDomain.EVENT_TIME);
+
+    @TimerId("phase3")
+    private final TimerSpec phase3Spec = TimerSpecs.timer(TimeDomain.EVENT_TIME);
+
+    @ProcessElement
+    public void process(
+        @Element KV<String, String> element,
+        BoundedWindow window,
+        @StateId("words") SetState<String> words,
+        @TimerId("phase1") Timer phase1,
+        @TimerId("phase2") Timer phase2,
+        @TimerId("phase3") Timer phase3) {
+      words.add(element.getValue());
+      setPhases(window, phase1, phase2, phase3);
+    }
+
+    @OnTimer("phase1")
+    public void onPhase1(
+        @Key String key, @StateId("words") SetState<String> words, OutputReceiver<String> out) {
+      out.output(format(key, words));
+      words.remove("apple");
+    }
+
+    @OnTimer("phase2")
+    public void onPhase2(
+        @Key String key, @StateId("words") SetState<String> words, OutputReceiver<String> out) {
+      out.output(format(key, words));
+      words.clear();
+    }
+
+    @OnTimer("phase3")
+    public void onPhase3(
+        @Key String key, @StateId("words") SetState<String> words, OutputReceiver<String> out) {
+      out.output(format(key, words));
+    }
+
+    private static String format(String key, SetState<String> words) {
+      List<String> sorted = new ArrayList<>();
+      words.read().forEach(sorted::add);
+      sorted.sort(null);
+      return key + ":" + String.join(",", sorted) + ";apple=" + words.contains("apple").read();
     }
   }
 }
