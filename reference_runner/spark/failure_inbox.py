@@ -10,9 +10,10 @@ of the user's).
 
 So a task whose bundle failed deterministically (the SDK answered with an error:
 executor/bundles.BundleError) tells the driver before it fails (Failed, a small JSON call), and
-the driver cancels the job's Spark job group at once and reports that error. The task still
-fails as before, so nothing downstream of it runs; a task that cannot reach the driver just
-fails, and Spark's retries decide as they used to.
+the driver cancels the job's Spark job group before it answers, and reports that error. The
+task still fails as before (Spark's retry of it comes too late: its job group is cancelled), so
+nothing downstream of it runs; a task that cannot reach the driver just fails, and Spark's
+retries decide as they used to.
 """
 
 from __future__ import annotations
@@ -68,8 +69,9 @@ class Inbox:
             if on_failure is None or job in self._failures:
                 return  # a job that has ended, or a later task of one already failing
             self._failures[job] = message
-        # (the reporting task waits for this answer: what the driver does takes its own thread)
-        threading.Thread(target=on_failure, name=f"failing-{job}", daemon=True).start()
+        # Before answering: the reporting task fails only after its answer, so the job group is
+        # cancelled before Spark can start a retry of it (one that ran the DoFn again was seen).
+        on_failure()
 
 
 def report(address: str, job: str, message: str, timeout: float = 10) -> None:
