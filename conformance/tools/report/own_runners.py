@@ -11,7 +11,8 @@ import shlex
 # imported: the report does not load the runners or Beam).
 OWN_KINDS = ("reference", "spark")
 # Our job server as a --job-server-cmd starts it: the module, or the script pyproject.toml installs.
-OWN_JOB_SERVER = ("reference_runner.jobserver", "reference-runner")
+OWN_JOB_SERVER_MODULE = "reference_runner.jobserver"
+OWN_JOB_SERVER_SCRIPT = "reference-runner"
 
 
 def is_own(info: dict) -> bool:
@@ -22,4 +23,4 @@ def is_own(info: dict) -> bool:
         words = shlex.split(str(info.get("job_server_cmd", "")))
     except ValueError:  # an unbalanced quote: not a command we wrote
         return False
-    return any(w == OWN_JOB_SERVER[0] or os.path.basename(w) == OWN_JOB_SERVER[1] for w in words)
+    return any(w == OWN_JOB_SERVER_MODULE or os.path.basename(w) == OWN_JOB_SERVER_SCRIPT for w in words)
