@@ -1,7 +1,6 @@
 """Expectations files as a session meets them: entries that name no case refused at load, and a
 file chosen by the target's name that was written for another runner release."""
 
-import json
 import textwrap
 
 import pytest
@@ -118,5 +117,21 @@ def test_every_committed_file_written_for_a_versioned_target_says_which_version(
         assert loaded.version_warning(target.describe().get("runner_version")) is None, name
 
 
-def load_results(pytester, target):
-    return json.loads((pytester.path / "out" / f"results-{target}.json").read_text())
+def test_no_guide_names_a_job_server_run_after_a_file_written_for_a_pinned_release():
+    # docs/testing-your-runner.md told Docker users to run a 2.77 Flink job server as `--target-name
+    # flink`, which applied flink.yaml, written for the 2.62 job server the `flink` target pins
+    import re
+    from pathlib import Path
+
+    from conformance.session.expectations import Expectations
+    from conformance.session.plugin import EXPECTATIONS_DIR
+
+    root = Path(__file__).resolve().parents[1]
+    named = re.compile(r"--target[ =]grpc\S*\s+(?:\\\s+)?--target-name[ =](\S+)")
+    wrong = []
+    for guide in [root / "README.md", *sorted((root / "docs").rglob("*.md"))]:
+        for name in named.findall(guide.read_text()):
+            path = Path(EXPECTATIONS_DIR) / f"{name}.yaml"
+            if path.exists() and Expectations.load(str(path)).runner_version is not None:
+                wrong.append(f"{guide.relative_to(root)}: --target-name {name}")
+    assert not wrong, wrong
