@@ -36,8 +36,10 @@ def run(pytester, *args):
     )
 
 
-def test_a_case_entry_that_matches_no_case_fails_the_load_naming_it(suite):
-    # it used to be a yellow line after the run (and only after a run of fifty cases or more)
+@pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["one process", "xdist"])
+def test_a_case_entry_that_matches_no_case_fails_the_load_naming_it(suite, workers):
+    # it used to be a yellow line after the run (and only after a run of fifty cases or more);
+    # under pytest-xdist the workers collect, and the refusal must still reach the user as text
     (suite.path / "exp.yaml").write_text(
         "known_failures:\n"
         "  - case: cases/wrong_expectation_fails\n    reason: deliberately wrong\n"
@@ -45,15 +47,17 @@ def test_a_case_entry_that_matches_no_case_fails_the_load_naming_it(suite):
         "  - case: 'cases/map_*_twice'\n    reason: a glob that matches nothing\n"
     )
     # -k selects one case: the entries are checked against every case the suite defines
-    result = run(suite, "--target", "beam-fnapi", "--expectations", "exp.yaml", "-k", "map_passes")
+    result = run(suite, "--target", "beam-fnapi", "--expectations", "exp.yaml", "-k", "map_passes", *workers)
     assert result.ret == 4, result.stdout.str()[-2000:]
-    result.stderr.fnmatch_lines(
+    output = pytest.LineMatcher((result.stdout.str() + result.stderr.str()).splitlines())
+    output.fnmatch_lines(
         [
             "*2 expectations entries match no case the suite defines*",
             "*exp.yaml: known_failures entry 2 (case 'cases/wrong_expectation_fail')",
             "*exp.yaml: known_failures entry 3 (case 'cases/map_*_twice')",
         ]
     )
+    assert "passed" not in result.stdout.str()
     assert not (suite.path / "out").exists()  # refused before any case ran
 
 

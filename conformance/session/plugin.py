@@ -17,6 +17,7 @@ from conformance.authoring import shapes
 from conformance.authoring.case_runner import CaseFailure, CaseRunner, PipelineCapture
 from conformance.java_vr import suite as java_vr
 from conformance.session import batching, results, targets
+from conformance.session.entry_check import EntryCheck
 from conformance.session.expectations import Expectations, ExpectationsError, KnownFailure
 
 DEFAULT_TARGET = "beam-direct"
@@ -211,6 +212,14 @@ def pytest_configure(config):
     if config.getoption("target") == "list":
         raise pytest.UsageError("registered targets:\n" + targets.describe_all())
     config.stash[_EXPECTATIONS] = _load_expectations(config)
+    config.pluginmanager.register(
+        EntryCheck(
+            config.stash[_EXPECTATIONS],
+            lambda items: [case_id_of(i) for i in items if _is_case(i)],
+            lambda: [name.removeprefix("test_") for name in packaged_case_modules()],
+        ),
+        "beam-conformance-entry-check",
+    )
     config.stash[_TARGET] = _SessionTarget(config)
     config.stash[_BATCHES] = batching.Batches(
         _batch_size(config), config.getoption("case_timeout"), config.stash[_TARGET].started, case_id_of
@@ -422,20 +431,6 @@ def _deselect_other_sdks(config, items) -> None:
     if dropped:
         config.hook.pytest_deselected(items=dropped)
         items[:] = [i for i in items if i not in dropped]
-
-
-@pytest.hookimpl(tryfirst=True, specname="pytest_collection_modifyitems")
-def pytest_collection_modifyitems_check_expectations(session, config, items):
-    """Every case entry of the expectations names a case the suite defines: checked on every case
-    collected, before -k, -m, --sdks or --per-capability leave any out. Not when the command line
-    names cases by node id (``module.py::test_x``): then the others of their modules were not collected."""
-    if any("::" in arg for arg in config.args):
-        return
-    packaged = [name.removeprefix("test_") for name in packaged_case_modules()]
-    try:
-        config.stash[_EXPECTATIONS].check_defined([case_id_of(i) for i in items if _is_case(i)], packaged)
-    except ExpectationsError as e:
-        raise pytest.UsageError(str(e)) from None
 
 
 def pytest_collection_modifyitems(session, config, items):
