@@ -199,3 +199,16 @@ def test_update_keeps_a_property_entry_while_cases_deviate_in_it_and_drops_it_af
     doc, notes = baseline.update(existing, fixed)
     assert doc["known_failures"] == []
     assert "dropped property pane metadata: no case deviates only in it now" in notes
+
+
+def test_the_file_records_the_runner_version_the_run_reported():
+    run = pane_run()
+    run["target_info"]["runner_version"] = "my-runner 1.4.0"
+    doc = baseline.build(run)
+    assert doc["runner_version"] == "my-runner 1.4.0"
+    assert parse(doc)  # a key a file may hold (it used to be refused as unknown)
+    run["target_info"]["runner_version"] = "my-runner 1.5.0"
+    updated, notes = baseline.update(doc, run)
+    assert updated["runner_version"] == "my-runner 1.5.0"
+    assert "runner_version: my-runner 1.4.0 -> my-runner 1.5.0 (the run's)" in notes
+    assert "runner_version" not in baseline.build(pane_run())  # a target that reports none

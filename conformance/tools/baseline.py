@@ -140,7 +140,15 @@ def build(run: dict, source: str = "") -> dict:
     records = run["cases"]
     failing = [r for r in records if r["outcome"] in FAILING]
     entries = _collapse(sorted(failing, key=lambda r: r["id"]), records, _no_capability_entries(run))
-    return {"target": run["target"], "description": _description(run, source), "known_failures": entries}
+    document = {"target": run["target"], "description": _description(run, source)}
+    if _runner_version(run):
+        document["runner_version"] = _runner_version(run)
+    return {**document, "known_failures": entries}
+
+
+def _runner_version(run: dict) -> str | None:
+    """The runner's release as the target reported it (the file then says what it was written for)."""
+    return (run.get("target_info") or {}).get("runner_version")
 
 
 def update(existing: dict, run: dict, included: list[KnownFailure] = ()) -> tuple[dict, list[str]]:
@@ -187,6 +195,10 @@ def update(existing: dict, run: dict, included: list[KnownFailure] = ()) -> tupl
         notes.append(f"added {named}: {entry['reason']}")
     document = {k: v for k, v in existing.items() if k != "known_failures"}
     document.setdefault("target", run["target"])
+    version = _runner_version(run)
+    if version and document.get("runner_version") != version:
+        notes.append(f"runner_version: {document.get('runner_version')} -> {version} (the run's)")
+        document["runner_version"] = version
     document["known_failures"] = kept + added
     return document, notes
 
