@@ -8,8 +8,7 @@ import sys
 
 import pytest
 
-from conformance import capabilities
-from conformance.session.expectations import Expectations
+from conformance.session.expectations import NOT_RUN, Expectations, detected_property
 from pipeline_captures import check_directory
 from suite_run import run_suite, unexpected
 
@@ -179,13 +178,13 @@ def rejudge(expectations: Expectations, record: dict) -> str:
     """A committed record's outcome, judged again by ``expectations`` from what the case did:
     skipped, passed or failed, and the property its failure lies in when the kit saw it (a
     property only an entry can name came from that entry, not from the failure)."""
-    if record["outcome"] in ("skipped", "error"):  # not run, or no verdict of the case's own
-        return record["outcome"]
     known = expectations.lookup(record["id"], record["capability"])
+    if record["message"].startswith(NOT_RUN):  # an entry kept it from running: one still must
+        return "skipped" if known is not None and known.skip else "run (no entry skips it now)"
+    if record["outcome"] in ("skipped", "error"):  # skipped by the case itself, or no verdict of its own
+        return record["outcome"]
     failed = record["outcome"] in ("failed", "expected-failure")
-    prop = record.get("cross_cutting")
-    seen_by_the_kit = prop if prop is not None and capabilities.CROSS_CUTTING[prop].detected else None
-    return expectations.judge(known, failed, seen_by_the_kit).outcome
+    return expectations.judge(known, failed, detected_property(record)).outcome
 
 
 @pytest.mark.parametrize("results_name", _committed_results())

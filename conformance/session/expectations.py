@@ -64,6 +64,8 @@ import yaml
 from conformance import capabilities
 
 JAVA_VR_PREFIX = "java_vr/"
+# how a case a ``skip`` entry keeps from running is reported (its results record's message starts so)
+NOT_RUN = "known failure, not run: "
 _TOP_LEVEL = {"target", "description", "runner_version", "include", "known_failures"}
 _ENTRY_KEYS = {"case", "capability", "property", "reason", "issue", "skip", "flaky", "lies_in"}
 # what a property entry cannot say: it decides after a run, on a failure, and names no case
@@ -254,6 +256,15 @@ class Expectations:
             "(name the file with --expectations to choose it deliberately, "
             "or write one with `beam-conformance baseline`)"
         )
+
+
+def detected_property(record: dict) -> str | None:
+    """The cross-cutting property a results record's failure lies in wholly, when the kit saw it
+    there (``cross_cutting``); None for a pass, and for a property only an entry's ``lies_in`` names."""
+    prop = record.get("cross_cutting")
+    if record.get("outcome") not in ("failed", "expected-failure", "error") or prop not in capabilities.CROSS_CUTTING:
+        return None
+    return prop if capabilities.CROSS_CUTTING[prop].detected else None
 
 
 def _decides(entry: KnownFailure, record: dict) -> bool:

@@ -18,7 +18,7 @@ from conformance.authoring.case_runner import CaseFailure, CaseRunner, PipelineC
 from conformance.java_vr import suite as java_vr
 from conformance.session import batching, results, targets
 from conformance.session.entry_check import EntryCheck
-from conformance.session.expectations import Expectations, ExpectationsError, KnownFailure
+from conformance.session.expectations import NOT_RUN, Expectations, ExpectationsError, KnownFailure
 
 DEFAULT_TARGET = "beam-direct"
 DEFAULT_CASE_TIMEOUT = 180.0
@@ -463,7 +463,7 @@ def pytest_collection_modifyitems(session, config, items):
         known = expectations.lookup(case_id, cap.id)
         item.stash[_CASE] = CaseInfo(case_id, cap, known)
         if known is not None and known.skip:
-            item.add_marker(pytest.mark.skip(reason=f"known failure, not run: {known.describe()}"))
+            item.add_marker(pytest.mark.skip(reason=NOT_RUN + known.describe()))
     if errors:
         raise pytest.UsageError("malformed conformance cases:\n  " + "\n  ".join(errors))
 

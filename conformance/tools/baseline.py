@@ -21,7 +21,7 @@ import yaml
 
 from conformance import capabilities
 from conformance.session import results
-from conformance.session.expectations import Expectations, KnownFailure, parse
+from conformance.session.expectations import Expectations, KnownFailure, detected_property, parse
 
 PASSING = ("passed", "unexpected-pass")
 FAILING = ("failed", "expected-failure", "error")
@@ -59,21 +59,12 @@ def _case_entry(record: dict, template: dict | None = None) -> dict:
     return entry
 
 
-def _property_of(record: dict) -> str | None:
-    """The cross-cutting property a failing record's every deviation lies in, when the kit saw it
-    there (not one an expectations entry named: no failure shows those)."""
-    prop = record.get("cross_cutting")
-    if record["outcome"] not in FAILING or prop not in capabilities.CROSS_CUTTING:
-        return None
-    return prop if capabilities.CROSS_CUTTING[prop].detected else None
-
-
 def _property_entries(failing: list[dict]) -> tuple[list[dict], list[dict]]:
     """One property entry per property in which at least two failing cases deviate, and the
     failing records left for case and capability entries."""
     by_prop: dict[str, list[dict]] = {}
     for r in failing:
-        prop = _property_of(r)
+        prop = detected_property(r)
         if prop is not None:
             by_prop.setdefault(prop, []).append(r)
     entries = []
@@ -123,7 +114,7 @@ def _coverage(entries: list[KnownFailure], records: list[dict]) -> dict[int, lis
     for r in records:
         known = expectations.lookup(r["id"], r["capability"])
         # the plugin's own verdict: a property entry decides a failure no other entry covers
-        entry = expectations.judge(known, r["outcome"] in FAILING, _property_of(r)).entry
+        entry = expectations.judge(known, r["outcome"] in FAILING, detected_property(r)).entry
         if entry is not None:
             covered.setdefault(index[id(entry)], []).append(r)
     return covered
