@@ -625,18 +625,19 @@ def pytest_runtest_makereport(item, call):
     failure = call.excinfo.value if call.excinfo is not None else None
     if report.when == "call":
         message = _message_of(call)
-        if not report.skipped:
+        if report.skipped:
+            kind, message = "skipped", _skip_reason(report)
+        else:
             judged = item.config.stash[_EXPECTATIONS].judge(
                 known, report.failed, getattr(failure, "cross_cutting", None)
             )
-            known = judged.entry
-        if known is not None and report.failed:
+            kind, known = judged.outcome, judged.entry
+        if kind == "expected-failure" and known is not None:
             report.outcome = "skipped"
             report.wasxfail = f"known failure: {known.describe()}"
-            kind = "expected-failure"
-        elif known is not None and report.passed and known.flaky:
-            kind, message = "passed", f"passed this time; known to fail in some runs: {known.describe()}"
-        elif known is not None and report.passed:
+        elif kind == "passed" and known is not None:  # a flaky entry's pass
+            message = f"passed this time; known to fail in some runs: {known.describe()}"
+        elif kind == "unexpected-pass" and known is not None:
             report.outcome = "failed"
             report.longrepr = (
                 f"UNEXPECTED PASS: {case.id} passed but is listed as a known failure "
@@ -644,11 +645,6 @@ def pytest_runtest_makereport(item, call):
                 "Remove the entry so the expectations stay true."
             )
             message = report.longrepr
-            kind = "unexpected-pass"
-        else:
-            kind = {"passed": "passed", "failed": "failed", "skipped": "skipped"}[report.outcome]
-            if report.skipped:
-                message = _skip_reason(report)
     elif report.when == "setup" and not report.passed:
         kind = "skipped" if report.skipped else "error"
         message = _skip_reason(report) if report.skipped else _message_of(call)
