@@ -33,7 +33,7 @@ def build_parser() -> argparse.ArgumentParser:
         choices=list(BACKENDS),
         default=DEFAULT,
         help=f"which engine runs the jobs (default {DEFAULT}): "
-        + "; ".join(f"{name}, {kind.help}" for name, kind in BACKENDS.items()),
+        + "; ".join(f"{name} ({kind.help})" for name, kind in BACKENDS.items()),
     )
     serve.add_argument(
         "--spark-master",

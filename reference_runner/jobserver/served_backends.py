@@ -45,7 +45,7 @@ class ServedBackend(Protocol):
 
 
 class _Reference:
-    help = "the reference runner; each job's SDK workers come from the server's worker pool"
+    help = "the reference runner, each job's SDK workers from the server's worker pool"
 
     def __init__(self, settings: ServerSettings):
         self._knobs = settings.knobs
@@ -62,7 +62,7 @@ class _Reference:
 
 class _Spark:
     help = (
-        "Spark; each executor starts workers of the job's environment, or runs Python user code "
+        "Spark: each executor starts workers of the job's environment, or runs Python user code "
         "in Spark's own Python workers where that is equivalent"
     )
 
