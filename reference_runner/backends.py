@@ -1,9 +1,9 @@
 """The seam between whoever runs a pipeline (the in-process runners and the job server, through
 lifecycle.py) and what executes it, and nothing else: a Backend turns a pipeline proto into a
 Plan with its own Profile (so the capability check and the run give the same answer) and runs
-that Plan under a Control, through which the caller cancels or drains the run and reads its
-metrics while it runs. The backends themselves live with their code: executor/backend.py (the
-reference engine) and spark/backend.py."""
+that Plan under a Control, which carries the job's CancelToken (cancel and drain) down to the
+backend's run loop and its metrics back up while it runs. The backends themselves live with
+their code: executor/backend.py (the reference engine) and spark/backend.py."""
 
 from __future__ import annotations
 
@@ -23,39 +23,83 @@ class JobCancelled(RuntimeError):
     """Someone cancelled the job; a backend stops with this (the run's end, not a failure)."""
 
 
+class CancelToken:
+    """Whether the job was asked to cancel or to drain: set by its owner (lifecycle.JobRecord, for
+    the Job API's Cancel and Drain and the in-process result), read by the backends' run loops
+    between steps. The one place a run's cancel and drain are held; nothing keeps a copy.
+
+    A run blocked where no loop reads the token (a wall clock waiting for a timer, a worker's
+    bundle, a Spark job group) registers a wake-up with ``on_cancel``/``on_drain``; wake-ups hold
+    no state of their own."""
+
+    def __init__(self) -> None:
+        self._cancelled = threading.Event()
+        self._draining = threading.Event()
+        self._lock = threading.Lock()
+        self._wake_on_cancel: list[Callable[[], None]] = []
+        self._wake_on_drain: list[Callable[[], None]] = []
+
+    @property
+    def cancelled(self) -> bool:
+        return self._cancelled.is_set()
+
+    @property
+    def draining(self) -> bool:
+        return self._draining.is_set()
+
+    def raise_if_cancelled(self) -> None:
+        """What a loop calls between two steps: a cancelled run stops here."""
+        if self._cancelled.is_set():
+            raise JobCancelled("the job was cancelled")
+
+    def cancel(self) -> None:
+        self._cancelled.set()
+        for wake in self._wakers(self._wake_on_cancel):
+            wake()
+
+    def drain(self) -> None:
+        self._draining.set()
+        for wake in self._wakers(self._wake_on_drain):
+            wake()
+
+    def on_cancel(self, wake: Callable[[], None]) -> None:
+        """Call ``wake`` when the job is cancelled (now, if it was already)."""
+        with self._lock:
+            self._wake_on_cancel.append(wake)
+        if self._cancelled.is_set():
+            wake()
+
+    def on_drain(self, wake: Callable[[], None]) -> None:
+        """Call ``wake`` when the job is asked to drain (now, if it was already)."""
+        with self._lock:
+            self._wake_on_drain.append(wake)
+        if self._draining.is_set():
+            wake()
+
+    def forget_wake_ups(self) -> None:
+        """The run is over: let go of what its wake-ups hold (an engine's clock, a worker)."""
+        with self._lock:
+            self._wake_on_cancel, self._wake_on_drain = [], []
+
+    def _wakers(self, wakers: list) -> list:
+        with self._lock:
+            return list(wakers)
+
+
 class Control:
-    """A run as its caller sees it: ask it to cancel or drain; read its user metrics so far
-    (committed: successful bundles once each; failed: what failed attempts reported)."""
+    """A run as its backend sees it: the job's ``token`` to read (cancel, drain), where its
+    progress notes and its SDK workers' log lines go, and its user metrics so far (committed:
+    successful bundles once each; failed: what failed attempts reported), which the caller reads
+    while it runs."""
 
     def __init__(self, job_id: str = "", message: Callable[[str], None] | None = None, worker_log=None):
-        self.job_id = job_id  # names the run to the backend (descriptor ids, Spark job group)
+        self.job_id = job_id  # the Job API's job id ("" in process): names the run in logs and Spark's UI
         self.message = message or (lambda text: None)  # progress notes for the caller
         self.worker_log = worker_log  # LogEntry -> None: an SDK worker's log lines, for the caller
-        self.cancelled = threading.Event()
-        self.draining = threading.Event()
+        self.token = CancelToken()
         self.committed: list = []
         self.failed: list = []
         self._lock = threading.Lock()
-        self._listeners: list = []
-
-    def cancel(self) -> None:
-        self.cancelled.set()
-        for listener in self._snapshot():
-            listener.cancel()
-
-    def drain(self) -> None:
-        self.draining.set()
-        for listener in self._snapshot():
-            listener.drain()
-
-    def attach(self, listener) -> None:
-        """``listener.cancel()`` / ``.drain()`` are called on requests, now if already made."""
-        with self._lock:
-            self._listeners.append(listener)
-        if self.cancelled.is_set():
-            listener.cancel()
-        if self.draining.is_set():
-            listener.drain()
 
     def keep_metrics(self, user_infos: list, committed: bool) -> None:
         with self._lock:
@@ -71,14 +115,9 @@ class Control:
         )
 
     def ended(self) -> None:
-        """The run is over: let go of what listened to it (an engine's whole state, a worker),
+        """The run is over: let go of what listened to it (an engine's clock, a worker),
         keeping the metrics."""
-        with self._lock:
-            self._listeners = []
-
-    def _snapshot(self) -> list:
-        with self._lock:
-            return list(self._listeners)
+        self.token.forget_wake_ups()
 
 
 @dataclass

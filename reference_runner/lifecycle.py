@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from apache_beam.portability.api import beam_fn_api_pb2, beam_job_api_pb2
 from google.protobuf import timestamp_pb2
 
-from reference_runner.backends import Backend, Control, JobCancelled
+from reference_runner.backends import Backend, Control
 from reference_runner.graph.plan import Plan
 
 _LOG = logging.getLogger(__name__)
@@ -118,7 +118,7 @@ class JobRecord:
         if self.state in TERMINAL:
             return
         self._set_state(State.CANCELLING)
-        self.control.cancel()
+        self.control.token.cancel()
 
     def drain(self) -> None:
         """Stop reading new input and finish: DRAINING, then DRAINED (a job that had nothing left
@@ -127,7 +127,7 @@ class JobRecord:
             if self.state in TERMINAL or self.state == State.CANCELLING:
                 return
             self._set_state(State.DRAINING)
-        self.control.drain()
+        self.control.token.drain()
 
     def message(self, text: str, importance=beam_job_api_pb2.JobMessage.JOB_MESSAGE_BASIC) -> None:
         with self._changed:
@@ -175,10 +175,9 @@ class JobRecord:
         backend, plan = self.backend, self.plan
         assert backend is not None and plan is not None, "a job runs once"
         try:
-            if self.control.cancelled.is_set():  # the one check: backends start what they are given
-                raise JobCancelled("cancelled before it started")
+            self.control.token.raise_if_cancelled()  # cancelled before it started: backends start what they are given
             with self._changed:  # (a drain asked for already keeps the job DRAINING)
-                if not self.control.draining.is_set():
+                if not self.control.token.draining:
                     self._set_state(State.RUNNING)
             try:
                 outcome = backend.run(plan, self.control)
@@ -189,7 +188,7 @@ class JobRecord:
             self._failed(e)
 
     def _failed(self, error: BaseException) -> None:
-        if self.control.cancelled.is_set():  # a cancelled job stops with whatever error that caused
+        if self.control.token.cancelled:  # a cancelled job stops with whatever error that caused
             self._set_state(State.CANCELLED)
             return
         _LOG.info("job %s failed: %s", self.job_id, error)

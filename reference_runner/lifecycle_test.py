@@ -55,3 +55,32 @@ def test_a_failed_job_keeps_its_error_and_says_it():
         and e.message_response.importance == beam_job_api_pb2.JobMessage.JOB_MESSAGE_ERROR
     ]
     assert len(errors) == 1 and "lifecycle-boom" in errors[0]
+
+
+_RUNNING: list = []  # the job a DoFn cancels from inside its first bundle
+_AFTER_THE_CANCEL: list = []
+
+
+def _cancel_the_job(x):
+    if _RUNNING:  # once
+        _RUNNING.pop().cancel()
+    return x
+
+
+def test_a_cancel_while_running_reaches_the_run_loop_between_bundles():
+    _AFTER_THE_CANCEL.clear()
+    p = beam.Pipeline()
+    _ = (
+        p
+        | beam.Create([1, 2, 3])
+        | beam.Map(_cancel_the_job)
+        | beam.Reshuffle()  # a stage of its own: another bundle, which the loop never starts
+        | beam.Map(_AFTER_THE_CANCEL.append)
+    )
+    backend = ReferenceBackend()
+    job = JobRecord("job-2", "cancelled-while-running", backend, backend.plan(p.to_runner_api()))
+    _RUNNING[:] = [job]
+    job.run()
+    assert _states(job) == [State.STARTING, State.RUNNING, State.CANCELLING, State.CANCELLED]
+    assert _AFTER_THE_CANCEL == []
+    assert job.error is None  # a cancel is the run's end, not its failure

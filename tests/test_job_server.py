@@ -460,6 +460,29 @@ def test_a_process_environment_starts_its_command(server, tmp_path):
     assert p.run().wait_until_finish() == "DONE"
 
 
+def test_an_unknown_backend_is_refused_at_once_naming_the_known_ones():
+    with pytest.raises(ValueError, match=r"^unknown backend 'flink': the job server serves reference and spark$"):
+        JobServer(port=0, backend="flink")
+
+
+def test_the_job_server_takes_its_settings_by_name():
+    with pytest.raises(TypeError):
+        JobServer("127.0.0.1", 0)  # ten positional settings were too easy to shift by one
+
+
+def test_the_command_line_offers_every_backend_of_the_table():
+    from reference_runner.jobserver.__main__ import build_parser
+    from reference_runner.jobserver.served_backends import BACKENDS
+
+    serve = build_parser()._subparsers._group_actions[0].choices["serve"]
+    [backend] = [a for a in serve._actions if a.dest == "backend"]
+    assert backend.choices == list(BACKENDS) == ["reference", "spark"]
+    assert backend.default == "reference"
+    assert all(kind.help in backend.help for kind in BACKENDS.values())
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["serve", "--backend", "flink"])
+
+
 def test_an_oversized_pipeline_is_refused():
     small = JobServer(port=0, max_pipeline_bytes=2000).start()
     try:

@@ -5,10 +5,9 @@ cancelled, or a drain has finished it."""
 from __future__ import annotations
 
 import logging
-import threading
 
 from reference_runner import bundling
-from reference_runner.backends import Control, JobCancelled
+from reference_runner.backends import Control
 from reference_runner.engine import clock, manager
 from reference_runner.executor import stage_specs
 from reference_runner.executor.bundles import BundleError, BundleRunner
@@ -17,7 +16,7 @@ from reference_runner.executor.side_snapshots import SideSnapshots
 from reference_runner.graph.descriptors import EMBEDDED_ENDPOINT, StageDescriptor
 from reference_runner.graph.plan import Plan, PlannedStage, StageKind
 from reference_runner.knobs import Knobs
-from reference_runner.worker import codecs, merging, warm, window_mapping
+from reference_runner.worker import codecs, merging, window_mapping
 from reference_runner.worker.state import StateService
 
 _LOG = logging.getLogger(__name__)
@@ -30,16 +29,16 @@ class JobFailed(RuntimeError):
 class Job:
     """One pipeline run on an SDK worker.
 
-    ``cancel()`` stops it between two bundles (JobCancelled). ``drain()`` makes it stop reading
-    new input and finish what it has (manager.ElementManager.drain): ``run`` then returns
-    normally and ``drained`` is True."""
+    The loop reads ``control.token`` between two bundles: a cancelled job stops (JobCancelled);
+    a draining one stops reading new input and finishes what it has
+    (manager.ElementManager.drain), ``run`` then returns normally and ``drained`` is True."""
 
     def __init__(
         self,
         plan: Plan,
         knobs: Knobs | None = None,
         control: Control | None = None,
-        job_id: str = "",
+        descriptor_prefix: str = "",
         endpoint: str = EMBEDDED_ENDPOINT,
     ):
         knobs = knobs or Knobs()
@@ -50,35 +49,21 @@ class Job:
         self.policy = bundling.Replay(knobs.replay) if knobs.replay else bundling.SeededPolicy(knobs)
         self.clock = clock.make(knobs.clock)
         self.trace_path = knobs.trace
-        self.job_id = job_id  # prefixes descriptor ids: a reused worker may have run other jobs
+        self.descriptor_prefix = descriptor_prefix  # a reused worker may have run other jobs
         self.endpoint = endpoint  # the runner's Fn API address, for a worker out of process
-        self._cancelled = threading.Event()
-        self._drain = threading.Event()
         self.drained = False  # the drain was applied (the job did not end on its own)
+        # a wall clock waiting for a timer stops waiting, so that the loop reads the token
+        self.control.token.on_cancel(self.clock.interrupt)
+        self.control.token.on_drain(self.clock.interrupt)
 
-    def cancel(self) -> None:
-        self._cancelled.set()
-        self.clock.interrupt()  # a wall clock waiting for a timer stops waiting
-
-    def drain(self) -> None:
-        self._drain.set()
-        self.clock.interrupt()
-
-    def run(self, worker=None) -> None:
-        """Run on ``worker`` (EmbeddedWorker or RemoteWorker, serving this job's StateService;
-        stopped at the end), or on a warm embedded worker (worker/warm.py)."""
+    def run(self, worker) -> None:
+        """Run on ``worker`` (EmbeddedWorker or RemoteWorker, serving this job's StateService),
+        which its caller chose, and gives back, once this returns (executor/backend.py)."""
         trace = bundling.Trace(self.trace_path)
-        warm_worker = worker is None
-        worker, succeeded = (warm.acquire(self.state) if warm_worker else worker), False
         try:
             self._run(worker, trace)
-            succeeded = True
         finally:
             trace.close()
-            if warm_worker:
-                warm.release(worker, succeeded)
-            else:
-                worker.stop()
 
     def _run(self, worker, trace: bundling.Trace) -> None:
         plan, coders = self.plan, self.coders
@@ -88,7 +73,7 @@ class Job:
         for stage in plan.stages:
             merge_fn = self._merge_fn(stage, worker)
             side_mapper = window_mapping.mapper_for(
-                worker, f"{self.job_id}{stage.id}", stage, self.coders, self.endpoint
+                worker, f"{self.descriptor_prefix}{stage.id}", stage, self.coders, self.endpoint
             )
             specs.append(stage_specs.engine_spec(plan, coders, stage, keyed.get(stage.id), merge_fn, side_mapper))
             if stage.descriptor is not None:
@@ -110,9 +95,8 @@ class Job:
         truncators: dict[str, StageDescriptor] = {}
         by_id = {s.id: s for s in plan.stages}
         while True:
-            if self._cancelled.is_set():
-                raise JobCancelled("the job was cancelled")
-            if self._drain.is_set() and not em.draining:
+            self.control.token.raise_if_cancelled()
+            if self.control.token.draining and not em.draining:
                 em.drain()
                 self.drained = True
             bundle = em.next_bundle()
@@ -157,7 +141,7 @@ class Job:
                 self.state.release(keyed[stage.id].transform)  # state expiry: every window is done
 
     def _instantiate(self, descriptor, stage_id: str) -> StageDescriptor:
-        return descriptor.instantiate(f"{self.job_id}{stage_id}", self.endpoint, by_content=True)
+        return descriptor.instantiate(f"{self.descriptor_prefix}{stage_id}", self.endpoint, by_content=True)
 
     def _merge_fn(self, stage: PlannedStage, worker):
         """A custom merging WindowFn's GroupByKey: the SDK merges its windows."""
@@ -166,7 +150,7 @@ class Job:
         [main] = stage.inputs
         return merging.WindowMerger(
             worker,
-            f"{self.job_id}{stage.id}/merge_windows",
+            f"{self.descriptor_prefix}{stage.id}/merge_windows",
             self.plan.graph.windowing_of(main),
             self.plan.components,
             self.coders.window_coder(main),

@@ -8,6 +8,7 @@ import logging
 import signal
 import sys
 
+from reference_runner.jobserver.served_backends import BACKENDS, DEFAULT
 from reference_runner.spark.settings import DEFAULT_MASTER, PREFIX, SPARK_OPTIONS
 
 
@@ -29,11 +30,10 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: this machine only)")
     serve.add_argument(
         "--backend",
-        choices=["reference", "spark"],
-        default="reference",
-        help="which engine runs the jobs: the reference runner (default) or Spark (each "
-        "executor then starts workers of the job's environment, or runs Python user code in "
-        "Spark's own Python workers where that is equivalent)",
+        choices=list(BACKENDS),
+        default=DEFAULT,
+        help=f"which engine runs the jobs (default {DEFAULT}): "
+        + "; ".join(f"{name} ({kind.help})" for name, kind in BACKENDS.items()),
     )
     serve.add_argument(
         "--spark-master",
@@ -93,16 +93,16 @@ def main(argv=None) -> int:
     from reference_runner.jobserver.server import JobServer
 
     server = JobServer(
-        args.host,
-        args.port,
-        args.staging_dir,
-        args.max_pipeline_mib << 20,
-        args.max_artifact_mib << 20,
-        args.worker_timeout,
-        args.bundle_timeout,
-        args.spare_workers,
-        args.backend,
-        args.spark_master,
+        host=args.host,
+        port=args.port,
+        staging_dir=args.staging_dir,
+        max_pipeline_bytes=args.max_pipeline_mib << 20,
+        max_artifact_bytes=args.max_artifact_mib << 20,
+        worker_timeout=args.worker_timeout,
+        bundle_timeout=args.bundle_timeout,
+        spare_workers=args.spare_workers,
+        backend=args.backend,
+        spark_master=args.spark_master,
         keep_jobs=args.keep_jobs,
         spare_idle_seconds=args.spare_idle_seconds,
     ).start()

@@ -10,7 +10,7 @@ from concurrent import futures
 import grpc
 from apache_beam.portability.api import beam_artifact_api_pb2_grpc, beam_job_api_pb2_grpc
 
-from reference_runner.executor.backend import ReferenceBackend
+from reference_runner.jobserver import served_backends
 from reference_runner.jobserver.artifacts import RetrievalService, StagingService, StagingSessions
 from reference_runner.jobserver.service import JobService
 from reference_runner.knobs import Knobs
@@ -24,6 +24,7 @@ MiB = 1 << 20
 class JobServer:
     def __init__(
         self,
+        *,
         host: str = "127.0.0.1",
         port: int = 8099,
         staging_dir: str | None = None,
@@ -32,23 +33,14 @@ class JobServer:
         worker_timeout: float = 60,
         bundle_timeout: float = 600,
         spare_workers: int = 4,
-        backend: str = "reference",
+        backend: str = served_backends.DEFAULT,
         spark_master: str | None = None,
         keep_jobs: int = 100,
         spare_idle_seconds: float = 300,
         knobs: Knobs | None = None,
     ):
-        if backend == "spark":
-            from reference_runner.spark.session import get as get_session
-            from reference_runner.spark.settings import SparkSettings
-
-            spark_settings = SparkSettings.parse({"master": spark_master})
-            # The JVM starts with the server, not with its first job; and before any gRPC server
-            # exists: launching it while gRPC's threads run sometimes kills it at birth
-            # ("Java gateway process exited before sending its port number").
-            get_session(spark_settings.master)
-        elif backend != "reference":
-            raise ValueError(f"unknown backend {backend!r}: reference or spark")
+        # before any gRPC server exists (served_backends.py says why)
+        served = served_backends.build(backend, served_backends.ServerSettings(knobs, spark_master))
         self._tmp = None
         if not staging_dir:
             self._tmp = tempfile.TemporaryDirectory(prefix="reference-staging-")
@@ -76,23 +68,14 @@ class JobServer:
             max_idle=spare_workers,
             spare_idle_seconds=spare_idle_seconds,
         )
-        if backend == "spark":  # each job's --spark_* options; its environment's workers started by executors
-            from reference_runner.spark.backend import SparkBackend
-            from reference_runner.spark.held_workers import Registry
-
-            held = Registry()
-            self._server.add_generic_rpc_handlers((held.handler(),))
-
-            def backend_for(options):
-                return SparkBackend(spark_settings.for_job(options), self.address, held)
-        else:  # each job's knobs, its SDK workers from the pool
-
-            def backend_for(options):
-                return ReferenceBackend(
-                    Knobs.from_job_options(options, base=knobs), pool=self.pool, fn_endpoint=self.fn.address
-                )
-
-        self.jobs = JobService(sessions, self.address, max_pipeline_bytes, backend_for, keep_jobs)
+        parts = served_backends.ServerParts(self._server, self.address, self.pool, self.fn.address)
+        self.jobs = JobService(
+            sessions,
+            staging_endpoint=self.address,
+            max_pipeline_bytes=max_pipeline_bytes,
+            backend_for=served.connect(parts),
+            keep_finished=keep_jobs,
+        )
         beam_job_api_pb2_grpc.add_JobServiceServicer_to_server(self.jobs, self._server)
         beam_artifact_api_pb2_grpc.add_ArtifactStagingServiceServicer_to_server(StagingService(sessions), self._server)
         beam_artifact_api_pb2_grpc.add_ArtifactRetrievalServiceServicer_to_server(

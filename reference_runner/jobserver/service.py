@@ -10,7 +10,7 @@ import itertools
 import logging
 import threading
 import uuid
-from collections.abc import Callable
+from dataclasses import dataclass
 
 import grpc
 from apache_beam.portability.api import (
@@ -19,9 +19,13 @@ from apache_beam.portability.api import (
     beam_runner_api_pb2,
     endpoints_pb2,
 )
+from google.protobuf import struct_pb2
 
+from reference_runner.backends import Backend
 from reference_runner.graph.check import UnsupportedPipeline
+from reference_runner.graph.plan import Plan
 from reference_runner.jobserver.artifacts import StagingSessions
+from reference_runner.jobserver.served_backends import BackendFor
 from reference_runner.knobs import OptionError
 from reference_runner.lifecycle import TERMINAL, JobRecord
 from reference_runner.runner import ReferenceOptions
@@ -31,13 +35,24 @@ _JOB_IDS = itertools.count(1)
 MAX_PREPARED = 1000  # preparations waiting for Run; a client cannot pile up more
 
 
+@dataclass(frozen=True)
+class PreparedJob:
+    """What Prepare checked and planned, waiting for Run under its preparation id (the client
+    stages its files in between)."""
+
+    name: str  # the job name the client gave
+    options: struct_pb2.Struct  # its pipeline options, as the client sent them
+    backend: Backend  # chosen by the options
+    plan: Plan  # made once, by backend.plan: Run runs this plan
+
+
 class JobService(beam_job_api_pb2_grpc.JobServiceServicer):
     def __init__(
         self,
         sessions: StagingSessions,
         staging_endpoint: str,
         max_pipeline_bytes: int,
-        backend_for: Callable,
+        backend_for: BackendFor,
         keep_finished: int = 100,
     ):
         """``backend_for(pipeline options)``: the backend (backends.py) a job runs on;
@@ -49,7 +64,7 @@ class JobService(beam_job_api_pb2_grpc.JobServiceServicer):
         self.max_pipeline_bytes = max_pipeline_bytes
         self.keep_finished = keep_finished
         self.jobs: dict[str, JobRecord] = {}
-        self._prepared: dict[str, tuple] = {}  # preparation id -> (job name, options, backend, plan)
+        self._prepared: dict[str, PreparedJob] = {}  # by preparation id
         self._lock = threading.Lock()
 
     def Prepare(self, request, context):
@@ -74,7 +89,7 @@ class JobService(beam_job_api_pb2_grpc.JobServiceServicer):
         pipeline.CopyFrom(request.pipeline)
         self.sessions.open(preparation_id, pipeline)
         with self._lock:
-            self._prepared[preparation_id] = (request.job_name, request.pipeline_options, backend, plan)
+            self._prepared[preparation_id] = PreparedJob(request.job_name, request.pipeline_options, backend, plan)
             if len(self._prepared) > MAX_PREPARED:  # prepared and never run: forget the oldest
                 oldest = next(iter(self._prepared))
                 del self._prepared[oldest]
@@ -94,11 +109,17 @@ class JobService(beam_job_api_pb2_grpc.JobServiceServicer):
         pipeline = self.sessions.pipeline(request.preparation_id, wait=60)
         assert pipeline is not None  # its session is closed or removed only with its preparation
         self.sessions.close(request.preparation_id)
-        name, options, backend, plan = prepared
-        job_id = f"job-{next(_JOB_IDS)}-{_slug(name)}"
-        # staging rewrote the environments' dependencies to the files it staged
-        plan = plan.with_environments(pipeline.components.environments)
-        job = JobRecord(job_id, name, backend, plan, pipeline, options, request.preparation_id)
+        job_id = f"job-{next(_JOB_IDS)}-{_slug(prepared.name)}"  # the job's one id, which the client then uses
+        job = JobRecord(
+            job_id,
+            prepared.name,
+            prepared.backend,
+            # staging rewrote the environments' dependencies to the files it staged
+            prepared.plan.with_environments(pipeline.components.environments),
+            pipeline=pipeline,
+            options=prepared.options,
+            preparation_id=request.preparation_id,
+        )
         with self._lock:
             self.jobs[job.job_id] = job
             forgotten = self._forget_old_jobs()

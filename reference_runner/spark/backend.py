@@ -4,7 +4,9 @@ as micro-batches (spark/streaming.py). Where user code runs is decided once, on 
 
 from __future__ import annotations
 
+import itertools
 import re
+import uuid
 
 from apache_beam.portability.api import beam_runner_api_pb2, metrics_pb2
 
@@ -62,47 +64,56 @@ def run_plan(
     """Run a prepared pipeline on Spark; its user metrics go to ``control`` as committed (in
     batch each stage partition's latest complete run counts once, however often Spark ran it:
     retries, recomputation; tasks.PartitionRun) and attempted. The run is a Spark job group of
-    its own, which ``control.cancel()`` cancels, and so does the first bundle that fails
+    its own, which a cancel of ``control.token`` cancels, and so does the first bundle that fails
     deterministically (failure_inbox.py): the job then fails with that bundle's error. Pipelines
     that stream (TestStreams, unbounded input, splittable DoFns) run as micro-batches
     (spark/streaming.py). ``user_code``: where the user code runs (spark/user_code.py); ``held``:
     the registry of the environment workers executors keep (held_workers.Registry), whose
     workers of this run are stopped when it ends, before this returns. True when the run ended
     because it was drained."""
-    job_id = Translation.job_id()
+    job_group = _new_job_group()
     spark = get_session(settings.master, settings.conf)
     inbox = failure_inbox.for_session(spark)
-    group = _JobGroup(job_id)
-    spark.sparkContext.setJobGroup(job_id, f"Beam job {control.job_id or job_id}", interruptOnCancel=True)
-    control.attach(group)
+    spark.sparkContext.setJobGroup(job_group, f"Beam job {control.job_id or job_group}", interruptOnCancel=True)
+    control.token.on_cancel(lambda: cancel_job_group(job_group))  # running tasks are interrupted
 
     def release_workers() -> None:
         if held is not None and not user_code.embedded:
-            held.release(job_id)
+            held.release(job_group)
 
     def fail_now() -> None:
         release_workers()  # the job's workers stop before its tasks are interrupted
-        group.cancel()
+        cancel_job_group(job_group)
 
-    inbox.watch(job_id, fail_now)
+    inbox.watch(job_group, fail_now)
     try:
         with fair_pools.pool_of_its_own(spark.sparkContext):
-            return _run(prepared, spark, settings, control, stage_plans(prepared, job_id, user_code, inbox.address))
+            return _run(prepared, spark, settings, control, stage_plans(prepared, job_group, user_code, inbox.address))
     except Exception:
-        failure = inbox.failure(job_id)
-        if failure is None or control.cancelled.is_set():
+        failure = inbox.failure(job_group)
+        if failure is None or control.token.cancelled:
             raise
         raise SparkJobFailed(failure) from None
     finally:
-        inbox.forget(job_id)
+        inbox.forget(job_group)
         release_workers()
+
+
+_JOB_GROUPS = itertools.count(1)
+
+
+def _new_job_group() -> str:
+    """The Spark job group one run's Spark jobs belong to (the one a cancel cancels); it also
+    names the run to the executors: its failure inbox entry, its held workers and its stages'
+    descriptor ids. Unique in the process, and apart from the Job API's job id, which an
+    in-process run does not have."""
+    return f"j{next(_JOB_GROUPS)}-{uuid.uuid4().hex[:8]}"
 
 
 def _run(prepared: Plan, spark, settings: SparkSettings, control: Control, plans: list) -> bool:
     parallelism = settings.parallelism or spark.sparkContext.defaultParallelism
     if runs_as_micro_batches(prepared):
         run = StreamingRun(spark, prepared, plans, parallelism, settings.bundle_size, control, seed=settings.seed)
-        control.attach(run)
         try:
             return run.run()
         except JobCancelled:
@@ -110,7 +121,7 @@ def _run(prepared: Plan, spark, settings: SparkSettings, control: Control, plans
         except StreamStuck as e:
             raise SparkJobFailed(str(e)) from None
         except Exception as e:
-            if control.cancelled.is_set():
+            if control.token.cancelled:
                 raise JobCancelled("the job was cancelled") from None
             raise SparkJobFailed(_python_error(e)) from None
     translation = Translation(spark, plans, parallelism, settings.bundle_size, settings.max_side_input_bytes)
@@ -121,17 +132,6 @@ def _run(prepared: Plan, spark, settings: SparkSettings, control: Control, plans
     infos = [metrics_pb2.MonitoringInfo.FromString(b) for b in infos]
     control.keep_metrics(prepared.graph.with_step_names(infos), committed=True)
     return False
-
-
-class _JobGroup:
-    def __init__(self, job_group: str):
-        self._group = job_group
-
-    def cancel(self) -> None:
-        cancel_job_group(self._group)
-
-    def drain(self) -> None:
-        pass  # a bounded job just finishes
 
 
 def cancel_job_group(job_group: str) -> None:

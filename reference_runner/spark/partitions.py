@@ -190,7 +190,7 @@ class _GroupPartition(_Partition):
     def run(self, blobs: list, inputs: dict):
         plan, info = self.plan, self.info
         merging_in_sdk = plan.stage.group.merge_in_sdk
-        merger = lease(plan.user_code, StateService(), plan.job_id) if merging_in_sdk else None
+        merger = lease(plan.user_code, StateService(), plan.job_group) if merging_in_sdk else None
         try:
             spec = _spec(plan, tasks.window_merger(plan, merger) if merger else None)
             stage, user = self._load(spec, blobs, lambda: GroupStage(spec))

@@ -30,7 +30,7 @@ PRECOMBINED_BUNDLES = 100
 @dataclass
 class StagePlan:
     id: str  # the stage's id prefixed with the job's: Python workers outlive a job
-    job_id: str  # the Spark run's own id (Translation.job_id)
+    job_group: str  # the run's Spark job group (spark/backend.py): names the run on the executors
     stage: PlannedStage  # every fact about the stage (kind, inputs, side inputs, grouping ...)
     components: bytes  # the pipeline's Components, serialized
     test_stream_driven: bool = False  # the pipeline has TestStreams (Plan.test_stream_driven)
@@ -67,11 +67,17 @@ class StagePlan:
 
 
 def stage_plans(
-    prepared: Plan, job_id: str, user_code: UserCode = EMBEDDED_CODE, failures: str = ""
+    prepared: Plan, job_group: str, user_code: UserCode = EMBEDDED_CODE, failures: str = ""
 ) -> list[StagePlan]:
     return [
         StagePlan(
-            f"{job_id}/{s.id}", job_id, s, _components(prepared, s), prepared.test_stream_driven, user_code, failures
+            f"{job_group}/{s.id}",
+            job_group,
+            s,
+            _components(prepared, s),
+            prepared.test_stream_driven,
+            user_code,
+            failures,
         )
         for s in prepared.stages
     ]

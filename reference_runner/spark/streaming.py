@@ -16,18 +16,12 @@ pipeline is quiescent. Two parts, alternated here:
 
 from __future__ import annotations
 
-import threading
-
-from reference_runner.backends import JobCancelled
+from reference_runner.backends import Control
 from reference_runner.engine import triggers
 from reference_runner.graph.plan import Plan
 from reference_runner.spark.plan import StagePlan
 from reference_runner.spark.stream_clock import StreamClock
 from reference_runner.spark.stream_passes import PassScheduler
-
-
-class StreamCancelled(JobCancelled):
-    pass
 
 
 class StreamStuck(RuntimeError):
@@ -54,26 +48,14 @@ class StreamingRun:
         plans: list[StagePlan],
         parallelism: int,
         bundle_size: int,
-        control,
+        control: Control,
         seed: int | None = None,
     ):
-        self._cancelled = threading.Event()
-        self._drain = threading.Event()
+        self.token = control.token  # read between passes, and by the passes before each stage
         self.passes = PassScheduler(
-            spark.sparkContext, prepared, plans, parallelism, bundle_size, control, seed, self._check_cancelled
+            spark.sparkContext, prepared, plans, parallelism, bundle_size, control, seed, self.token.raise_if_cancelled
         )
         self.clock = StreamClock(self.passes.streams, seed, self.passes.deliver_elements)
-
-    # -- the control's listener ------------------------------------------------------------------
-    def cancel(self) -> None:
-        self._cancelled.set()
-
-    def drain(self) -> None:
-        self._drain.set()
-
-    def _check_cancelled(self) -> None:
-        if self._cancelled.is_set():
-            raise StreamCancelled("the job was cancelled")
 
     # -- the loop ------------------------------------------------------------------------------
     def run(self) -> bool:
@@ -82,8 +64,8 @@ class StreamingRun:
         try:
             passes.start(clock.now)
             while True:
-                self._check_cancelled()
-                if self._drain.is_set() and not passes.draining:
+                self.token.raise_if_cancelled()
+                if self.token.draining and not passes.draining:
                     passes.begin_drain()
                     clock.stop()
                     passes.run_pass(clock.now)

@@ -37,7 +37,7 @@ def sdk_worker(plan: StagePlan, side_values: dict, state: StateService, warm_wor
             side_values[side.pcoll], coders, side.pcoll, side.multimap
         )
     try:
-        leased = lease(plan.user_code, state, plan.job_id, warm_worker)
+        leased = lease(plan.user_code, state, plan.job_group, warm_worker)
     except NoWorker as e:
         raise _failing_the_job(plan, str(e)) from None
     described = plan.described(leased.endpoint)
@@ -153,7 +153,7 @@ def stage_failed(plan: StagePlan, error: BundleError) -> StageFailed:
 
 def _failing_the_job(plan: StagePlan, message: str) -> StageFailed:
     """What a task raises for a failure no other attempt would cure, once the driver knows."""
-    failure_inbox.report(plan.failures, plan.job_id, message)
+    failure_inbox.report(plan.failures, plan.job_group, message)
     return StageFailed(message)
 
 
@@ -201,7 +201,7 @@ def group_partition(plan: StagePlan, pairs):
     by the trigger, then the watermark jumps to +inf (on-time and final panes). The front end
     refuses processing-time triggers in batch (graph/check.py): nothing drives that clock here."""
     group = plan.stage.group
-    merger = lease(plan.user_code, StateService(), plan.job_id) if group.merge_in_sdk else None
+    merger = lease(plan.user_code, StateService(), plan.job_group) if group.merge_in_sdk else None
     try:
         spec = stage_specs.grouping_of(group, _codec(plan), window_merger(plan, merger) if merger else None)
         for _, key_group in itertools.groupby(pairs, key=lambda kv: kv[0]):

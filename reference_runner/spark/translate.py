@@ -14,8 +14,6 @@ tasks.PartitionRun). Every stage whose outputs nobody reads ends in the job's on
 from __future__ import annotations
 
 import functools
-import itertools
-import uuid
 
 from pyspark.accumulators import _accumulatorRegistry
 
@@ -26,8 +24,6 @@ from reference_runner.executor import sidewindows, stage_specs
 from reference_runner.graph.plan import SideInput
 from reference_runner.spark.plan import StagePlan, coders_of
 from reference_runner.spark.spread import spread
-
-_JOB_IDS = itertools.count(1)
 
 
 class SideInputTooLarge(RuntimeError):
@@ -50,10 +46,6 @@ class Translation:
             for pcoll in p.inputs + [s.pcoll for s in p.stage.side_inputs]:
                 readers[pcoll] = readers.get(pcoll, 0) + 1
         self.readers = readers
-
-    @staticmethod
-    def job_id() -> str:
-        return f"j{next(_JOB_IDS)}-{uuid.uuid4().hex[:8]}"
 
     def run(self) -> list[bytes]:
         """Build the lineage and run it; returns the monitoring infos the bundles reported."""
