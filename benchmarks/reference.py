@@ -28,7 +28,7 @@ from benchmarks.report import write_json
 from benchmarks.spark_wordcount import beam_word_count
 from reference_runner import ReferenceRunner
 from reference_runner.backends import Control
-from reference_runner.executor.backend import ReferenceBackend
+from reference_runner.executor.reference_backend import ReferenceBackend
 
 
 def _tiny(p):

@@ -167,7 +167,7 @@ def main(argv=None) -> int:
     per_window = args.window * 1000
     if per_window % args.keys or args.elements % per_window:
         parser.error("--window * 1000 must be a multiple of --keys, and --elements of --window * 1000")
-    from reference_runner.spark.runner import SparkRunner
+    from reference_runner.spark.spark_runner import SparkRunner
 
     expected = {"windows": args.elements // per_window * args.keys, "counted": args.elements}
     figures: dict = {"elements": args.elements, "keys": args.keys, "chunk": args.chunk, "master": args.master}

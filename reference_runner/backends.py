@@ -3,7 +3,7 @@ lifecycle.py) and what executes it, and nothing else: a Backend turns a pipeline
 Plan with its own Profile (so the capability check and the run give the same answer) and runs
 that Plan under a Control, which carries the job's CancelToken (cancel and drain) down to the
 backend's run loop and its metrics back up while it runs. The backends themselves live with
-their code: executor/backend.py (the reference engine) and spark/backend.py."""
+their code: executor/reference_backend.py (the reference engine) and spark/spark_backend.py."""
 
 from __future__ import annotations
 

@@ -4,7 +4,7 @@ through, cancel before it started, and a failure kept for the caller."""
 import apache_beam as beam
 from apache_beam.portability.api import beam_job_api_pb2
 
-from reference_runner.executor.backend import ReferenceBackend
+from reference_runner.executor.reference_backend import ReferenceBackend
 from reference_runner.lifecycle import JobRecord
 
 State = beam_job_api_pb2.JobState

@@ -7,7 +7,7 @@ from __future__ import annotations
 from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
 from apache_beam.runners.runner import PipelineRunner
 
-from reference_runner.executor.backend import ReferenceBackend
+from reference_runner.executor.reference_backend import ReferenceBackend
 from reference_runner.in_process import run_on
 from reference_runner.knobs import KNOBS, PREFIX, Knobs
 from reference_runner.option_table import add_arguments, keyword_parameters

@@ -68,7 +68,7 @@ def _append(path: str, value) -> None:
 
 
 def main(master: str, fault: str, marker_dir: str) -> int:
-    from reference_runner.spark.runner import SparkRunner
+    from reference_runner.spark.spark_runner import SparkRunner
 
     stream = test_stream.TestStream()
     for start in range(0, ELEMENTS, 20):

@@ -7,7 +7,9 @@ import pathlib
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent / "reference_runner"
 
-# Lower numbers first. SparkRunner (spark/runner.py) is a runner, above the backend it wraps.
+# Lower numbers first. runtime/ runs a Plan's stages for both backends (bundles, keyed heads,
+# side inputs, the engine's stage specs): below them both. SparkRunner (spark/spark_runner.py) is a
+# runner, above the backend it wraps.
 LAYERS = {
     "engine": 0,
     "option_table": 1,
@@ -16,14 +18,15 @@ LAYERS = {
     "bundling": 2,
     "graph": 3,
     "worker": 4,
-    "backends": 5,
-    "executor": 6,
-    "spark": 6,
-    "lifecycle": 7,
-    "in_process": 8,
-    "runner": 9,
-    "spark.runner": 9,
-    "jobserver": 10,
+    "runtime": 5,
+    "backends": 6,
+    "executor": 7,
+    "spark": 7,
+    "lifecycle": 8,
+    "in_process": 9,
+    "runner": 10,
+    "spark.spark_runner": 10,
+    "jobserver": 11,
 }
 
 

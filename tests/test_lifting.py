@@ -7,7 +7,7 @@ from apache_beam.testing.util import assert_that, equal_to
 from apache_beam.transforms import combiners, trigger, window
 
 from reference_runner import ReferenceRunner
-from reference_runner.executor.backend import ReferenceBackend
+from reference_runner.executor.reference_backend import ReferenceBackend
 from reference_runner.graph import lifting, urns
 from reference_runner.knobs import Knobs
 

@@ -74,7 +74,7 @@ def test_every_knob_is_a_runner_parameter_and_a_pipeline_option():
 
 
 def test_every_spark_setting_is_a_runner_parameter_and_a_pipeline_option():
-    from reference_runner.spark.runner import SparkOptions, SparkRunner
+    from reference_runner.spark.spark_runner import SparkOptions, SparkRunner
 
     names = [f.name for f in dataclasses.fields(SparkSettings)]
     assert list(inspect.signature(SparkRunner).parameters) == names

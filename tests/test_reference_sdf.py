@@ -11,8 +11,8 @@ from apache_beam.testing.util import assert_that, equal_to
 
 from conformance.cases.test_sdf import CountProvider  # [0, n), unsplit
 from reference_runner import ReferenceRunner
-from reference_runner.executor.backend import ReferenceBackend
 from reference_runner.executor.job import JobFailed
+from reference_runner.executor.reference_backend import ReferenceBackend
 from reference_runner.graph import urns
 
 

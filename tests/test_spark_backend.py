@@ -14,7 +14,7 @@ pytest.importorskip("pyspark")
 
 from reference_runner.knobs import OptionError  # noqa: E402
 from reference_runner.spark import SparkRunner  # noqa: E402
-from reference_runner.spark.backend import SparkJobFailed  # noqa: E402
+from reference_runner.spark.spark_backend import SparkJobFailed  # noqa: E402
 
 
 def test_word_count_with_a_side_input():

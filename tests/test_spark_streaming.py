@@ -18,7 +18,7 @@ from test_drain import _job_api, _job_counters, _job_state, _portable, unbounded
 
 pytest.importorskip("pyspark")
 
-from reference_runner.spark.runner import SparkRunner  # noqa: E402
+from reference_runner.spark.spark_runner import SparkRunner  # noqa: E402
 
 
 def test_a_test_stream_with_early_and_late_panes_runs_on_spark():

@@ -4,7 +4,7 @@ started from another directory and so cannot import the user's module.
 In streaming the runner holds a main element until the side window it reads is ready, so it must
 know that window: for a WindowFn that is not one of the model's, it asks the SDK worker
 (beam:transform:map_windows:v1 with the side input's window mapping fn) and never unpickles the
-WindowFn itself (executor/sidewindows.py). The SDK's answer is the one its DoFn reads, so it is the
+WindowFn itself (runtime/sidewindows.py). The SDK's answer is the one its DoFn reads, so it is the
 one to wait for, even where it is not the earliest window (Overlapping below)."""
 
 import apache_beam as beam

@@ -1,5 +1,5 @@
 """The in-process executor's run loop: a Plan's stages on the engine (ElementManager), bundle by
-bundle on one SDK worker (executor/bundles.py), until every watermark is +inf, the job is
+bundle on one SDK worker (runtime/bundles.py), until every watermark is +inf, the job is
 cancelled, or a drain has finished it."""
 
 from __future__ import annotations
@@ -9,13 +9,13 @@ import logging
 from reference_runner import bundling
 from reference_runner.backends import Control
 from reference_runner.engine import clock, manager
-from reference_runner.executor import stage_specs
-from reference_runner.executor.bundles import BundleError, BundleRunner
-from reference_runner.executor.keyed import KeyedStage
-from reference_runner.executor.side_snapshots import SideSnapshots
 from reference_runner.graph.descriptors import EMBEDDED_ENDPOINT, StageDescriptor
 from reference_runner.graph.plan import Plan, PlannedStage, StageKind
 from reference_runner.knobs import Knobs
+from reference_runner.runtime import stage_specs
+from reference_runner.runtime.bundles import BundleError, BundleRunner
+from reference_runner.runtime.keyed_head import KeyedHead
+from reference_runner.runtime.side_snapshots import SideSnapshots
 from reference_runner.worker import codecs, merging, window_mapping
 from reference_runner.worker.state import StateService
 
@@ -58,7 +58,7 @@ class Job:
 
     def run(self, worker) -> None:
         """Run on ``worker`` (EmbeddedWorker or RemoteWorker, serving this job's StateService),
-        which its caller chose, and gives back, once this returns (executor/backend.py)."""
+        which its caller chose, and gives back, once this returns (executor/reference_backend.py)."""
         trace = bundling.Trace(self.trace_path)
         try:
             self._run(worker, trace)
@@ -67,7 +67,7 @@ class Job:
 
     def _run(self, worker, trace: bundling.Trace) -> None:
         plan, coders = self.plan, self.coders
-        keyed = {s.id: KeyedStage.of(s.keyed_head, coders) for s in plan.stages if s.keyed_head}
+        keyed = {s.id: KeyedHead.of(s.keyed_head, coders) for s in plan.stages if s.keyed_head}
         described: dict[str, StageDescriptor] = {}
         specs = []
         for stage in plan.stages:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from apache_beam.portability.api import beam_fn_api_pb2, beam_runner_api_pb2
 
 from reference_runner.graph import subset, urns
-from reference_runner.graph.fusion import Stage
+from reference_runner.graph.fusion import FusedStage
 from reference_runner.graph.opaque_coders import Readable
 from reference_runner.graph.pipeline import is_stateful
 
@@ -34,7 +34,7 @@ class StageDescriptor:
 
 
 def build(
-    stage: Stage,
+    stage: FusedStage,
     components: beam_runner_api_pb2.Components,
     descriptor_id: str | None = None,
     endpoint: str = EMBEDDED_ENDPOINT,

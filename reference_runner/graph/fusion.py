@@ -33,7 +33,7 @@ KIND_OF = {
 
 
 @dataclass
-class Stage:
+class FusedStage:
     id: str
     kind: StageKind
     transforms: list[Transform]
@@ -45,9 +45,9 @@ class Stage:
         return {p for t in self.transforms for p in t.outputs()}
 
 
-def fuse(graph: PipelineGraph, enabled: bool = True) -> list[Stage]:
-    stages: list[Stage] = []
-    stage_of_pcoll: dict[str, Stage] = {}
+def fuse(graph: PipelineGraph, enabled: bool = True) -> list[FusedStage]:
+    stages: list[FusedStage] = []
+    stage_of_pcoll: dict[str, FusedStage] = {}
     for t in graph.transforms:
         kind = KIND_OF.get(t.urn, StageKind.SDK)
         mains = t.main_inputs()
@@ -64,7 +64,7 @@ def fuse(graph: PipelineGraph, enabled: bool = True) -> list[Stage]:
             if upstream is not None and upstream.kind == StageKind.SDK:
                 home = upstream
         if home is None:
-            home = Stage(f"s{len(stages) + 1}-{_short(t.name)}", kind, [], list(mains))
+            home = FusedStage(f"s{len(stages) + 1}-{_short(t.name)}", kind, [], list(mains))
             stages.append(home)
         home.transforms.append(t)
         for tag, pcoll in t.side_inputs().items():

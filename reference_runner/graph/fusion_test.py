@@ -18,12 +18,12 @@ from reference_runner.graph import front_end, fusion, urns
 from reference_runner.graph.pipeline import PipelineGraph
 
 
-def _fused(p: beam.Pipeline, enabled: bool = True) -> tuple[PipelineGraph, list[fusion.Stage]]:
+def _fused(p: beam.Pipeline, enabled: bool = True) -> tuple[PipelineGraph, list[fusion.FusedStage]]:
     graph = front_end.checked_graph(p.to_runner_api(), front_end.REFERENCE)
     return graph, fusion.fuse(graph, enabled=enabled)
 
 
-def _layout(stages: list[fusion.Stage]) -> list[tuple[str, list[str]]]:
+def _layout(stages: list[fusion.FusedStage]) -> list[tuple[str, list[str]]]:
     return [(s.kind, [t.name for t in s.transforms]) for s in stages]
 
 
@@ -36,7 +36,7 @@ def _out(graph: PipelineGraph, name: str, tag: str | None = None) -> str:
     return t.proto.outputs[tag]
 
 
-def _stage(stages: list[fusion.Stage], name: str) -> fusion.Stage:
+def _stage(stages: list[fusion.FusedStage], name: str) -> fusion.FusedStage:
     [s] = [s for s in stages if any(t.name == name for t in s.transforms)]
     return s
 

@@ -43,7 +43,7 @@ class SideInput:
     own_panes: bool
     # the SDK's function from a main window to the side window read (SideInput.window_mapping_fn,
     # a serialized FunctionSpec): what the runner asks the SDK to map with, for a WindowFn it
-    # does not know (executor/sidewindows.py)
+    # does not know (runtime/sidewindows.py)
     window_mapping_fn: bytes = b""
 
 
@@ -188,7 +188,7 @@ def _plan(graph: PipelineGraph, profile: front_end.Profile, fuse: bool) -> Plan:
     return Plan(graph, stages, profile, test_stream_driven, unbounded)
 
 
-def _stage(graph: PipelineGraph, stage: fusion.Stage, test_stream_driven: bool) -> PlannedStage:
+def _stage(graph: PipelineGraph, stage: fusion.FusedStage, test_stream_driven: bool) -> PlannedStage:
     planned = PlannedStage(
         stage.id, stage.kind, list(stage.inputs), list(stage.outputs), [t.id for t in stage.transforms]
     )
@@ -224,7 +224,7 @@ def _stage(graph: PipelineGraph, stage: fusion.Stage, test_stream_driven: bool) 
     return planned
 
 
-def _descriptor(stage: fusion.Stage, components) -> Descriptor:
+def _descriptor(stage: fusion.FusedStage, components) -> Descriptor:
     built = descriptors.build(stage, components, stage.id, descriptors.ENDPOINT_PLACEHOLDER)
     return Descriptor(built.proto.SerializeToString(), built.input_transform, dict(built.output_transforms))
 

@@ -94,8 +94,8 @@ def truncation_stage(stage, components: beam_runner_api_pb2.Components):
     its process_sized_element_and_restrictions stage ``stage``) through the SDK's truncate
     (sdf_truncate_sized_restrictions), which hands back finite restrictions of the same shape,
     or nothing. Built on demand, outside the pipeline's graph: only a draining job needs it.
-    Returns (the fusion.Stage, the components it refers to)."""
-    from reference_runner.graph.fusion import Stage
+    Returns (the fusion.FusedStage, the components it refers to)."""
+    from reference_runner.graph.fusion import FusedStage
     from reference_runner.graph.pipeline import Transform
 
     root = stage.transforms[0]
@@ -113,6 +113,6 @@ def truncation_stage(stage, components: beam_runner_api_pb2.Components):
     proto.outputs["out"] = truncated
     # Same transform id as the process part: its side inputs are found under the same names.
     side_inputs = [s for s in stage.side_inputs if s[1] == root.id]
-    return Stage(
+    return FusedStage(
         f"{stage.id}/truncate", StageKind.SDK, [Transform(root.id, proto)], [main], side_inputs, [truncated]
     ), extended

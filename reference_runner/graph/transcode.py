@@ -17,7 +17,7 @@ Where the runner reads both coders, or they differ by a length prefix or not at 
 them (graph/recode.py owns that rule), the runner re-encodes: a Flatten or Reshuffle converts
 the inputs its Plan lists (PlannedStage.converted), a GroupByKey reads its input's key and values
 and writes its output's, a TestStream reads its events and writes its outputs' coder
-(executor/stage_specs.py, shared by both backends). Elsewhere (opaque coders of the SDK's own on
+(runtime/stage_specs.py, shared by both backends). Elsewhere (opaque coders of the SDK's own on
 both sides) the SDK transcodes: the input gets a transform of the SDK's whose output
 PCollection has the coder the runner transform needs, which fuses into the stage producing the
 input. Beam's Python SDK gets its identity DoFn (``beam:dofn:identity:0.1``, what its own

@@ -51,7 +51,7 @@ class _Reference:
         self._knobs = settings.knobs
 
     def connect(self, parts: ServerParts) -> BackendFor:
-        from reference_runner.executor.backend import ReferenceBackend
+        from reference_runner.executor.reference_backend import ReferenceBackend
 
         def backend_for(options: struct_pb2.Struct) -> Backend:  # each job's knobs
             knobs = Knobs.from_job_options(options, base=self._knobs)
@@ -74,8 +74,8 @@ class _Spark:
         get_session(self._settings.master)  # the JVM starts with the server, not with its first job
 
     def connect(self, parts: ServerParts) -> BackendFor:
-        from reference_runner.spark.backend import SparkBackend
         from reference_runner.spark.held_workers import Registry
+        from reference_runner.spark.spark_backend import SparkBackend
 
         held = Registry()
         parts.grpc_server.add_generic_rpc_handlers((held.handler(),))

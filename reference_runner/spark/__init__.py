@@ -10,7 +10,7 @@ __all__ = ["SparkOptions", "SparkRunner"]
 
 def __getattr__(name: str):
     if name in __all__:
-        from reference_runner.spark import runner
+        from reference_runner.spark import spark_runner
 
-        return getattr(runner, name)
+        return getattr(spark_runner, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

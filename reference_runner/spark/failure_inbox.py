@@ -9,7 +9,7 @@ next attempt waited a minute for a worker that never came, then reported Spark's
 of the user's).
 
 So a task whose bundle failed deterministically (the SDK answered with an error:
-executor/bundles.BundleError) tells the driver before it fails (Failed, a small JSON call), and
+runtime/bundles.BundleError) tells the driver before it fails (Failed, a small JSON call), and
 the driver cancels the job's Spark job group before it answers, and reports that error. The
 task still fails as before (Spark's retry of it comes too late: its job group is cancelled), so
 nothing downstream of it runs; a task that cannot reach the driver just fails, and Spark's
@@ -33,7 +33,7 @@ _LOG = logging.getLogger(__name__)
 _SERVICE = "reference_runner.spark.FailureInbox"
 
 
-class Inbox:
+class FailureInbox:
     """The driver's side: the first deterministic failure of each job it watches."""
 
     def __init__(self, host: str):
@@ -84,11 +84,11 @@ def report(address: str, job: str, message: str, timeout: float = 10) -> None:
         _LOG.warning("could not tell the driver at %s that job %s failed: %s", address, job, e.code())
 
 
-_inboxes: dict[str, Inbox] = {}
+_inboxes: dict[str, FailureInbox] = {}
 _lock = threading.Lock()
 
 
-def for_session(spark) -> Inbox:
+def for_session(spark) -> FailureInbox:
     """The inbox of this driver process, at an address the session's executors reach: loopback
     for a local master, else the host Spark's executors reach the driver at (spark.driver.host)."""
     if is_local(spark.sparkContext.master):
@@ -98,5 +98,5 @@ def for_session(spark) -> Inbox:
     with _lock:
         inbox = _inboxes.get(host)
         if inbox is None:
-            inbox = _inboxes[host] = Inbox(host)
+            inbox = _inboxes[host] = FailureInbox(host)
         return inbox

@@ -12,7 +12,7 @@ computes the watermarks of the next stages from it (spark/stream_passes.py).
 
 The engine objects hold coder-backed functions of their spec (decoders, codecs, triggers built
 from protos), which must not travel: a state record pickles the object with those as
-references to the spec, which each process rebuilds from the StagePlan.
+references to the spec, which each process rebuilds from the ShippedStage.
 """
 
 from __future__ import annotations
@@ -30,11 +30,11 @@ from reference_runner.engine.keyed import KeyedSdkStage
 from reference_runner.engine.spec import Bundle, StageKind, StageSpec
 from reference_runner.engine.stages import GroupStage, SdkStage, Stage
 from reference_runner.engine.userstate import UserStateStore
-from reference_runner.executor import stage_specs
-from reference_runner.executor.bundles import BundleError
 from reference_runner.knobs import RANDOM, Knobs
-from reference_runner.spark.plan import StagePlan, coders_of
+from reference_runner.runtime import stage_specs
+from reference_runner.runtime.bundles import BundleError
 from reference_runner.spark.sdk_workers import Lease, lease
+from reference_runner.spark.shipped import ShippedStage, coders_of
 from reference_runner.spark.stateful import keyed_stage
 from reference_runner.worker import merging
 from reference_runner.worker.state import StateService
@@ -76,7 +76,7 @@ class Report:
     emitted: list = field(default_factory=list)  # elements output, per output position
 
 
-def keyed_input(plan: StagePlan, pcoll: str, element):
+def keyed_input(plan: ShippedStage, pcoll: str, element):
     """A main-input element as a keyed stage's shuffle takes it: (encoded key, record); a
     report forwarded from a stage computed on the way goes to partition 0."""
     if isinstance(element, tuple):
@@ -92,14 +92,14 @@ def unkeyed_input(pcoll: str, element):
     return 0, element if isinstance(element, tuple) else (ELEMENT, pcoll, element)
 
 
-def transcode(plan: StagePlan, pcoll: str, records):
+def transcode(plan: ShippedStage, pcoll: str, records):
     """A Flatten input re-encoded as its output (forwarded reports pass as they are)."""
     convert = stage_specs.conversions(coders_of(plan.components), plan.stage)[pcoll]
     for record in records:
         yield record if isinstance(record, tuple) else convert(record)
 
 
-def run(plan: StagePlan, info_holder, records):
+def run(plan: ShippedStage, info_holder, records):
     """The task: state and input records of one partition -> OUTPUT, STATE and REPORT records."""
     info: PassInfo = getattr(info_holder, "value", info_holder)
     blobs, inputs, forwarded = [], {}, []
@@ -148,7 +148,7 @@ def tagged_reports(tag: int, records):
 
 
 class _Partition:
-    def __init__(self, plan: StagePlan, info: PassInfo):
+    def __init__(self, plan: ShippedStage, info: PassInfo):
         self.plan, self.info = plan, info
         self.forwarded: list = []  # metrics of stages computed on the way here
         self.emitted = [0] * len(plan.outputs)
@@ -343,7 +343,7 @@ class _Collected:
         self._into.extend(infos)
 
 
-def _truncation(plan: StagePlan, leased: Lease):
+def _truncation(plan: ShippedStage, leased: Lease):
     """The stage's SDF truncation (drain), registered on the leased worker."""
     described = plan.stage.truncation.instantiate(f"{plan.id}/truncate", leased.endpoint)
     leased.worker.register(described.proto)
@@ -389,7 +389,7 @@ def _thaw(spec: StageSpec, blob: bytes):
 class _PlanView:
     """What stage_specs.engine_spec reads of a Plan, on an executor (no PipelineGraph there)."""
 
-    def __init__(self, plan: StagePlan):
+    def __init__(self, plan: ShippedStage):
         self.test_stream_driven = plan.test_stream_driven
         self.components = coders_of(plan.components).components
 
@@ -397,7 +397,7 @@ class _PlanView:
 _specs: dict = {}
 
 
-def _spec(plan: StagePlan, merge_fn=None, side_mapper=None) -> StageSpec:
+def _spec(plan: ShippedStage, merge_fn=None, side_mapper=None) -> StageSpec:
     """The stage's engine spec, built once per Python worker process (with a custom window merge
     or a user's side WindowFn, once per task: the SDK's calls run on the task's worker)."""
     if merge_fn is None and plan.id in _specs:

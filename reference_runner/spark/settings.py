@@ -1,6 +1,6 @@
 """The Spark backend's settings, one record that is also their option table (SPARK_OPTIONS, read
 from its fields): SparkRunner's arguments and its ``--spark_*`` pipeline options
-(spark/runner.py), a conformance target name (``spark:master=URL,bundle_size=N``), the job
+(spark/spark_runner.py), a conformance target name (``spark:master=URL,bundle_size=N``), the job
 server's ``--spark-master`` and the per-job options a Job API client sends are all generated from
 it and read their values through it. A bad value is refused with OptionError, naming the option."""
 

@@ -21,14 +21,14 @@ from reference_runner.engine.keyed import arm_expiry, decode
 from reference_runner.engine.manager import PLUS_INFINITY
 from reference_runner.engine.timers import TimerStore
 from reference_runner.engine.userstate import UserStateStore
-from reference_runner.executor.bundles import BundleRunner
-from reference_runner.executor.keyed import KeyedStage
-from reference_runner.spark.plan import PerStage, StagePlan, coders_of
+from reference_runner.runtime.bundles import BundleRunner
+from reference_runner.runtime.keyed_head import KeyedHead
+from reference_runner.spark.shipped import ShippedStage, ShippedStageCache, coders_of
 from reference_runner.spark.tasks import Outputs, PartitionRun, bundle_runner, run_bundle, sdk_worker
 from reference_runner.worker.state import StateService
 
 
-def sort_key(plan: StagePlan, element: bytes) -> tuple[tuple[bytes, int], bytes]:
+def sort_key(plan: ShippedStage, element: bytes) -> tuple[tuple[bytes, int], bytes]:
     """((encoded key, timestamp), element): what the shuffle partitions on and sorts by."""
     key, timestamp, _ = keyed_stage(plan).key_of(element)
     return (key, timestamp), element
@@ -40,7 +40,7 @@ def partition_of(key_and_time: tuple[bytes, int]) -> int:
     return zlib.crc32(key_and_time[0])
 
 
-def run_stateful_stage(plan: StagePlan, side_values, bundle_size: int, reports, partition: int, pairs):
+def run_stateful_stage(plan: ShippedStage, side_values, bundle_size: int, reports, partition: int, pairs):
     """Sorted partition number ``partition`` of ((key, timestamp), element) pairs -> the stage's
     outputs, streamed; metrics and finalization as tasks.run_sdk_stage's."""
     state = StateService()
@@ -71,7 +71,7 @@ def run_stateful_stage(plan: StagePlan, side_values, bundle_size: int, reports, 
 class _KeyedRun:
     """Bundles of one partition of a stateful stage; state and timers of the current chunk."""
 
-    def __init__(self, plan: StagePlan, runner: BundleRunner, descriptor, task: PartitionRun):
+    def __init__(self, plan: ShippedStage, runner: BundleRunner, descriptor, task: PartitionRun):
         self._plan, self._runner, self._descriptor, self._task = plan, runner, descriptor, task
         self._keyed = keyed_stage(plan)
         self._spec = self._keyed.spec()
@@ -108,9 +108,9 @@ class _KeyedRun:
         self._task.committed(committed)
 
 
-_keyed_stages = PerStage(lambda plan: KeyedStage.of(plan.stage.keyed_head, coders_of(plan.components)))
+_keyed_stages = ShippedStageCache(lambda plan: KeyedHead.of(plan.stage.keyed_head, coders_of(plan.components)))
 
 
-def keyed_stage(plan: StagePlan) -> KeyedStage:
-    """The stage's KeyedStage, rebuilt from the plan once per Python worker process (and job)."""
+def keyed_stage(plan: ShippedStage) -> KeyedHead:
+    """The stage's KeyedHead, rebuilt from the plan once per Python worker process (and job)."""
     return _keyed_stages(plan)

@@ -43,13 +43,13 @@ from pyspark.broadcast import Broadcast
 import reference_runner.spark.partitions as partitions
 from reference_runner.engine import watermarks
 from reference_runner.engine.sideinputs import SideInputBuffer
-from reference_runner.engine.spec import StageKind, StageSpec
+from reference_runner.engine.spec import StageKind
 from reference_runner.engine.stages import FlattenStage, ImpulseStage, PartitionedStage, Stage
 from reference_runner.engine.teststream import TestStreamStage
-from reference_runner.executor import stage_specs
 from reference_runner.graph.plan import Plan
+from reference_runner.runtime import stage_specs
 from reference_runner.spark.partitions import PassInfo
-from reference_runner.spark.plan import StagePlan
+from reference_runner.spark.shipped import ShippedStage
 from reference_runner.spark.spread import spread
 from reference_runner.worker import codecs
 
@@ -61,7 +61,7 @@ class DriverStage:
     """What the driver knows of a stage between passes: its engine object (its watermarks, and
     for a stage run in partitions what they reported) and the Spark side of it."""
 
-    plan: StagePlan
+    plan: ShippedStage
     engine: Stage
     inbox: list = field(default_factory=list)  # (pcoll, rdd) arrived since the stage last ran
     state: object = None  # its state RDD (GroupByKey, SDK stages)
@@ -90,7 +90,7 @@ class PassScheduler:
         self,
         sc,
         prepared: Plan,
-        plans: list[StagePlan],
+        plans: list[ShippedStage],
         parallelism: int,
         bundle_size: int,
         control,
@@ -125,11 +125,11 @@ class PassScheduler:
         self._broadcasts: list = []  # destroyed when the run ends
         self._unread: list = []  # (result, finish) of this pass's sinks, run in its last job
 
-    def _engine_stage(self, p: StagePlan) -> Stage:
+    def _engine_stage(self, p: ShippedStage) -> Stage:
         if p.kind == StageKind.TEST_STREAM:
             return TestStreamStage(stage_specs.engine_spec(self.prepared, self.coders, p.stage, None))
         # the rest need only their place in the pipeline on the driver
-        spec = StageSpec(p.stage.id, p.kind, list(p.inputs), list(p.outputs), p.stage.side_pcolls)
+        spec = stage_specs.place_spec(p.stage)
         if p.kind == StageKind.IMPULSE:
             return ImpulseStage(spec)
         if p.kind == StageKind.FLATTEN:

@@ -19,7 +19,7 @@ from __future__ import annotations
 from reference_runner.backends import Control
 from reference_runner.engine import triggers
 from reference_runner.graph.plan import Plan
-from reference_runner.spark.plan import StagePlan
+from reference_runner.spark.shipped import ShippedStage
 from reference_runner.spark.stream_clock import StreamClock
 from reference_runner.spark.stream_passes import PassScheduler
 
@@ -45,7 +45,7 @@ class StreamingRun:
         self,
         spark,
         prepared: Plan,
-        plans: list[StagePlan],
+        plans: list[ShippedStage],
         parallelism: int,
         bundle_size: int,
         control: Control,

@@ -1,5 +1,5 @@
 """What runs inside Spark's Python workers: fused stages on an in-process SDK worker, and the
-grouping step after a shuffle. Everything here is rebuilt from a StagePlan and cached per
+grouping step after a shuffle. Everything here is rebuilt from a ShippedStage and cached per
 Python worker process."""
 
 from __future__ import annotations
@@ -13,11 +13,11 @@ import reference_runner.spark.failure_inbox as failure_inbox
 from reference_runner.engine import grouping, panes
 from reference_runner.engine.manager import PLUS_INFINITY
 from reference_runner.engine.windows import MIN_TIMESTAMP
-from reference_runner.executor import side_snapshots, stage_specs
-from reference_runner.executor.bundles import BundleError, BundleRunner
 from reference_runner.graph.descriptors import StageDescriptor
-from reference_runner.spark.plan import PerStage, StagePlan, coders_of
+from reference_runner.runtime import side_snapshots, stage_specs
+from reference_runner.runtime.bundles import BundleError, BundleRunner
 from reference_runner.spark.sdk_workers import Lease, NoWorker, lease
+from reference_runner.spark.shipped import ShippedStage, ShippedStageCache, coders_of
 from reference_runner.worker import codecs, merging, window_mapping
 from reference_runner.worker.state import SideInputIndex, StateService
 
@@ -26,7 +26,7 @@ class StageFailed(RuntimeError):
     """A bundle failed in the SDK worker (the user's error text included)."""
 
 
-def sdk_worker(plan: StagePlan, side_values: dict, state: StateService, warm_worker: bool = False):
+def sdk_worker(plan: ShippedStage, side_values: dict, state: StateService, warm_worker: bool = False):
     """An SDK worker for one partition of the stage (Lease), its side inputs loaded
     from the broadcast, and the descriptor it runs; ``state``: the service answering its state
     requests (user state too, for a stateful stage); ``warm_worker``: an embedded one may be
@@ -50,7 +50,7 @@ def sdk_worker(plan: StagePlan, side_values: dict, state: StateService, warm_wor
     return leased, described
 
 
-def bundle_runner(plan: StagePlan, worker, state: StateService, metrics) -> BundleRunner:
+def bundle_runner(plan: ShippedStage, worker, state: StateService, metrics) -> BundleRunner:
     """Bundles of the stage; committed user metrics go to ``metrics.add``, serialized (a
     PartitionRun, or an accumulator of lists), or nowhere if it is None."""
 
@@ -70,7 +70,7 @@ class PartitionRun:
     driver's accumulator keeps the latest report of each key (ReportsParam), so a recomputation
     replaces the counts of the earlier run instead of adding to them."""
 
-    def __init__(self, plan: StagePlan, reports, partition: int):
+    def __init__(self, plan: ShippedStage, reports, partition: int):
         self._reports, self._key = reports, (plan.id, partition)
         self._infos: list[bytes] = []
         self._unfinalized: list = []
@@ -108,7 +108,7 @@ class ReportsParam(AccumulatorParam):
         return a
 
 
-def run_sdk_stage(plan: StagePlan, side_values, bundle_size: int, reports, partition: int, elements):
+def run_sdk_stage(plan: ShippedStage, side_values, bundle_size: int, reports, partition: int, elements):
     """Partition number ``partition`` through the stage, ``bundle_size`` elements per bundle
     (mapPartitionsWithIndex); outputs stream out bundle by bundle, tagged with their
     PCollection's index when the stage has several; ``reports``: a ReportsParam accumulator."""
@@ -137,21 +137,21 @@ def run_sdk_stage(plan: StagePlan, side_values, bundle_size: int, reports, parti
         leased.release(succeeded)
 
 
-def run_bundle(runner: BundleRunner, plan: StagePlan, descriptor: StageDescriptor, elements, timers=(), keyed=None):
+def run_bundle(runner: BundleRunner, plan: ShippedStage, descriptor: StageDescriptor, elements, timers=(), keyed=None):
     try:
         return runner.run(plan.stage, descriptor, elements, timers, keyed)
     except BundleError as e:
         raise stage_failed(plan, e) from None
 
 
-def stage_failed(plan: StagePlan, error: BundleError) -> StageFailed:
+def stage_failed(plan: ShippedStage, error: BundleError) -> StageFailed:
     """What a task raises for a failed bundle. A deterministic failure is first told to the
     driver, which fails the job at once instead of letting Spark run the task again
     (failure_inbox.py); a lost worker is left to Spark's retries."""
     return StageFailed(str(error)) if error.worker_lost else _failing_the_job(plan, str(error))
 
 
-def _failing_the_job(plan: StagePlan, message: str) -> StageFailed:
+def _failing_the_job(plan: ShippedStage, message: str) -> StageFailed:
     """What a task raises for a failure no other attempt would cure, once the driver knows."""
     failure_inbox.report(plan.failures, plan.job_group, message)
     return StageFailed(message)
@@ -161,7 +161,7 @@ class Outputs:
     """A committed bundle's output elements, tagged with their PCollection's index when the stage
     has several outputs."""
 
-    def __init__(self, plan: StagePlan):
+    def __init__(self, plan: ShippedStage):
         self._index = {p: i for i, p in enumerate(plan.outputs)}
         self._tagged = len(plan.outputs) > 1
 
@@ -183,7 +183,7 @@ def _chunks(iterator, size: int):
 
 
 # -- GroupByKey ---------------------------------------------------------------------------
-def key_of(plan: StagePlan, element: bytes) -> tuple[bytes, bytes]:
+def key_of(plan: ShippedStage, element: bytes) -> tuple[bytes, bytes]:
     """(encoded key, element): what the shuffle partitions and sorts on."""
     return _codec(plan).key_bytes(element), element
 
@@ -193,7 +193,7 @@ def partition_of(key: bytes) -> int:
     return zlib.crc32(key)
 
 
-def group_partition(plan: StagePlan, pairs):
+def group_partition(plan: ShippedStage, pairs):
     """A shuffled, key-sorted partition -> GroupByKey output, one key in memory at a time.
     Sessions are merged per key here; a custom merging WindowFn's windows by the SDK, per key.
     A triggered GroupByKey fires its panes as the reference runner's does in batch: the key's
@@ -225,7 +225,7 @@ def _group_one_key(spec: grouping.Grouping, elements) -> list:
     return triggered.add(elements, MIN_TIMESTAMP, 0) + triggered.on_watermark(PLUS_INFINITY, 0)
 
 
-def window_merger(plan: StagePlan, leased: Lease) -> merging.WindowMerger:
+def window_merger(plan: ShippedStage, leased: Lease) -> merging.WindowMerger:
     """The SDK's merge_windows transform for the GroupByKey's WindowFn, on the leased worker."""
     coders = coders_of(plan.components)
     components = coders.components
@@ -236,21 +236,21 @@ def window_merger(plan: StagePlan, leased: Lease) -> merging.WindowMerger:
     )
 
 
-def side_mapper(plan: StagePlan, leased: Lease):
+def side_mapper(plan: ShippedStage, leased: Lease):
     """A side input of a user's WindowFn -> the SDK's mapping of main windows to its windows, on
     the leased worker (streaming)."""
     return window_mapping.mapper_for(leased.worker, plan.id, plan.stage, coders_of(plan.components), leased.endpoint)
 
 
-_codecs = PerStage(lambda plan: stage_specs.group_codec(coders_of(plan.components), plan.stage))
+_codecs = ShippedStageCache(lambda plan: stage_specs.group_codec(coders_of(plan.components), plan.stage))
 
 
-def _codec(plan: StagePlan) -> codecs.GroupCodec:
+def _codec(plan: ShippedStage) -> codecs.GroupCodec:
     return _codecs(plan)
 
 
 # -- Flatten --------------------------------------------------------------------------------
-def transcode(plan: StagePlan, source: str, elements):
+def transcode(plan: ShippedStage, source: str, elements):
     """A Flatten input whose coder differs from the output's, re-encoded."""
     convert = stage_specs.conversions(coders_of(plan.components), plan.stage)[source]
     return (convert(e) for e in elements)

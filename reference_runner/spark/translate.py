@@ -20,9 +20,9 @@ from pyspark.accumulators import _accumulatorRegistry
 import reference_runner.spark.stateful as stateful
 import reference_runner.spark.tasks as tasks
 from reference_runner.engine.sideinputs import SideInputBuffer
-from reference_runner.executor import sidewindows, stage_specs
 from reference_runner.graph.plan import SideInput
-from reference_runner.spark.plan import StagePlan, coders_of
+from reference_runner.runtime import sidewindows, stage_specs
+from reference_runner.spark.shipped import ShippedStage, coders_of
 from reference_runner.spark.spread import spread
 
 
@@ -31,7 +31,7 @@ class SideInputTooLarge(RuntimeError):
 
 
 class Translation:
-    def __init__(self, spark, plans: list[StagePlan], parallelism: int, bundle_size: int, max_side_input_bytes: int):
+    def __init__(self, spark, plans: list[ShippedStage], parallelism: int, bundle_size: int, max_side_input_bytes: int):
         self.sc = spark.sparkContext
         self.plans = plans
         self.parallelism = parallelism
@@ -74,13 +74,13 @@ class Translation:
         _accumulatorRegistry.pop(self.metrics.aid, None)
 
     # -- one method per stage kind ------------------------------------------------------------
-    def _impulse(self, p: StagePlan):
+    def _impulse(self, p: ShippedStage):
         [out] = p.outputs
         rdd = self.sc.parallelize([stage_specs.impulse_element(coders_of(p.components), out)], 1)
         self._publish(out, rdd)
         return rdd
 
-    def _flatten(self, p: StagePlan):
+    def _flatten(self, p: ShippedStage):
         [out] = p.outputs
         parts = []
         for pcoll in p.inputs:
@@ -94,7 +94,7 @@ class Translation:
         self._publish(out, rdd)
         return rdd
 
-    def _group(self, p: StagePlan):
+    def _group(self, p: ShippedStage):
         [out] = p.outputs
         keyed = self.rdds[p.inputs[0]].map(functools.partial(tasks.key_of, p))
         shuffled = keyed.repartitionAndSortWithinPartitions(
@@ -104,7 +104,7 @@ class Translation:
         self._publish(out, rdd)
         return rdd
 
-    def _sdk(self, p: StagePlan):
+    def _sdk(self, p: ShippedStage):
         side_values = self._broadcast_side_inputs(p) if p.stage.side_inputs else None
         [main] = p.inputs
         source = self.rdds[main]
@@ -134,7 +134,7 @@ class Translation:
             self._persisted.append(rdd)
         self.rdds[pcoll] = rdd
 
-    def _broadcast_side_inputs(self, p: StagePlan):
+    def _broadcast_side_inputs(self, p: ShippedStage):
         values = {}
         for side in p.stage.side_inputs:
             if side.pcoll not in values:
@@ -152,7 +152,7 @@ class Translation:
         return broadcast
 
 
-def _visible(p: StagePlan, side: SideInput, elements: list):
+def _visible(p: ShippedStage, side: SideInput, elements: list):
     """What readers see of a side input: every element, or, for one read by pane (its producer
     fires several panes per window), window -> the latest pane (engine/sideinputs.py)."""
     if not side.by_pane:

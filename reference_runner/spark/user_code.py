@@ -1,4 +1,4 @@
-"""Where a Spark job's user code runs, decided once on the driver and shipped in every StagePlan.
+"""Where a Spark job's user code runs, decided once on the driver and shipped in every ShippedStage.
 
 - The executors' embedded Python SDK harness, where that is what the pipeline asked for or is
   equivalent to it: an embedded environment; a DOCKER image of this very harness (the Python SDK

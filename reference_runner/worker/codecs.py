@@ -258,7 +258,7 @@ class Transcoder:
         return encode_nested(self._target, self._source.decode_from_stream(create_InputStream(element), True))
 
 
-class KeysToBytes:
+class KeysToBytesConversion:
     """KV(K, V) -> KV(bytes, V), the key replaced by its nested encoding (see graph/lifting.py)."""
 
     def __init__(self, source: coders.WindowedValueCoder, target: coders.WindowedValueCoder):
@@ -271,8 +271,8 @@ class KeysToBytes:
         return encode_nested(self._target, wv.with_value((encode_nested(self._key, key), value)))
 
 
-class KeysFromBytes:
-    """KV(bytes, V) -> KV(K, V): the inverse of KeysToBytes."""
+class KeysFromBytesConversion:
+    """KV(bytes, V) -> KV(K, V): the inverse of KeysToBytesConversion."""
 
     def __init__(self, source: coders.WindowedValueCoder, target: coders.WindowedValueCoder):
         self._source, self._target = source.get_impl(), target.get_impl()

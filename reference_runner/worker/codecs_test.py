@@ -17,8 +17,8 @@ from reference_runner.graph import urns
 from reference_runner.worker.codecs import (
     Coders,
     GroupCodec,
-    KeysFromBytes,
-    KeysToBytes,
+    KeysFromBytesConversion,
+    KeysToBytesConversion,
     OpaqueCoder,
     Transcoder,
     split_elements,
@@ -192,9 +192,9 @@ def test_keys_to_bytes_and_back_are_inverse_and_keep_time_window_and_pane():
     pane = PaneInfo(False, False, PaneInfoTiming.EARLY, 3, -1)
     wv = WindowedValue(("ab", 5), Timestamp(micros=4000), (IntervalWindow(0, 10),), pane)
     original = typed.get_impl().encode_nested(wv)
-    rekeyed = KeysToBytes(typed, as_bytes)(original)
+    rekeyed = KeysToBytesConversion(typed, as_bytes)(original)
     assert _parts(as_bytes.get_impl().decode_nested(rekeyed)) == ((b"\x02ab", 5), 4000, (IntervalWindow(0, 10),), pane)
-    assert KeysFromBytes(as_bytes, typed)(rekeyed) == original
+    assert KeysFromBytesConversion(as_bytes, typed)(rekeyed) == original
 
 
 # -- Coders: the runner's view of a pipeline's coders --------------------------------------------

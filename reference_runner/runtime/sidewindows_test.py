@@ -1,4 +1,4 @@
-"""Unit tests of the side windows a main window reads (executor/sidewindows.py): the model's WindowFns
+"""Unit tests of the side windows a main window reads (runtime/sidewindows.py): the model's WindowFns
 mapped from their payloads, against windows worked out by hand from the model (the side WindowFn
 applied to the main window's max timestamp, of several windows the earliest); sessions and an
 unknown WindowFn refused by name; a user's WindowFn mapped by Beam's SDK harness in this process,
@@ -15,10 +15,10 @@ from apache_beam.transforms import window
 from apache_beam.utils.windowed_value import WindowedValue
 
 from reference_runner.engine.windows import END_OF_GLOBAL_WINDOW
-from reference_runner.executor import sidewindows
 from reference_runner.graph import plan as planning
 from reference_runner.graph import urns
 from reference_runner.graph.front_end import REFERENCE
+from reference_runner.runtime import sidewindows
 from reference_runner.worker import window_mapping
 from reference_runner.worker.codecs import Coders
 from reference_runner.worker.embedded import EmbeddedWorker

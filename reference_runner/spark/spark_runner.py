@@ -8,8 +8,8 @@ from apache_beam.runners.runner import PipelineRunner
 
 from reference_runner.in_process import run_on
 from reference_runner.option_table import add_arguments, keyword_parameters
-from reference_runner.spark.backend import SparkBackend
 from reference_runner.spark.settings import PREFIX, SPARK_OPTIONS, SparkSettings
+from reference_runner.spark.spark_backend import SparkBackend
 
 
 class SparkOptions(PipelineOptions):

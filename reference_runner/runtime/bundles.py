@@ -18,9 +18,9 @@ from dataclasses import dataclass, field
 from apache_beam.metrics import monitoring_infos
 from apache_beam.portability.api import beam_runner_api_pb2
 
-from reference_runner.executor.keyed import KeyedStage, TimerPastExpiration
 from reference_runner.graph.descriptors import StageDescriptor
 from reference_runner.graph.plan import PlannedStage
+from reference_runner.runtime.keyed_head import KeyedHead, TimerPastExpiration
 from reference_runner.worker import attempt, codecs
 from reference_runner.worker.embedded import BundleFailed
 from reference_runner.worker.state import StateService
@@ -77,7 +77,7 @@ class BundleRunner:
         descriptor: StageDescriptor,
         inputs: list[bytes],
         timers=(),
-        keyed: KeyedStage | None = None,
+        keyed: KeyedHead | None = None,
         truncate: bool = False,
         record: dict | None = None,
     ) -> Committed:
@@ -116,7 +116,7 @@ class BundleRunner:
                     inputs,
                     split,
                     fault_at,
-                    KeyedStage.timer_streams(timers),
+                    KeyedHead.timer_streams(timers),
                 )
             except attempt.AttemptFailed as failure:
                 self.state.discard(failure.instruction_id)

@@ -1,4 +1,4 @@
-"""Unit tests of the bundle runner (executor/bundles.py) on Beam's SDK harness in this process:
+"""Unit tests of the bundle runner (runtime/bundles.py) on Beam's SDK harness in this process:
 injected faults retried until an attempt commits, a channel split's remainder handed back as
 residuals, user metrics of committed and failed attempts kept apart, a user's error named."""
 
@@ -13,9 +13,9 @@ from apache_beam.utils.timestamp import Timestamp
 from apache_beam.utils.windowed_value import WindowedValue
 
 from reference_runner.bundling import Split
-from reference_runner.executor.bundles import BundleError, BundleRunner
 from reference_runner.graph import plan as planning
 from reference_runner.graph.front_end import REFERENCE
+from reference_runner.runtime.bundles import BundleError, BundleRunner
 from reference_runner.worker.codecs import Coders
 from reference_runner.worker.embedded import EmbeddedWorker
 from reference_runner.worker.state import StateService

@@ -17,10 +17,10 @@ from reference_runner.graph import plan as planning
 from reference_runner.graph.check import UnsupportedPipeline
 from reference_runner.graph.front_end import SPARK
 from reference_runner.graph.plan import Plan
-from reference_runner.spark.plan import stage_plans
 from reference_runner.spark.session import current as current_session
 from reference_runner.spark.session import get as get_session
 from reference_runner.spark.settings import SparkSettings
+from reference_runner.spark.shipped import stage_plans
 from reference_runner.spark.streaming import StreamingRun, StreamStuck, runs_as_micro_batches
 from reference_runner.spark.translate import Translation
 from reference_runner.spark.user_code import EMBEDDED_CODE, UserCode, choose

@@ -24,9 +24,13 @@ class TimerPastExpiration(ValueError):
     """An event-time timer set after its window expires: it could never fire (Beam rejects it)."""
 
 
-class KeyedStage:
+class KeyedHead:
+    """The stateful ParDo heading a stage, as the runner reads its data: the key and window of an
+    element, its timer families decoded into the engine's TimerUpdates and back, its time-sorted
+    input and window-expiration settings (a KeyedSpec for the engine)."""
+
     @classmethod
-    def of(cls, head_id: str, coders: Coders) -> KeyedStage:
+    def of(cls, head_id: str, coders: Coders) -> KeyedHead:
         """The stage headed by stateful ParDo ``head_id`` (PlannedStage.keyed_head)."""
         return cls(Transform(head_id, coders.components.transforms[head_id]), coders)
 

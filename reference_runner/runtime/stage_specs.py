@@ -1,10 +1,14 @@
 """A Plan's stages -> what the engine runs them with: the coder-backed functions behind the
 engine's plain data (grouping codecs, Flatten conversions, TestStream events, keyed-stage
 decoding, side-window needs, the impulse element). Both backends build their runner-side
-primitives here, so a GroupByKey or a Flatten behaves the same on each.
+primitives here, so a GroupByKey or a Flatten behaves the same on each. ``engine_spec`` (with
+``place_spec``, its coder-free part) is the one adapter from a PlannedStage to the engine's
+StageSpec.
 """
 
 from __future__ import annotations
+
+import dataclasses
 
 from apache_beam.portability.api import beam_runner_api_pb2
 from apache_beam.transforms import window as beam_window
@@ -13,17 +17,17 @@ from apache_beam.utils.timestamp import Timestamp
 
 from reference_runner.engine import grouping, manager
 from reference_runner.engine.spec import StageKind
-from reference_runner.executor import sidewindows
-from reference_runner.executor.keyed import KeyedStage
 from reference_runner.graph.pipeline import test_stream_output
 from reference_runner.graph.plan import GroupSpec, Plan, PlannedStage
+from reference_runner.runtime import sidewindows
+from reference_runner.runtime.keyed_head import KeyedHead
 from reference_runner.worker import codecs
 
 #: Flatten conversions by name (PlannedStage.conversion)
 CONVERSIONS = {
     "transcode": codecs.Transcoder,
-    "keys_to_bytes": codecs.KeysToBytes,
-    "keys_from_bytes": codecs.KeysFromBytes,
+    "keys_to_bytes": codecs.KeysToBytesConversion,
+    "keys_from_bytes": codecs.KeysFromBytesConversion,
 }
 
 
@@ -98,15 +102,22 @@ def stream_events(plan: Plan, coders: codecs.Coders, stage: PlannedStage) -> lis
     return events
 
 
+def place_spec(stage: PlannedStage) -> manager.StageSpec:
+    """The engine's StageSpec of ``stage`` with only its place in the pipeline (kind, inputs,
+    outputs, side inputs): all a stage object needs that only moves watermarks (Spark's streaming
+    driver, whose stages run in partitions). engine_spec adds the coder-backed parts."""
+    return manager.StageSpec(stage.id, stage.kind, list(stage.inputs), list(stage.outputs), stage.side_pcolls)
+
+
 def engine_spec(
     plan: Plan,
     coders: codecs.Coders,
     stage: PlannedStage,
-    keyed: KeyedStage | None,
+    keyed: KeyedHead | None,
     merge_fn=None,
     side_mapper: sidewindows.SdkMapper | None = None,
 ) -> manager.StageSpec:
-    """The engine's StageSpec of ``stage``; ``keyed``: its KeyedStage, if it has a keyed head;
+    """The engine's StageSpec of ``stage``; ``keyed``: its KeyedHead, if it has a keyed head;
     ``side_mapper``: the SDK's window mapping, for a side input of a user's WindowFn in streaming."""
     side_windows = None
     if plan.test_stream_driven and stage.kind == StageKind.SDK and stage.side_inputs:
@@ -114,17 +125,13 @@ def engine_spec(
         side_windows = sidewindows.side_window_needs(
             plan.components, coders, stage.inputs[0], stage.side_inputs, side_mapper
         )
-    return manager.StageSpec(
-        stage.id,
-        stage.kind,
-        list(stage.inputs),
-        list(stage.outputs),
-        stage.side_pcolls,
-        grouping_of(stage.group, group_codec(coders, stage), merge_fn) if stage.group else None,
-        conversions(coders, stage) if stage.kind == StageKind.FLATTEN else {},
-        keyed.spec() if keyed else None,
-        stream_events(plan, coders, stage) if stage.kind == StageKind.TEST_STREAM else [],
-        side_windows,
+    return dataclasses.replace(
+        place_spec(stage),
+        grouping=grouping_of(stage.group, group_codec(coders, stage), merge_fn) if stage.group else None,
+        convert=conversions(coders, stage) if stage.kind == StageKind.FLATTEN else {},
+        keyed=keyed.spec() if keyed else None,
+        events=stream_events(plan, coders, stage) if stage.kind == StageKind.TEST_STREAM else [],
+        side_windows=side_windows,
     )
 
 

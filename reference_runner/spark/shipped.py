@@ -28,9 +28,9 @@ PRECOMBINED_BUNDLES = 100
 
 
 @dataclass
-class StagePlan:
+class ShippedStage:
     id: str  # the stage's id prefixed with the job's: Python workers outlive a job
-    job_group: str  # the run's Spark job group (spark/backend.py): names the run on the executors
+    job_group: str  # the run's Spark job group (spark/spark_backend.py): names the run on the executors
     stage: PlannedStage  # every fact about the stage (kind, inputs, side inputs, grouping ...)
     components: bytes  # the pipeline's Components, serialized
     test_stream_driven: bool = False  # the pipeline has TestStreams (Plan.test_stream_driven)
@@ -68,9 +68,9 @@ class StagePlan:
 
 def stage_plans(
     prepared: Plan, job_group: str, user_code: UserCode = EMBEDDED_CODE, failures: str = ""
-) -> list[StagePlan]:
+) -> list[ShippedStage]:
     return [
-        StagePlan(
+        ShippedStage(
             f"{job_group}/{s.id}",
             job_group,
             s,
@@ -85,7 +85,7 @@ def stage_plans(
 
 def _components(prepared: Plan, stage: PlannedStage) -> bytes:
     """What of the pipeline's Components the stage's tasks read: each Spark stage's command
-    pickles its StagePlans, so with the whole pipeline's every stage would grow with it."""
+    pickles its ShippedStages, so with the whole pipeline's every stage would grow with it."""
     components = prepared.components
     transforms = {t: components.transforms[t] for t in stage.transforms if t in components.transforms}
     pcollections = [*stage.inputs, *stage.outputs, *(side.pcoll for side in stage.side_inputs)]
@@ -98,17 +98,17 @@ def coders_of(components: bytes) -> codecs.Coders:
     return codecs.Coders(beam_runner_api_pb2.Components.FromString(components))
 
 
-class PerStage:
+class ShippedStageCache:
     """What a Python worker rebuilds from a stage's plan, kept for the ``size`` stages it used
     last: PySpark reuses its workers across jobs, and stage ids carry their job's, so an
     unbounded cache would grow with every job a long-lived cluster runs."""
 
-    def __init__(self, build: Callable[[StagePlan], object], size: int = 64):
+    def __init__(self, build: Callable[[ShippedStage], object], size: int = 64):
         self._build, self._size = build, size
         self._kept: OrderedDict[str, object] = OrderedDict()
         self._lock = threading.Lock()
 
-    def __call__(self, plan: StagePlan):
+    def __call__(self, plan: ShippedStage):
         with self._lock:
             value = self._kept.get(plan.id)
             if value is not None:
