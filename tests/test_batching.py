@@ -249,3 +249,36 @@ def test_a_shared_job_that_hangs_is_given_up_at_the_time_limit_and_its_cases_run
         assert cases[name]["batch"].startswith(
             "ran alone: the job of cases#1 (2 cases in one job) failed as a whole: it did not finish within 20 s"
         ), cases[name]["batch"]
+
+
+@pytest.mark.parametrize(
+    "make_trigger, alone",
+    [
+        (lambda t: t.AfterWatermark(early=t.AfterProcessingTime(5)), True),
+        (lambda t: t.Repeatedly(t.AfterAny(t.AfterCount(3), t.AfterProcessingTime(1))), True),
+        (lambda t: t.AfterWatermark(early=t.AfterCount(2), late=t.AfterCount(1)), False),
+        (lambda t: t._AfterSynchronizedProcessingTime(), True),
+    ],
+    ids=["early-processing-time", "nested-processing-time", "counts-only", "synchronized-processing-time"],
+)
+def test_a_case_whose_trigger_waits_for_processing_time_runs_alone(make_trigger, alone):
+    """The engine's rule decides (one owner): a synchronized processing-time trigger waits for
+    processing time too, which the kit's own walk of the SDK's trigger objects missed."""
+    import apache_beam as beam
+    from apache_beam.transforms import trigger, window
+
+    from conformance.authoring import sharing
+
+    p = beam.Pipeline()
+    _ = (
+        p
+        | beam.Create([("k", 1)])
+        | beam.WindowInto(
+            window.FixedWindows(10),
+            trigger=make_trigger(trigger),
+            accumulation_mode=trigger.AccumulationMode.DISCARDING,
+        )
+        | beam.GroupByKey()
+    )
+    reason = sharing.alone_reason(p)
+    assert (reason is not None and "processing time" in reason) == alone, reason

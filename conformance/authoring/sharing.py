@@ -14,8 +14,12 @@ import re
 
 import apache_beam as beam
 from apache_beam.pipeline import AppliedPTransform, PipelineVisitor
+from apache_beam.runners import pipeline_context
 from apache_beam.transforms import ptransform, trigger, userstate
 from apache_beam.transforms.timeutil import TimeDomain
+
+from reference_runner.engine import triggers
+from reference_runner.graph import trigger_spec
 
 # Pipeline options Beam reads only while a case builds its pipeline (GroupByKey's expand reads
 # --allow_unsafe_triggers): a case that sets them builds with them and may still share a job
@@ -86,17 +90,14 @@ def _is_splittable(fn) -> bool:
         return False
 
 
-def _fires_on_processing_time(fn, depth: int = 0) -> bool:
-    """Does this trigger, or any trigger inside it, wait for processing time?"""
-    if isinstance(fn, trigger.AfterProcessingTime):
-        return True
-    if depth > 20 or not isinstance(fn, trigger.TriggerFn):
-        return False
-    for value in vars(fn).values():
-        parts = value if isinstance(value, (list, tuple)) else [value]
-        if any(_fires_on_processing_time(p, depth + 1) for p in parts if isinstance(p, trigger.TriggerFn)):
-            return True
-    return False
+def _fires_on_processing_time(fn: trigger.TriggerFn) -> bool:
+    """Does this trigger, or any trigger inside it, wait for processing time? The model's rule has
+    one owner, the reference runner's engine: the trigger goes there as the Runner API gives it."""
+    try:
+        proto = fn.to_runner_api(pipeline_context.PipelineContext())
+        return triggers.waits_for_processing_time(trigger_spec.from_proto(proto))
+    except (trigger_spec.UnknownTrigger, NotImplementedError):
+        return True  # a trigger the runner cannot read: its case runs alone, where it is judged
 
 
 class _CaseScope(ptransform.PTransform):
