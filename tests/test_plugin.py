@@ -351,3 +351,31 @@ def test_a_target_factory_that_creates_an_unnamed_target_is_refused():
         targets.create("made-unnamed", targets.TargetSettings())
     with pytest.raises(ValueError, match="Unnamed does not name itself"):
         targets.register("unnamed-class", Unnamed)
+
+
+COUNTED = textwrap.dedent("""
+    from conformance.session.targets.beam_peers import BeamFnApiTarget
+    from conformance.targets import register
+
+    class Counted(BeamFnApiTarget):
+        \"\"\"Beam's FnApiRunner, counting the Target objects a session makes\"\"\"
+
+        name = "counted"
+
+        def __init__(self, spec, settings):
+            super().__init__(spec, settings)
+            with open("targets-made.txt", "a") as f:
+                f.write(spec + "\\n")
+
+    register("counted", Counted)
+""")
+
+
+def test_a_session_makes_one_target(suite):
+    # the plugin made one for each question it had (property examples, batch size, its name for the
+    # expectations, fetching, the cases, the results) and again for the results: five or more
+    suite.makeconftest(COUNTED)
+    result = run(suite, "--target", "counted", "--target-name", "my-runner")
+    assert (suite.path / "targets-made.txt").read_text().splitlines() == ["counted"]
+    result.stdout.fnmatch_lines(["target my-runner (counted): 1 passed, 1 failed"])
+    assert load_results(suite, "my-runner")["target_info"]["name"] == "my-runner"
