@@ -177,6 +177,13 @@ class CaseRunner:
         # where the case ran the pipeline of each such check (_call_site): finish() fails the case
         # from there, as the case's body has returned by then
         self.deviation_sites: dict[str, types.TracebackType] = {}
+        # where the case called run(), in order: a failure found once the body returned (a batch's
+        # verdict, CaseRunner.finish) is shown from the case's own line
+        self.run_sites: list[types.TracebackType] = []
+
+    def last_run_site(self) -> types.TracebackType | None:
+        """Where the case last called run() (None if it never did)."""
+        return self.run_sites[-1] if self.run_sites else None
 
     def pipeline(self, *extra_args: str) -> beam.Pipeline:
         options = PipelineOptions(self.target.option_args(self.streaming) + list(extra_args))
@@ -211,13 +218,15 @@ class CaseRunner:
         """Run to completion; raise CaseFailure with a readable diff if anything is off.
         ``shape``: submit the pipeline as the SDK pre-optimizes it (conformance/authoring/shapes.py)."""
         __tracebackhide__ = True
+        site = _call_site()
+        self.run_sites.append(site)
         proto = self._submitted(pipeline)
         try:
             result, state = self._execute(pipeline, shape)
         except Exception as e:  # the job failed: show our diff if a check failed, else the runner's text
             text = f"{type(e).__name__}: {e}"
             diffs = _DIFF.findall(text)
-            self._collect_deviations(checks.checks_of(pipeline), {}, _call_site())
+            self._collect_deviations(checks.checks_of(pipeline), {}, site)
             if diffs:
                 raise self._output_differs(diffs) from None
             note = self.target.explain_failure(text)
@@ -241,7 +250,7 @@ class CaseRunner:
         if "DONE" not in state:
             raise CaseFailure(f"the job finished in state {state}, not DONE")
         metrics = all_metrics(result)
-        self._collect_deviations(checks.checks_of(pipeline), metrics, _call_site())
+        self._collect_deviations(checks.checks_of(pipeline), metrics, site)
         self._confirm(checks.checks_of(pipeline), metrics)
         return RunResult(state, metrics, proto_of=lambda: proto or _proto_of(pipeline))
 
@@ -306,6 +315,7 @@ class CaseRunner:
         shaped = _ShapedCaseRunner(self.target, self.streaming, shape, self.capture)
         shaped.deviations = self.deviations  # one case, one account of its deviations
         shaped.deviation_sites = self.deviation_sites
+        shaped.run_sites = self.run_sites
         return shaped
 
     def run_expecting_failure(self, pipeline: beam.Pipeline, match: str) -> str:

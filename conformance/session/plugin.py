@@ -599,11 +599,13 @@ def pytest_pyfunc_call_finish(pyfuncitem):
         runner.finish()
     verdict = pyfuncitem.config.stash[_BATCHES].verdict(pyfuncitem)
     if verdict is not None and verdict.failed_in_batch is not None:
-        raise CaseFailure(
+        failure = CaseFailure(
             f"passes in a job of its own, but failed in a job it shared with other cases ({verdict.batch}): "
             f"the runner does not run independent parts of one pipeline as it runs each alone "
             f"(run with --batch-size 1 to judge cases one job each). In the shared job:\n{verdict.failed_in_batch}"
         )
+        # shown from the case's line that ran its pipeline alone (its body has returned)
+        raise failure.with_traceback(runner.last_run_site() if isinstance(runner, CaseRunner) else None)
     return result
 
 
