@@ -78,6 +78,9 @@ class CrossCutting:
     name: str
     capability: str  # where its deviations are counted
     description: str
+    # Does the kit see a deviation in it from the runner's output or error (a case's failure then
+    # names it)? The TestStream shortfalls no output shows are named by an expectations entry instead.
+    detected: bool = True
 
 
 CROSS_CUTTING = {
@@ -113,12 +116,14 @@ CROSS_CUTTING = {
             "done all the previous ones made possible (SEMANTICS 9): elements of later events overtake "
             "earlier ones or a watermark advance, so a case whose subject depends on that order cannot "
             "judge it",
+            detected=False,
         ),
         CrossCutting(
             TEST_STREAM_PROCESSING_TIME,
             "teststream",
             "the runner refuses or ignores a TestStream's processing-time advances (SEMANTICS 9), so a case "
             "about processing-time triggers or timers cannot judge them",
+            detected=False,
         ),
     )
 }
@@ -580,6 +585,20 @@ def counts_elsewhere(cap: Capability, prop: str) -> Capability | None:
     if home.row == cap.row or prop in cap.owns:
         return None
     return home
+
+
+def cross_cutting_named(name: str) -> CrossCutting:
+    """A cross-cutting property by its name, or by the id of the capability it is counted under
+    when that capability counts no other (``panes.metadata`` is pane metadata)."""
+    if name in CROSS_CUTTING:
+        return CROSS_CUTTING[name]
+    counted_there = [c for c in CROSS_CUTTING.values() if c.capability == name]
+    if len(counted_there) == 1:
+        return counted_there[0]
+    known = "; ".join(sorted(CROSS_CUTTING))
+    if counted_there:
+        raise KeyError(f"{name!r} counts several properties; name one: {known}")
+    raise KeyError(f"no cross-cutting property is named {name!r}; known: {known}")
 
 
 def _check_consistency() -> None:

@@ -2,10 +2,12 @@
 ``--reference_*`` pipeline options, a conformance target name (``reference:seed=7,splits=random``)
 and the options a Job API client sends the job server.
 
-Each knob has one reader that accepts its value as typed or as text and names the knob when it
-refuses one (OptionError). The same readers and ``read`` serve the Spark backend's option table
-(spark/settings.py). ``Knobs`` is the one record of a run's schedule, defaults included: the
-seeded policy (bundling.SeededPolicy) is made from it.
+``Knobs`` is the one record of a run's schedule and the one table of its knobs: each field
+carries its default, its reader (which accepts a value as typed or as text and names the knob
+when it refuses one: OptionError), how it is written and its help (option_table.option), and
+ReferenceRunner's parameters, the ``--reference_*`` options and the reference target's help are
+generated from the fields. The seeded policy (bundling.SeededPolicy) is made from it. The same
+readers serve the Spark backend's settings (spark/settings.py).
 """
 
 from __future__ import annotations
@@ -15,11 +17,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from reference_runner import option_table
+from reference_runner.option_table import Knob, job_options, option, split_spec, table
+from reference_runner.option_table import OptionError as OptionError  # raised by read: its users catch it here
+
 WHOLE, RANDOM, NONE = "whole", "random", "none"  # the knobs' words (bundle_size, splits)
-
-
-class OptionError(ValueError):
-    """A runner option (a knob, a Spark option) is unknown or has a value the runner does not take."""
+PREFIX = "reference_"  # the knobs' prefix as pipeline options: --reference_bundle_size
 
 
 def integer(value) -> int:
@@ -75,85 +78,86 @@ def _path(value) -> str | None:
 
 
 @dataclass(frozen=True)
-class Knob:
-    read: Callable[[Any], Any]
-    expected: str  # what the error says a good value is
-    help: str
-    remote: bool = True  # may a Job API client set it (not: paths on the server's disk)
+class Knobs:
+    """The knobs, each with its option table row (option_table.option): the runner's parameters,
+    its ``--reference_*`` options and the reference target's help are generated from these fields."""
 
-
-KNOBS: dict[str, Knob] = {
-    "seed": Knob(
-        integer,
-        "an integer",
-        "seed of every scheduling decision (bundle sizes, split points, injected faults); the "
+    seed: int | str = option(  # str: a seed derived from one (the Spark backend's per partition, "7/3")
+        0,
+        read=integer,
+        form="N",
+        expected="an integer",
+        help="seed of every scheduling decision (bundle sizes, split points, injected faults); the "
         "same seed and pipeline give the same run",
-    ),
-    "bundle_size": Knob(
-        _bundle_size,
-        "'whole', 'random' or a positive integer",
-        "elements per bundle: 'whole' (all pending input of a stage), a positive integer N, "
+    )
+    bundle_size: str | int = option(
+        WHOLE,
+        read=_bundle_size,
+        form="whole|N|random",
+        expected="'whole', 'random' or a positive integer",
+        help="elements per bundle: 'whole' (all pending input of a stage), a positive integer N, "
         "or 'random' (seeded sizes, small ones likely)",
-    ),
-    "splits": Knob(
-        _choice(NONE, RANDOM),
-        "'none' or 'random'",
-        "'random': at a seeded position of some bundles the runner sends a "
+    )
+    splits: str = option(
+        NONE,
+        read=_choice(NONE, RANDOM),
+        form="none|random",
+        expected="'none' or 'random'",
+        help="'random': at a seeded position of some bundles the runner sends a "
         "ProcessBundleSplitRequest with a seeded fraction while the bundle runs, and "
         "reschedules the residual",
-    ),
-    "faults": Knob(
-        _probability,
-        "a number in [0, 1)",
-        "probability in [0, 1) that a bundle attempt fails part-way in the worker; the runner "
+    )
+    faults: float = option(
+        0.0,
+        read=_probability,
+        form="P",
+        expected="a number in [0, 1)",
+        help="probability in [0, 1) that a bundle attempt fails part-way in the worker; the runner "
         "discards that attempt and retries the bundle",
-    ),
-    "fuse": Knob(
-        _flag,
-        "'true' or 'false'",
-        "fuse ParDo and Window transforms into stages (false: every transform is its own stage, "
+    )
+    fuse: bool = option(
+        True,
+        read=_flag,
+        form="true|false",
+        expected="'true' or 'false'",
+        help="fuse ParDo and Window transforms into stages (false: every transform is its own stage, "
         "exercising cross-stage paths)",
-    ),
-    "lift": Knob(
-        _flag,
-        "'true' or 'false'",
-        "lift CombinePerKey into precombine, GroupByKey, merge and extract (false: run the "
+    )
+    lift: bool = option(
+        True,
+        read=_flag,
+        form="true|false",
+        expected="'true' or 'false'",
+        help="lift CombinePerKey into precombine, GroupByKey, merge and extract (false: run the "
         "composite's own subtransforms)",
-    ),
-    "clock": Knob(
-        _choice("virtual", "wall"),
-        "'virtual' or 'wall'",
-        "processing time: 'virtual' (deterministic; when nothing else can progress it jumps to "
+    )
+    clock: str = option(
+        "virtual",
+        read=_choice("virtual", "wall"),
+        form="virtual|wall",
+        expected="'virtual' or 'wall'",
+        help="processing time: 'virtual' (deterministic; when nothing else can progress it jumps to "
         "the next processing-time timer, trigger deadline or TestStream step) or 'wall' (real "
         "time: the runner waits for timers, and a TestStream's processing-time advance waits "
         "that long)",
-    ),
-    "trace": Knob(
-        _path,
-        "a file path",
-        "write one JSON line per bundle attempt (stage, elements, split, fault, attempt, watermarks, outcome) to PATH",
+    )
+    trace: str | None = option(
+        None,
+        read=_path,
+        form="PATH",
+        expected="a file path",
+        help="write one JSON line per bundle attempt (stage, elements, split, fault, attempt, watermarks, outcome) "
+        "to PATH",
         remote=False,
-    ),
-    "replay": Knob(
-        _path,
-        "a file path",
-        "take every scheduling decision from a trace written by --reference_trace, reproducing that run",
+    )
+    replay: str | None = option(
+        None,
+        read=_path,
+        form="PATH",
+        expected="a file path",
+        help="take every scheduling decision from a trace written by --reference_trace, reproducing that run",
         remote=False,
-    ),
-}
-
-
-@dataclass(frozen=True)
-class Knobs:
-    seed: int | str = 0  # str: a seed derived from one (the Spark backend's per partition, "7/3")
-    bundle_size: str | int = WHOLE
-    splits: str = NONE
-    faults: float = 0.0
-    fuse: bool = True
-    lift: bool = True
-    clock: str = "virtual"
-    trace: str | None = None
-    replay: str | None = None
+    )
 
     @classmethod
     def parse(cls, values: dict[str, Any], base: Knobs | None = None) -> Knobs:
@@ -167,39 +171,17 @@ class Knobs:
         server's own, default the defaults); the ones that name paths on the server's disk are
         not taken from clients."""
         remote = [name for name, knob in KNOBS.items() if knob.remote]
-        return cls.parse(job_options(options, "reference_", remote), base)
+        return cls.parse(job_options(options, PREFIX, remote), base)
 
 
-def job_options(options, prefix: str, names) -> dict[str, Any]:
-    """The values a Job API client sent for the pipeline options ``--{prefix}{name}`` (a protobuf
-    Struct of beam:option:OPTION:v1, as Beam's PortableRunner sends them), by name, as sent: a
-    number, a string or a bool. Options not sent, or sent as null (unset), are left out."""
-    values = {}
-    for name in names:
-        value = options.fields.get(f"beam:option:{prefix}{name}:v1")
-        kind = value.WhichOneof("kind") if value is not None else None
-        if kind not in (None, "null_value"):
-            values[name] = getattr(value, kind)
-    return values
+KNOBS: dict[str, Knob] = table(Knobs)
 
 
 def read_spec(spec: str) -> dict[str, Any]:
     """'seed=7,splits=random' (a target name's options) -> the knobs it sets, read."""
-    return read(dict(part.partition("=")[::2] for part in spec.split(",") if part))
+    return read(split_spec(spec))
 
 
-def read(values: dict[str, Any], table: dict[str, Knob] = KNOBS, prefix: str = "") -> dict[str, Any]:
-    """Every knob of ``table`` given (None: not given), read; OptionError names an unknown knob
-    or a bad value (as ``prefix`` + its name: how the user spelled it)."""
-    out = {}
-    for name, value in values.items():
-        knob = table.get(name)
-        if knob is None:
-            raise OptionError(f"unknown runner option {prefix + name!r}; known: {', '.join(sorted(table))}")
-        if value is None:
-            continue
-        try:
-            out[name] = knob.read(value)
-        except (TypeError, ValueError):
-            raise OptionError(f"{prefix}{name} must be {knob.expected}, not {value!r}") from None
-    return out
+def read(values: dict[str, Any]) -> dict[str, Any]:
+    """Every knob given (None: not given), read; OptionError names an unknown knob or a bad value."""
+    return option_table.read(values, KNOBS)

@@ -10,6 +10,7 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent / "reference_runner"
 # Lower numbers first. SparkRunner (spark/runner.py) is a runner, above the backend it wraps.
 LAYERS = {
     "engine": 0,
+    "option_table": 1,
     "knobs": 1,
     "metrics": 1,
     "bundling": 2,

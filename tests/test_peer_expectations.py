@@ -2,11 +2,13 @@
 (and, on request, each of Beam's own runners) with its committed known failures, has no
 regression and no unexpected pass."""
 
+import json
 import os
 import sys
 
 import pytest
 
+from conformance.session.expectations import NOT_RUN, Expectations, detected_property
 from pipeline_captures import check_directory
 from suite_run import run_suite, unexpected
 
@@ -154,3 +156,47 @@ def _every_test_stream_is_decodable_by_any_runner(captured):
     # the cases that declare python_only, named here so that a new declaration is a reviewed change
     declaring = {entry.split(".pb:", 1)[0].rsplit("-", 1)[0] for entry in checked.python_only}
     assert declaring <= PYTHON_ONLY_CASES, "\n".join(checked.python_only)
+
+
+# --------------------------------------------------------------------------- without running them
+
+REPORTS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "reports")
+
+
+def _committed_results() -> list[str]:
+    """The committed results of every run judged by one of the kit's expectations files."""
+    names = sorted(n for n in os.listdir(REPORTS) if n.startswith("results-") and n.endswith(".json"))
+    return [n for n in names if (_document(n).get("expectations") or "").startswith("conformance/expectations/")]
+
+
+def _document(name: str) -> dict:
+    with open(os.path.join(REPORTS, name)) as f:
+        return json.load(f)
+
+
+def rejudge(expectations: Expectations, record: dict) -> str:
+    """A committed record's outcome, judged again by ``expectations`` from what the case did:
+    skipped, passed or failed, and the property its failure lies in when the kit saw it (a
+    property only an entry can name came from that entry, not from the failure)."""
+    known = expectations.lookup(record["id"], record["capability"])
+    if record["message"].startswith(NOT_RUN):  # an entry kept it from running: one still must
+        return "skipped" if known is not None and known.skip else "run (no entry skips it now)"
+    if record["outcome"] in ("skipped", "error"):  # skipped by the case itself, or no verdict of its own
+        return record["outcome"]
+    failed = record["outcome"] in ("failed", "expected-failure")
+    return expectations.judge(known, failed, detected_property(record)).outcome
+
+
+@pytest.mark.parametrize("results_name", _committed_results())
+def test_the_committed_files_give_the_committed_runs_their_verdicts(results_name):
+    # A peer's full run takes up to an hour; its committed results say what each case did, so the
+    # file it was judged by can change (a property entry for many case entries) only if every
+    # record keeps its verdict: no regression, no unexpected pass, no known failure lost.
+    doc = _document(results_name)
+    expectations = Expectations.load(doc["expectations"])
+    changed = []
+    for record in doc["cases"]:
+        judged = rejudge(expectations, record)
+        if judged != record["outcome"]:
+            changed.append(f"{record['id']}: {record['outcome']} judged again {judged}")
+    assert not changed, "\n".join(changed[:40])

@@ -151,3 +151,16 @@ def test_reference_runners_parameters_are_the_knobs():
     from reference_runner.knobs import KNOBS
 
     assert set(inspect.signature(ReferenceRunner).parameters) == set(KNOBS)
+
+
+def test_the_reference_targets_help_names_every_knob():
+    import dataclasses
+
+    from conformance.session.targets.reference import ReferenceTarget
+    from conformance.targets import TargetSettings
+
+    # it once left out lift (and the trace and replay paths the target name takes)
+    for f in dataclasses.fields(Knobs):
+        assert f"{f.name}=" in ReferenceTarget.help, f.name
+    target = ReferenceTarget("reference:lift=false,seed=3", TargetSettings())
+    assert target.describe()["schedule"] == {"lift": False, "seed": 3}

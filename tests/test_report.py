@@ -361,3 +361,51 @@ def test_java_vr_runs_are_a_section_of_their_own(tmp_path):
     assert "ParDo/ParMultiDo(Anonymous).output: Expected: <3> |" in section and "but: was" not in section
     page = (tmp_path / "capability-matrix.html").read_text()
     assert 'id="java-vr-heading"' in page and "Failing Java tests on runner-a (2)" in page
+
+
+def test_a_partial_cell_is_shaded_by_the_fifth_of_its_cases_that_pass(tmp_path):
+    from conformance.tools.report import html
+
+    def cell(passing, ran):
+        return matrix.Cell([{"outcome": "passed"}] * passing + [{"outcome": "failed"}] * (ran - passing))
+
+    # the two cells: 31 of 32 and 1 of 15 get the ends of the scale
+    steps = {(p, r): html.rate_step(cell(p, r)) for p, r in ((1, 15), (1, 5), (2, 5), (79, 100), (4, 5), (31, 32))}
+    assert steps == {(1, 15): 0, (1, 5): 1, (2, 5): 2, (79, 100): 3, (4, 5): 4, (31, 32): 4}
+    doc = results_doc(
+        "r",
+        [case(f"pardo/{i}", "pardo.basic", "passed" if i else "failed") for i in range(32)]
+        + [case(f"gbk/{i}", "gbk.global", "failed" if i else "passed") for i in range(15)],
+    )
+    page = html.render(matrix.build([doc]))
+    assert 'class="v-partially rate-4" data-target="t0"' in page and 'data-passed="31" data-ran="32"' in page
+    assert 'class="v-partially rate-0" data-target="t0"' in page and 'data-passed="1" data-ran="15"' in page
+
+
+def test_the_kits_own_runners_are_told_apart_by_their_target_description():
+    from conformance.tools.report.own_runners import is_own
+
+    assert is_own({"spec": "reference:bundle_size=1"}) and is_own({"spec": "spark"})
+    ours = "python -m reference_runner.jobserver --port {port} --backend spark"
+    assert is_own({"spec": "grpc", "job_server_cmd": ours})
+    assert is_own({"spec": "grpc", "job_server_cmd": "/venv/bin/reference-runner --port {port}"})
+    assert not is_own(
+        {"spec": "grpc", "job_server_cmd": "python -m apache_beam.runners.portability.local_job_service_main"}
+    )
+    assert not is_own({"spec": "flink"}) and not is_own({"spec": "referenced"}) and not is_own({})
+
+
+def test_the_page_notes_the_kits_own_columns_and_tables_the_targets():
+    from conformance.tools.report import html
+
+    docs = [results_doc(name, [case("pardo/map", "pardo.basic", "passed")]) for name in ("reference", "spark", "flink")]
+    for doc in docs:
+        doc["target_info"]["spec"] = doc["target"]
+    page = html.render(matrix.build(docs))
+    note = page[page.index('<p class="own-note"') : page.index("</p>", page.index('<p class="own-note"'))]
+    assert "<strong>reference and spark</strong> are the kit's own runners" in note
+    assert "not evidence" in note and "The other columns are runners the kit did not write." in note
+    table = page[page.index('<table class="targets"') : page.index("</table>", page.index('<table class="targets"'))]
+    assert table.count('<th scope="rowgroup"') == 3
+    # without a runner of the kit's there is no note
+    assert 'class="own-note"' not in html.render(matrix.build(docs[2:]))

@@ -3,6 +3,7 @@ Playwright): the grid, a cell's cases, the filters, the layout at 1280 px and 39
 kept as artifacts), grayscale legibility, and axe-core (from the npm registry) run in the page."""
 
 import fcntl
+import itertools
 import json
 import os
 import shutil
@@ -33,6 +34,26 @@ TEN = [
     "beam-spark-job-server",
     "beam-dask",
 ]
+
+# what the committed results say of these targets (the kit's own three, and a Java job server's longest)
+TARGET_INFO = {
+    "reference-job-server": {
+        "spec": "grpc",
+        "endpoint": "127.0.0.1:54317",
+        "environment_type": "LOOPBACK",
+        "job_server_cmd": "python -m reference_runner.jobserver --port {port}",
+    },
+    "spark": {"spec": "spark", "python": "3.11.7", "master": "local[2]"},
+    "beam-spark-job-server": {
+        "spec": "beam-spark-job-server",
+        "python": "3.11.7",
+        "endpoint": "127.0.0.1:49589",
+        "environment_type": "LOOPBACK",
+        "runner_version": "Beam 2.62.0, Spark 3.5.0 (local[2])",
+        "version_skew": "the job server is Beam 2.62.0, older than the submitting Python SDK (apache-beam 2.77.0)",
+    },
+}
+OWN = ["reference", "reference-job-server", "spark"]
 
 
 def _unavailable(reason: str):
@@ -127,7 +148,9 @@ def ten_targets():
                         known="a known limitation of this runner" if outcome == "expected-failure" else None,
                     )
                 )
-        docs.append(results_doc(name, cases))
+        doc = results_doc(name, cases)
+        doc["target_info"].update(TARGET_INFO.get(name, {"spec": name}))
+        docs.append(doc)
     # Beam's Java ValidatesRunner runs of five of them: the section below the grid
     docs += [java_vr_doc(name, seed=t) for t, name in enumerate(TEN[:5])]
     previous = json.loads(json.dumps(docs[0]))
@@ -234,6 +257,22 @@ def test_layout_fits_and_header_and_first_column_stay(browser, ten_page_path, wi
             .evaluate_all("es => es.map(e => e.getBoundingClientRect().width)")
         )
         assert len(widths) == 10 and min(widths) >= 24, widths
+        # the targets are a table, one row group per target, that fits without scrolling sideways
+        table = page.locator("table.targets")
+        assert table.locator("tbody th[scope=rowgroup]").all_inner_texts() == [
+            n + ("*" if n in OWN else "") for n in TEN
+        ]
+        assert page.locator(".targets-wrap").evaluate("e => e.scrollWidth <= e.clientWidth"), "the table scrolls"
+        box = table.bounding_box()
+        assert box["x"] >= 0 and box["x"] + box["width"] <= width, box
+        # every count and wall time shows on one line (a number broken over two is misread)
+        lines = table.locator("tbody tr:first-child td").evaluate_all(
+            """es => es.map(e => { const r = document.createRange(); r.selectNodeContents(e);
+                                   return new Set(Array.from(r.getClientRects(), q => Math.round(q.top))).size; })"""
+        )
+        assert lines == [1] * 7 * len(TEN), lines
+        table.screenshot(path=str(out / f"matrix-{width}px-targets.png"))
+        page.evaluate("window.scrollTo(0, 0)")
         # scroll the grid down: its header row stays at the top
         wrap.evaluate("e => { e.scrollTop = 600; }")
         assert wrap.evaluate("e => e.scrollTop") > 0
@@ -340,3 +379,92 @@ def test_axe_finds_no_serious_or_critical_violation(browser, ten_page_path, widt
         assert not problems, "\n".join(problems)
     finally:
         page.close()
+
+
+def _contrast(a: str, b: str) -> float:
+    light, dark = sorted((_luminance(a), _luminance(b)), reverse=True)
+    return (light + 0.05) / (dark + 0.05)
+
+
+# one row per fifth of passing cases: (row's capability, passing, run)
+SHARES = [
+    ("gbk.global", 1, 15),
+    ("combine.globally", 5, 16),
+    ("flatten.basic", 8, 15),
+    ("side_inputs.singleton", 12, 16),
+]
+SHARES.append(("pardo.basic", 31, 32))
+
+
+@pytest.fixture(scope="module")
+def shares_page_path(tmp_path_factory):
+    cases = [
+        case(f"x/{cap}_{i}", cap, "passed" if i < passing else "failed", "" if i < passing else MESSAGE)
+        for cap, passing, ran in SHARES
+        for i in range(ran)
+    ] + [case("x/yes", "gbk.sessions", "passed"), case("x/no", "timers.event_time", "failed", MESSAGE)]
+    return _write([results_doc("my-runner", cases)], tmp_path_factory.mktemp("shares"))
+
+
+def _shades(page, selector):
+    return page.locator(selector).evaluate_all(
+        "es => es.map(e => [+e.dataset.passed / +e.dataset.ran, getComputedStyle(e).backgroundColor,"
+        " getComputedStyle(e).color])"
+    )
+
+
+def test_partially_is_shaded_by_the_share_of_cases_that_pass(browser, shares_page_path, ten_page_path):
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    page.set_default_timeout(10_000)
+    try:
+        page.goto(shares_page_path.as_uri())
+        yes = _luminance(
+            page.locator('#matrix td[data-verdict="yes"]').evaluate("e => getComputedStyle(e).backgroundColor")
+        )
+        no = _luminance(
+            page.locator('#matrix td[data-verdict="no"]').evaluate("e => getComputedStyle(e).backgroundColor")
+        )
+        shades = sorted(_shades(page, '#matrix td[data-verdict="partially"]'))
+        assert [round(share, 3) for share, _, _ in shades] == [round(p / r, 3) for _, p, r in SHARES]
+        # 1 of 15 and 31 of 32 differ: each fifth has its own shade, lighter (nearer Yes) as more pass
+        lightness = [_luminance(bg) for _, bg, _ in shades]
+        assert all(a < b for a, b in itertools.pairwise(lightness)), shades
+        for (share, bg, fg), light in zip(shades, lightness, strict=True):
+            # every shade still reads as Partially in grayscale, and its text stays legible (WCAG AA)
+            assert yes - light > 0.25 and light - no > 0.25, (share, bg, yes, no)
+            assert _contrast(bg, fg) >= 4.5, (share, bg, fg)
+        # the legend shows the five shades, in the grid's colours
+        legend = page.locator(".legend .scale .chip").evaluate_all(
+            "es => es.map(e => getComputedStyle(e).backgroundColor)"
+        )
+        assert legend == [bg for _, bg, _ in shades], legend
+        # on ten targets too, no cell is darker than one with fewer cases passing
+        page.goto(ten_page_path.as_uri())
+        ten = sorted(_shades(page, '#matrix td[data-verdict="partially"]'))
+        assert len({bg for _, bg, _ in ten}) >= 4, ten
+        for (share_a, bg_a, _), (share_b, bg_b, _) in itertools.pairwise(ten):
+            assert _luminance(bg_a) <= _luminance(bg_b), (share_a, bg_a, share_b, bg_b)
+    finally:
+        page.close()
+
+
+@pytest.mark.parametrize("width, height", [(1280, 900), (390, 844)])
+def test_a_note_says_the_kits_own_columns_prove_little(browser, ten_page_path, sample_page, width, height):
+    page = browser.new_page(viewport={"width": width, "height": height})
+    page.set_default_timeout(10_000)
+    try:
+        page.goto(ten_page_path.as_uri())
+        note = page.locator("#own-note")
+        assert note.is_visible()
+        # above the grid, where a reader meets the columns
+        assert note.bounding_box()["y"] < page.locator("#matrix").bounding_box()["y"]
+        text = note.inner_text()
+        assert "reference, reference-job-server and spark are the kit's own runners" in text, text
+        assert "written with" in text and "not evidence" in text, text
+        # their columns carry the note's mark, the others do not
+        marked = page.locator("#matrix thead th.target:has(.own-mark)").all_inner_texts()
+        assert [t.rstrip("*") for t in marked] == OWN, marked
+    finally:
+        page.close()
+    # results of runners the kit did not write only: no note
+    assert sample_page.locator("#own-note").count() == 0

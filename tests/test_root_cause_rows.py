@@ -114,6 +114,42 @@ def test_a_runner_that_mislabels_only_the_final_pane_fails_the_pane_row_alone(py
     assert "whose only deviation is pane metadata: counted here as failing, there as passing" in text
 
 
+def test_one_property_entry_covers_every_case_that_deviates_only_in_pane_metadata(pytester, tmp_path):
+    # one entry says what a runner's file used to say once per case (beam-direct.yaml had 64 of them)
+    pytester.makeconftest(CONFTEST)
+    (pytester.path / "exp.yaml").write_text(
+        "known_failures:\n"
+        "  - property: panes.metadata\n"
+        "    reason: every final pane is marked not last\n"
+        "  - case: 'gbk/sessions_java_vector'\n"
+        "    reason: its own entry wins over the property's\n"
+    )
+    result = pytester.runpytest_subprocess(
+        "-p",
+        "no:cacheprovider",
+        "-q",
+        "--target",
+        "mislabels-final-pane",
+        "--expectations",
+        "exp.yaml",
+        "--results-dir",
+        str(tmp_path),
+        "-m",
+        "gbk and not streaming and not property",
+        "--pyargs",
+        "conformance",
+    )
+    assert result.ret == 0, result.stdout.str()[-3000:]
+    cases = {c["id"]: c for c in json.loads((tmp_path / "results-mislabels-final-pane.json").read_text())["cases"]}
+    covered = [c for c in cases.values() if c["known_failure"] == "every final pane is marked not last"]
+    assert len(covered) >= 5, sorted(cases)
+    assert all(c["outcome"] == "expected-failure" and c["cross_cutting"] == "pane metadata" for c in covered)
+    own = cases["gbk/sessions_java_vector"]
+    assert own["outcome"] == "expected-failure" and own["known_failure"] == "its own entry wins over the property's"
+    # a case the property entry would cover that passes is a pass, not an unexpected pass
+    assert cases["gbk/empty_input_gives_empty_output_and_downstream_pardo_runs"]["outcome"] == "passed"
+
+
 # writes where pytest's report of each failed case starts: FILE:LINE, then the line it marks. A
 # plugin of its own: a conftest's hooks see only the items below it, and the cases are packaged.
 FIRST_FRAME = textwrap.dedent("""

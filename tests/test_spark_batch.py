@@ -115,6 +115,25 @@ def test_the_spark_target_takes_a_seed_for_its_micro_batches():
         SparkTarget("spark:seed=random", TargetSettings())
 
 
+def test_the_spark_target_takes_every_setting_a_job_may_set_and_its_help_names_them():
+    # it once took bundle_size and seed only, and its help was written out by hand
+    from conformance.session.targets.spark import SparkTarget
+    from conformance.targets import TargetSettings
+    from reference_runner.spark.settings import SPARK_OPTIONS
+
+    per_job = [name for name, knob in SPARK_OPTIONS.items() if knob.remote]
+    assert "parallelism" in per_job and "max_side_input_mib" in per_job
+    for name in ["master", *per_job]:
+        assert f"{name}=" in SparkTarget.help, name
+    target = SparkTarget("spark:parallelism=4,max_side_input_mib=8", TargetSettings())
+    assert {k: target.describe()[k] for k in ("parallelism", "max_side_input_mib")} == {
+        "parallelism": 4,
+        "max_side_input_mib": 8,
+    }
+    runner = target.beam_runner()
+    assert (runner.parallelism, runner.max_side_input_mib) == (4, 8)
+
+
 def test_a_few_elements_of_one_partition_are_spread_over_every_partition():
     # a ReadFromText's nine initial restrictions come from one Impulse's partition; PySpark's
     # repartition moved them as one pickled batch, so the whole read ran in one task

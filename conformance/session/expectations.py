@@ -3,8 +3,13 @@
 File format (YAML)::
 
     target: beam-fnapi                # informational
+    runner_version: "Beam 2.62.0, ..." # optional: the runner's release the file was written for, as
+                                      # the target reports it (results' target_info.runner_version)
     include: other.yaml               # optional: also every entry of that file (path relative to this one)
     known_failures:
+      - property: panes.metadata      # a cross-cutting property (capabilities.CROSS_CUTTING), by its
+        reason: "..."                 # name or by the capability it is counted under: every case
+                                      # that fails with its every deviation in it (see below)
       - case: "triggers/after_count_*" # a case id or a glob over case ids
         reason: "why this runner fails it"
         issue: https://...            # optional
@@ -18,6 +23,18 @@ File format (YAML)::
         reason: "the runner's TestStream lets later elements overtake a watermark advance"
         lies_in: TestStream event order   # optional: the failure lies in this property (a name of
                                           # capabilities.CROSS_CUTTING), not in the case's subject
+
+A ``property`` entry covers, after a case ran, a failure the kit found to lie wholly in that
+property (the case's failure names it: ``cross_cutting`` in the results), when no case or capability
+entry covers the case: one entry says "this runner deviates only in pane metadata" for every case
+that shows it, and which cases those are follows from the kit's own verdicts, not from a list. A
+case it would cover that passes is simply passed (no unexpected pass: the entry names no case).
+It cannot skip a case, be flaky or say ``lies_in``; it can name only a property the kit detects
+(``CrossCutting.detected``), since no failure names the others.
+
+A ``case`` entry must match a case the suite defines: one that matches none fails the load,
+naming its file and entry, once the case modules it could name were collected (whatever
+``-k``/``-m`` then select).
 
 A ``lies_in`` entry says where the failure lies when nothing in the runner's output can show it
 (a TestStream whose events the runner does not apply in order fails a lateness case with output a
@@ -39,6 +56,7 @@ from __future__ import annotations
 
 import fnmatch
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import yaml
@@ -46,6 +64,12 @@ import yaml
 from conformance import capabilities
 
 JAVA_VR_PREFIX = "java_vr/"
+# how a case a ``skip`` entry keeps from running is reported (its results record's message starts so)
+NOT_RUN = "known failure, not run: "
+_TOP_LEVEL = {"target", "description", "runner_version", "include", "known_failures"}
+_ENTRY_KEYS = {"case", "capability", "property", "reason", "issue", "skip", "flaky", "lies_in"}
+# what a property entry cannot say: it decides after a run, on a failure, and names no case
+_NOT_FOR_PROPERTY = ("skip", "flaky", "lies_in")
 
 
 class ExpectationsError(ValueError):
@@ -63,18 +87,26 @@ class KnownFailure:
     source: str = ""
     # the cross-cutting property the failure lies in (capabilities.CROSS_CUTTING), if the entry says
     lies_in: str | None = None
+    # a property entry: the cross-cutting property whose failures it covers (its CROSS_CUTTING name)
+    property_name: str | None = None
+    # its place in its file's known_failures (from 1), for messages that name it
+    number: int = 0
 
     def for_java_vr(self) -> bool:
         """Does this entry speak of Beam's Java ValidatesRunner tests (not of the kit's cases)?"""
         return self.case is not None and self.case.startswith(JAVA_VR_PREFIX)
 
     def matches(self, case_id: str, capability_id: str) -> bool:
-        if case_id.startswith(JAVA_VR_PREFIX) != self.for_java_vr():
+        """Does it cover this case before it runs? (A property entry decides after, on its failure.)"""
+        if self.property_name is not None or case_id.startswith(JAVA_VR_PREFIX) != self.for_java_vr():
             return False
         if self.case is not None:
-            # An exact id first: parametrized ids hold brackets, which a glob reads as a set.
-            return case_id == self.case or fnmatch.fnmatchcase(case_id, self.case)
+            return self.matches_id(case_id)
         return capability_id == self.capability or capability_id.startswith(self.capability + ".")
+
+    def matches_id(self, case_id: str) -> bool:
+        # An exact id first: parametrized ids hold brackets, which a glob reads as a set.
+        return self.case is not None and (case_id == self.case or fnmatch.fnmatchcase(case_id, self.case))
 
     def describe(self) -> str:
         text = self.reason
@@ -82,11 +114,41 @@ class KnownFailure:
             text += f" ({self.issue})"
         return text
 
+    def label(self) -> str:
+        """What it names: ``case 'gbk/x'``, ``capability state``, ``property pane metadata``."""
+        if self.case is not None:
+            return f"case {self.case!r}"
+        if self.capability is not None:
+            return f"capability {self.capability}"
+        return f"property {self.property_name}"
+
+    def where(self) -> str:
+        return f"{self.source}: known_failures entry {self.number} ({self.label()})"
+
+
+@dataclass(frozen=True)
+class Judgement:
+    """The verdict on a case that ran: passed, failed, expected-failure or unexpected-pass, and the
+    entry that decided it (a flaky entry's pass is passed, with its entry)."""
+
+    outcome: str
+    entry: KnownFailure | None
+
 
 class Expectations:
-    def __init__(self, entries: list[KnownFailure], path: str | None = None):
+    def __init__(
+        self,
+        entries: list[KnownFailure],
+        path: str | None = None,
+        runner_version: str | None = None,
+        chosen_by_name: bool = False,
+    ):
         self.entries = entries
         self.path = path
+        # the runner's release the file says it was written for (None: it does not say)
+        self.runner_version = runner_version
+        # picked as conformance/expectations/<target-name>.yaml, not named by --expectations
+        self.chosen_by_name = chosen_by_name
         self._used: set[int] = set()
 
     @classmethod
@@ -94,7 +156,7 @@ class Expectations:
         return cls([])
 
     @classmethod
-    def load(cls, path: str, _depth: int = 0) -> Expectations:
+    def load(cls, path: str, _depth: int = 0, chosen_by_name: bool = False) -> Expectations:
         try:
             with open(path) as f:
                 data = yaml.safe_load(f) or {}
@@ -108,7 +170,10 @@ class Expectations:
             if _depth > 4:
                 raise ExpectationsError(f"{path}: 'include' nests too deeply (a cycle?)")
             entries += cls.load(os.path.join(os.path.dirname(path), include), _depth + 1).entries
-        return cls(entries, path)
+        version = data.get("runner_version")
+        if version is not None and not isinstance(version, str):
+            raise ExpectationsError(f"{path}: 'runner_version' must be a string, not {version!r}")
+        return cls(entries, path, version, chosen_by_name)
 
     def lookup(self, case_id: str, capability_id: str) -> KnownFailure | None:
         """The first entry that covers the case (case entries win over capability entries)."""
@@ -119,36 +184,128 @@ class Expectations:
                 return entry
         return None
 
+    def for_property(self, prop: str) -> KnownFailure | None:
+        """The property entry covering a failure whose every deviation lies in ``prop``."""
+        for i, entry in enumerate(self.entries):
+            if entry.property_name == prop:
+                self._used.add(i)
+                return entry
+        return None
+
+    def judge(self, known: KnownFailure | None, failed: bool, cross_cutting: str | None) -> Judgement:
+        """The verdict on a case that ran, given the entry ``lookup`` found for it before (None:
+        none) and the property its failure lies in wholly, if any."""
+        if known is None and failed and cross_cutting is not None:
+            known = self.for_property(cross_cutting)
+        if known is None:
+            return Judgement("failed" if failed else "passed", None)
+        if failed:
+            return Judgement("expected-failure", known)
+        return Judgement("passed" if known.flaky else "unexpected-pass", known)
+
     def unused(self) -> list[KnownFailure]:
         """Entries that matched no collected case: probably stale or misspelled."""
         return [e for i, e in enumerate(self.entries) if i not in self._used]
+
+    def stale(self, records: list[dict], java: bool) -> list[KnownFailure]:
+        """The entries of this suite (Java entries name java_vr/ ids) that decided none of a run's
+        results records: a property entry none of whose failures showed up, any other that
+        matched no case that ran."""
+        own = [e for e in self.entries if e.for_java_vr() == java]
+        return [e for e in own if not any(_decides(e, r) for r in records)]
+
+    def check_defined(self, case_ids: Iterable[str], case_modules: Iterable[str]) -> None:
+        """Refuse the case entries that match no case the suite defines. ``case_ids``: every case
+        collected, before -k/-m chose; ``case_modules``: the names of the packaged case modules
+        (``gbk`` for test_gbk.py), collected or not. An entry whose ids could lie in a packaged
+        module that was not collected this time is left alone: the run cannot tell."""
+        ids = list(case_ids)
+        collected = {i.split("/", 1)[0] for i in ids if not i.startswith(JAVA_VR_PREFIX)}
+        known_modules = collected | set(case_modules)
+        java_collected = any(i.startswith(JAVA_VR_PREFIX) for i in ids)
+        unmatched = []
+        for entry in self.entries:
+            if entry.case is None:
+                continue
+            if entry.for_java_vr():
+                if not java_collected:
+                    continue
+            else:
+                module = entry.case.split("/", 1)[0]
+                named = {m for m in known_modules if m == module or fnmatch.fnmatchcase(m, module)}
+                if named - collected:
+                    continue
+            if not any(entry.matches_id(i) for i in ids):
+                unmatched.append(entry)
+        if unmatched:
+            raise ExpectationsError(
+                f"{len(unmatched)} expectations entr{'y matches' if len(unmatched) == 1 else 'ies match'} "
+                "no case the suite defines (a misspelled or removed case id):\n  "
+                + "\n  ".join(e.where() for e in unmatched)
+            )
+
+    def version_warning(self, reported: str | None) -> str | None:
+        """A warning when this file was chosen by the target's name and was written for another
+        runner release than the one the target reports (or the target reports none)."""
+        if not self.chosen_by_name or self.runner_version is None or reported == self.runner_version:
+            return None
+        runner = f"the runner reports {reported!r}" if reported else "the runner reports no version"
+        return (
+            f"expectations {self.path}, chosen by the target name, were written for runner version "
+            f"{self.runner_version!r}; {runner}: their verdicts may not hold for it "
+            "(name the file with --expectations to choose it deliberately, "
+            "or write one with `beam-conformance baseline`)"
+        )
+
+
+def detected_property(record: dict) -> str | None:
+    """The cross-cutting property a results record's failure lies in wholly, when the kit saw it
+    there (``cross_cutting``); None for a pass, and for a property only an entry's ``lies_in`` names."""
+    prop = record.get("cross_cutting")
+    if record.get("outcome") not in ("failed", "expected-failure", "error") or prop not in capabilities.CROSS_CUTTING:
+        return None
+    return prop if capabilities.CROSS_CUTTING[prop].detected else None
+
+
+def _decides(entry: KnownFailure, record: dict) -> bool:
+    if entry.property_name is not None:
+        return record.get("cross_cutting") == entry.property_name and record.get("known_failure") == entry.describe()
+    return entry.matches(record["id"], record["capability"])
 
 
 def parse(data, source: str = "<data>") -> list[KnownFailure]:
     if not isinstance(data, dict):
         raise ExpectationsError(f"{source}: top level must be a mapping with 'known_failures'")
-    unknown_keys = set(data) - {"target", "description", "include", "known_failures"}
+    unknown_keys = set(data) - _TOP_LEVEL
     if unknown_keys:
         raise ExpectationsError(f"{source}: unknown top-level keys {sorted(unknown_keys)}")
     raw = data.get("known_failures") or []
     if not isinstance(raw, list):
         raise ExpectationsError(f"{source}: 'known_failures' must be a list")
     entries = []
+    properties_seen: dict[str, int] = {}
     for n, item in enumerate(raw, 1):
         where = f"{source}: known_failures entry {n}"
         if not isinstance(item, dict):
             raise ExpectationsError(f"{where} must be a mapping")
-        extra = set(item) - {"case", "capability", "reason", "issue", "skip", "flaky", "lies_in"}
+        extra = set(item) - _ENTRY_KEYS
         if extra:
             raise ExpectationsError(f"{where}: unknown keys {sorted(extra)}")
-        case, capability = item.get("case"), item.get("capability")
-        if (case is None) == (capability is None):
-            raise ExpectationsError(f"{where}: give exactly one of 'case' or 'capability'")
+        case, capability, prop = item.get("case"), item.get("capability"), item.get("property")
+        if sum(x is not None for x in (case, capability, prop)) != 1:
+            raise ExpectationsError(f"{where}: give exactly one of 'case' or 'capability', or a 'property'")
         reason = item.get("reason")
         if not isinstance(reason, str) or not reason.strip():
             raise ExpectationsError(f"{where}: every known failure needs a 'reason'")
         if capability is not None and capability not in capabilities.BY_ID and capability not in capabilities.GROUPS:
             raise ExpectationsError(f"{where}: unknown capability {capability!r}")
+        property_name = None if prop is None else _property_of(prop, item, where)
+        if property_name is not None:
+            if property_name in properties_seen:
+                raise ExpectationsError(
+                    f"{where}: property {property_name!r} has an entry already (entry {properties_seen[property_name]})"
+                )
+            properties_seen[property_name] = n
         lies_in = item.get("lies_in")
         if lies_in is not None and lies_in not in capabilities.CROSS_CUTTING:
             known = ", ".join(sorted(capabilities.CROSS_CUTTING))
@@ -163,6 +320,27 @@ def parse(data, source: str = "<data>") -> list[KnownFailure]:
                 bool(item.get("flaky", False)),
                 source,
                 lies_in,
+                property_name,
+                n,
             )
         )
     return entries
+
+
+def _property_of(prop, item: dict, where: str) -> str:
+    """The CROSS_CUTTING name a property entry names, refused when the entry cannot work."""
+    try:
+        found = capabilities.cross_cutting_named(str(prop))
+    except KeyError as e:
+        raise ExpectationsError(f"{where}: {e.args[0]}") from None
+    if not found.detected:
+        raise ExpectationsError(
+            f"{where}: the kit cannot see a deviation in {found.name!r} from a runner's output, so no failure "
+            "names it: list its cases as 'case' entries with 'lies_in' instead"
+        )
+    said = [k for k in _NOT_FOR_PROPERTY if k in item]
+    if said:
+        raise ExpectationsError(
+            f"{where}: a property entry covers failures after they happen and names no case: it takes no {said}"
+        )
+    return found.name

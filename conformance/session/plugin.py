@@ -17,7 +17,8 @@ from conformance.authoring import shapes
 from conformance.authoring.case_runner import CaseFailure, CaseRunner, PipelineCapture
 from conformance.java_vr import suite as java_vr
 from conformance.session import batching, results, targets
-from conformance.session.expectations import Expectations, ExpectationsError, KnownFailure
+from conformance.session.entry_check import EntryCheck
+from conformance.session.expectations import NOT_RUN, Expectations, ExpectationsError, KnownFailure
 
 DEFAULT_TARGET = "beam-direct"
 DEFAULT_CASE_TIMEOUT = 180.0
@@ -218,6 +219,14 @@ def pytest_configure(config):
     config.pluginmanager.register(config.stash[_RECORDER], "beam-conformance-recorder")
     config.stash[_STARTED] = time.time()
     config.stash[_EXPECTATIONS] = _load_expectations(config)
+    config.pluginmanager.register(
+        EntryCheck(
+            config.stash[_EXPECTATIONS],
+            lambda items: [case_id_of(i) for i in items if _is_case(i)],
+            lambda: [name.removeprefix("test_") for name in packaged_case_modules()],
+        ),
+        "beam-conformance-entry-check",
+    )
     config.stash[_BATCHES] = batching.Batches(
         _batch_size(config), config.getoption("case_timeout"), config.stash[_TARGET].started, case_id_of
     )
@@ -327,6 +336,7 @@ def _load_expectations(config) -> Expectations:
     path = config.getoption("expectations")
     if path and path.lower() == "none":
         return Expectations.empty()
+    candidate = None
     if path is None:
         try:
             name = config.stash[_TARGET].name
@@ -337,7 +347,7 @@ def _load_expectations(config) -> Expectations:
             return Expectations.empty()
         path = candidate
     try:
-        return Expectations.load(path)
+        return Expectations.load(path, chosen_by_name=path == candidate)
     except ExpectationsError as e:
         raise pytest.UsageError(str(e)) from None
 
@@ -359,6 +369,9 @@ def pytest_sessionstart(session):
         target.fetch(progress)
     except targets.TargetUnavailable as e:
         pytest.exit(f"target {config.getoption('target')} is unavailable: {e}", returncode=3)
+    warning = config.stash[_EXPECTATIONS].version_warning(target.describe().get("runner_version"))
+    if warning is not None and reporter is not None:
+        reporter.write_line(f"beam-conformance: WARNING: {warning}", yellow=True)
     if java_vr.runs_java(config):
         java_vr.build(target, progress)  # Maven, once: the workers find it in the cache
 
@@ -392,6 +405,19 @@ def case_id_of(item) -> str:
     module = module[len("test_") :] if module.startswith("test_") else module
     name = item.name[len("test_") :] if item.name.startswith("test_") else item.name
     return f"{module}/{name}"
+
+
+def packaged_case_modules() -> set[str]:
+    """The kit's case modules (``test_gbk``), but the Java ValidatesRunner suite's."""
+    import pkgutil
+
+    import conformance.cases
+
+    return {
+        m.name
+        for m in pkgutil.iter_modules(conformance.cases.__path__)
+        if m.name.startswith("test_") and m.name != java_vr.MODULE.removesuffix(".py")
+    }
 
 
 def _is_case(item) -> bool:
@@ -464,7 +490,7 @@ def pytest_collection_modifyitems(session, config, items):
         known = expectations.lookup(case_id, cap.id)
         item.stash[_CASE] = CaseInfo(case_id, cap, known)
         if known is not None and known.skip:
-            item.add_marker(pytest.mark.skip(reason=f"known failure, not run: {known.describe()}"))
+            item.add_marker(pytest.mark.skip(reason=NOT_RUN + known.describe()))
     if errors:
         raise pytest.UsageError("malformed conformance cases:\n  " + "\n  ".join(errors))
 
@@ -624,27 +650,30 @@ def pytest_runtest_makereport(item, call):
         return
     kind = None
     message = ""
+    known = case.known
+    failure = call.excinfo.value if call.excinfo is not None else None
     if report.when == "call":
         message = _message_of(call)
-        if case.known is not None and report.failed:
+        if report.skipped:
+            kind, message = "skipped", _skip_reason(report)
+        else:
+            judged = item.config.stash[_EXPECTATIONS].judge(
+                known, report.failed, getattr(failure, "cross_cutting", None)
+            )
+            kind, known = judged.outcome, judged.entry
+        if kind == "expected-failure" and known is not None:
             report.outcome = "skipped"
-            report.wasxfail = f"known failure: {case.known.describe()}"
-            kind = "expected-failure"
-        elif case.known is not None and report.passed and case.known.flaky:
-            kind, message = "passed", f"passed this time; known to fail in some runs: {case.known.describe()}"
-        elif case.known is not None and report.passed:
+            report.wasxfail = f"known failure: {known.describe()}"
+        elif kind == "passed" and known is not None:  # a flaky entry's pass
+            message = f"passed this time; known to fail in some runs: {known.describe()}"
+        elif kind == "unexpected-pass" and known is not None:
             report.outcome = "failed"
             report.longrepr = (
                 f"UNEXPECTED PASS: {case.id} passed but is listed as a known failure "
-                f"in {case.known.source} ({case.known.describe()}). "
+                f"in {known.source} ({known.describe()}). "
                 "Remove the entry so the expectations stay true."
             )
             message = report.longrepr
-            kind = "unexpected-pass"
-        else:
-            kind = {"passed": "passed", "failed": "failed", "skipped": "skipped"}[report.outcome]
-            if report.skipped:
-                message = _skip_reason(report)
     elif report.when == "setup" and not report.passed:
         kind = "skipped" if report.skipped else "error"
         message = _skip_reason(report) if report.skipped else _message_of(call)
@@ -652,7 +681,6 @@ def pytest_runtest_makereport(item, call):
         kind, message = "error", _message_of(call)
     if kind is None:
         return
-    failure = call.excinfo.value if call.excinfo is not None else None
     if kind == "failed" and getattr(failure, "conformance_outcome", None) == "error":
         kind = "error"  # the Java launcher could not run the test
     cap = case.capability
@@ -666,8 +694,8 @@ def pytest_runtest_makereport(item, call):
             ("conformance_message", message[:8000]),
         ]
     )
-    if case.known is not None:
-        report.user_properties.append(("known_failure", case.known.describe()))
+    if known is not None:
+        report.user_properties.append(("known_failure", known.describe()))
     verdict = item.config.stash[_BATCHES].verdict(item)
     if verdict is not None:
         report.user_properties.extend([("batch", verdict.describe()), ("batch_share_s", verdict.share_s)])
@@ -678,9 +706,9 @@ def pytest_runtest_makereport(item, call):
         report.user_properties.append(("java_categories", java_vr.short_categories(listed.categories)))
     if kind in ("failed", "expected-failure") and getattr(failure, "cross_cutting", None):
         report.user_properties.extend([("cross_cutting", failure.cross_cutting), ("judged", failure.judged)])
-    elif kind == "expected-failure" and case.known is not None and case.known.lies_in:
+    elif kind == "expected-failure" and known is not None and known.lies_in:
         # the expectations say where this failure lies (a property no output can show)
-        report.user_properties.extend([("cross_cutting", case.known.lies_in), ("judged", False)])
+        report.user_properties.extend([("cross_cutting", known.lies_in), ("judged", False)])
 
 
 # CPython 3.11 before 3.11.8 keeps one AST-construction depth counter per interpreter, so ast.parse
@@ -775,15 +803,7 @@ class _Recorder:
         self.deselected += sum(1 for item in items if _is_case(item))
 
     def selection(self) -> dict:
-        import pkgutil
-
-        import conformance.cases
-
-        packaged = {
-            m.name
-            for m in pkgutil.iter_modules(conformance.cases.__path__)
-            if m.name.startswith("test_") and m.name != java_vr.MODULE.removesuffix(".py")
-        }
+        packaged = packaged_case_modules()
         return {"deselected": self.deselected, "case_modules_not_collected": sorted(packaged - self.case_modules)}
 
     def pytest_runtest_logreport(self, report):
@@ -895,8 +915,7 @@ def _report_batches(terminalreporter, records: list[dict]) -> None:
 def _report_stale(terminalreporter, expectations, records, java: bool) -> None:
     """Entries of this suite that matched no case that ran (Java entries name java_vr/ ids)."""
     run_ids = [r["id"] for r in records]
-    own = [e for e in expectations.entries if e.for_java_vr() == java]
-    stale = [e for e in own if not any(e.matches(r["id"], r["capability"]) for r in records)]
+    stale = expectations.stale(records, java)
     if stale and len(run_ids) >= 50:  # only meaningful when (most of) the suite ran
         terminalreporter.write_line(
             f"{len(stale)} known-failure entr{'y' if len(stale) == 1 else 'ies'} "
@@ -904,4 +923,4 @@ def _report_stale(terminalreporter, expectations, records, java: bool) -> None:
             yellow=True,
         )
         for e in stale:
-            terminalreporter.write_line(f"  {e.case or e.capability}: {e.reason}", yellow=True)
+            terminalreporter.write_line(f"  {e.label()}: {e.reason}", yellow=True)

@@ -2,7 +2,10 @@
 
 A new runner fails many cases on its first run; this turns that run into a gate. Each
 failing case becomes a known failure whose reason is its failure message, condensed to one
-line (edit it). A capability whose cases all fail becomes one capability entry, when the run
+line (edit it). Cases whose every deviation lies in one cross-cutting property the kit detects
+(their records name it: ``cross_cutting``, e.g. pane metadata) become one property entry, when
+there are at least two: it covers every case that fails that way, in this run and later ones. A
+capability whose cases all fail becomes one capability entry, when the run
 was not narrowed (no ``-k``/``-m`` deselection, every case module collected: results record
 that) and the capability has at least two cases. ``update`` merges a newer run into an existing file: entries
 whose cases now pass go, entries that still fail stay as written (reason, issue, skip, flaky),
@@ -18,7 +21,7 @@ import yaml
 
 from conformance import capabilities
 from conformance.session import results
-from conformance.session.expectations import Expectations, KnownFailure, parse
+from conformance.session.expectations import Expectations, KnownFailure, detected_property, parse
 
 PASSING = ("passed", "unexpected-pass")
 FAILING = ("failed", "expected-failure", "error")
@@ -56,10 +59,36 @@ def _case_entry(record: dict, template: dict | None = None) -> dict:
     return entry
 
 
-def _collapse(new_failing: list[dict], records: list[dict], narrowed: bool) -> list[dict]:
-    """Case entries for ``new_failing``, one capability entry where all of a capability's
-    cases in the run fail (and the run was the whole suite)."""
+def _property_entries(failing: list[dict]) -> tuple[list[dict], list[dict]]:
+    """One property entry per property in which at least two failing cases deviate, and the
+    failing records left for case and capability entries."""
+    by_prop: dict[str, list[dict]] = {}
+    for r in failing:
+        prop = detected_property(r)
+        if prop is not None:
+            by_prop.setdefault(prop, []).append(r)
     entries = []
+    taken: set[str] = set()
+    for prop, deviating in sorted(by_prop.items()):
+        if len(deviating) < 2:
+            continue
+        reasons = list(dict.fromkeys(reason_of(r) for r in deviating))
+        reason = (
+            reasons[0]
+            if len(reasons) == 1
+            else f"{len(deviating)} cases deviate only in {prop} "
+            f"({capabilities.CROSS_CUTTING[prop].description}); first: {reasons[0]}"
+        )
+        entries.append({"property": prop, "reason": reason})
+        taken |= {r["id"] for r in deviating}
+    return entries, [r for r in failing if r["id"] not in taken]
+
+
+def _collapse(new_failing: list[dict], records: list[dict], narrowed: bool) -> list[dict]:
+    """One property entry per property two or more cases deviate in alone, case entries for
+    the rest of ``new_failing``, one capability entry where all of a capability's cases in the
+    run fail (and the run was the whole suite)."""
+    entries, new_failing = _property_entries(new_failing)
     by_cap: dict[str, list[dict]] = {}
     for r in new_failing:
         by_cap.setdefault(r["capability"], []).append(r)
@@ -83,7 +112,9 @@ def _coverage(entries: list[KnownFailure], records: list[dict]) -> dict[int, lis
     expectations = Expectations(entries)
     index = {id(e): i for i, e in enumerate(entries)}
     for r in records:
-        entry = expectations.lookup(r["id"], r["capability"])
+        known = expectations.lookup(r["id"], r["capability"])
+        # the plugin's own verdict: a property entry decides a failure no other entry covers
+        entry = expectations.judge(known, r["outcome"] in FAILING, detected_property(r)).entry
         if entry is not None:
             covered.setdefault(index[id(entry)], []).append(r)
     return covered
@@ -100,7 +131,15 @@ def build(run: dict, source: str = "") -> dict:
     records = run["cases"]
     failing = [r for r in records if r["outcome"] in FAILING]
     entries = _collapse(sorted(failing, key=lambda r: r["id"]), records, _no_capability_entries(run))
-    return {"target": run["target"], "description": _description(run, source), "known_failures": entries}
+    document = {"target": run["target"], "description": _description(run, source)}
+    if _runner_version(run):
+        document["runner_version"] = _runner_version(run)
+    return {**document, "known_failures": entries}
+
+
+def _runner_version(run: dict) -> str | None:
+    """The runner's release as the target reported it (the file then says what it was written for)."""
+    return (run.get("target_info") or {}).get("runner_version")
 
 
 def update(existing: dict, run: dict, included: list[KnownFailure] = ()) -> tuple[dict, list[str]]:
@@ -118,6 +157,12 @@ def update(existing: dict, run: dict, included: list[KnownFailure] = ()) -> tupl
         passing = [r for r in decided if r["outcome"] in PASSING]
         still = [r for r in decided if r["outcome"] not in PASSING]  # failing, or skipped by it
         label = entry.case or f"capability {entry.capability}"
+        if entry.property_name is not None:
+            if decided or results.narrowed(run):
+                kept.append(item)
+            else:
+                notes.append(f"dropped property {entry.property_name}: no case deviates only in it now")
+            continue
         if not passing or entry.flaky:
             kept.append(item)
         elif not still:
@@ -128,7 +173,7 @@ def update(existing: dict, run: dict, included: list[KnownFailure] = ()) -> tupl
     for j in range(len(own), len(entries)):
         if any(r["outcome"] in PASSING for r in covered.get(j, [])) and not entries[j].flaky:
             notes.append(
-                f"{entries[j].case or entries[j].capability} in the included file "
+                f"{entries[j].label()} in the included file "
                 f"{entries[j].source} covers cases that now pass; edit that file"
             )
     covered_ids = {r["id"] for rs in covered.values() for r in rs}
@@ -137,9 +182,14 @@ def update(existing: dict, run: dict, included: list[KnownFailure] = ()) -> tupl
     )
     added = _collapse(new_failing, records, _no_capability_entries(run))
     for entry in added:
-        notes.append(f"added {entry.get('case') or 'capability ' + entry['capability']}: {entry['reason']}")
+        named = entry.get("case") or next(f"{k} {entry[k]}" for k in ("property", "capability") if k in entry)
+        notes.append(f"added {named}: {entry['reason']}")
     document = {k: v for k, v in existing.items() if k != "known_failures"}
     document.setdefault("target", run["target"])
+    version = _runner_version(run)
+    if version and document.get("runner_version") != version:
+        notes.append(f"runner_version: {document.get('runner_version')} -> {version} (the run's)")
+        document["runner_version"] = version
     document["known_failures"] = kept + added
     return document, notes
 

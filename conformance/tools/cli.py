@@ -284,8 +284,10 @@ def main(argv: list[str] | None = None) -> int:
         "baseline",
         help="write a runner's expectations file from a run's failures, so the next run is a gate",
         description="One known failure per failing case, its reason the case's failure message (edit it); "
-        "a capability whose cases all fail (two or more, in a run not narrowed with -k/-m) "
-        "becomes one capability entry. Run the suite again with --expectations FILE.",
+        "cases that deviate only in one cross-cutting property (two or more: pane metadata, a refused "
+        "TestStream) become one property entry; a capability whose cases all fail (two or more, in a run "
+        "not narrowed with -k/-m) becomes one capability entry; the runner's version, when the target "
+        "reports one, is recorded. Run the suite again with --expectations FILE.",
     )
     base.add_argument("results", metavar="RESULTS.json", help="a results-<target>.json written by the suite")
     base.add_argument(

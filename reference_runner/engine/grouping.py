@@ -10,9 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from reference_runner.engine.windows import MIN_TIMESTAMP, Interval, merge_overlapping
-
-END_OF_WINDOW, EARLIEST, LATEST = "END_OF_WINDOW", "EARLIEST", "LATEST"
+from reference_runner.engine.windows import END_OF_WINDOW, MIN_TIMESTAMP, combine_timestamps, merge_windows
 
 
 @dataclass(frozen=True)
@@ -143,35 +141,20 @@ class GroupBuffer:
             for w in sorted(per_window, key=_window_order):
                 if w.max_timestamp < watermark:
                     group = per_window.pop(w)
-                    ts = self._output_timestamp(group.timestamps, w)
+                    ts = combine_timestamps(self.grouping.timestamp_combiner, group.timestamps, w)
                     out.append(build(group.key, group.values, ts, w, ON_TIME_ONLY))
             if not per_window:
                 del self._by_key[key_bytes]
         return out
 
     def _merge(self, per_window: dict) -> dict:
-        if self.grouping.merge_fn is not None:
-            mapping = self.grouping.merge_fn(list(per_window))
-        else:
-            mapping = merge_overlapping(w for w in per_window if isinstance(w, Interval))
         merged: dict = {}
-        for w, group in per_window.items():
-            target = mapping.get(w, w)
-            into = merged.get(target)
-            if into is None:
-                merged[target] = _Group(group.key, list(group.values), list(group.timestamps))
-            else:
-                into.values.extend(group.values)
-                into.timestamps.extend(group.timestamps)
+        for target, parts in merge_windows(list(per_window), self.grouping.merge_fn).items():
+            groups = [per_window[w] for w in parts]
+            merged[target] = _Group(
+                groups[0].key, [v for g in groups for v in g.values], [t for g in groups for t in g.timestamps]
+            )
         return merged
-
-    def _output_timestamp(self, timestamps: list, window) -> int:
-        combiner = self.grouping.timestamp_combiner
-        if combiner == EARLIEST:
-            return min(timestamps)
-        if combiner == LATEST:
-            return max(timestamps)
-        return window.max_timestamp
 
 
 def _window_order(w) -> tuple:

@@ -38,13 +38,14 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-from reference_runner.engine import timeline
+from reference_runner.engine import timeline, watermarks
 from reference_runner.engine.clock import VirtualClock
 from reference_runner.engine.keyed import KeyedSdkStage
 from reference_runner.engine.sideinputs import SideInputBuffer
 from reference_runner.engine.spec import Bundle, Deferred, KeyedSpec, StageKind, StageSpec
 from reference_runner.engine.stages import FlattenStage, GroupStage, ImpulseStage, SdkStage, Stage
 from reference_runner.engine.teststream import ELEMENTS, PROCESSING_TIME, WATERMARK, TestStreamStage
+from reference_runner.engine.watermarks import format_watermark
 from reference_runner.engine.windows import MIN_TIMESTAMP, PLUS_INFINITY
 
 
@@ -158,7 +159,7 @@ class ElementManager:
         for stage in self._sdk:
             if stage.held is not None:
                 stage.release_held(self._side_window_ready)
-            elif not self._side_inputs_ready(stage.spec):
+            elif not watermarks.side_inputs_finished(stage, self._producer):
                 continue
             work = stage.take(self.policy, self.now)
             if work is not None:
@@ -251,19 +252,16 @@ class ElementManager:
         return expired
 
     def done(self) -> bool:
-        return all(s.output_watermark >= PLUS_INFINITY for s in self._stages)
+        return watermarks.finished(self._stages)
 
     # -- side inputs -------------------------------------------------------------------------
-    def _side_inputs_ready(self, spec: StageSpec) -> bool:
-        # Batch readiness: a side input is read once its producer has finished.
-        return all(self._producer[p].output_watermark >= PLUS_INFINITY for p in spec.side_inputs)
-
     def _side_window_ready(self, pcollection: str, window: bytes, max_timestamp: int) -> bool:
-        """The side watermark passed the window's end, or (triggered) a pane fired for it."""
-        if self._producer[pcollection].output_watermark > max_timestamp:
-            return True
         buffer = self._side_buffers.get(pcollection)
-        return buffer is not None and buffer.fired(window)
+        return watermarks.side_window_ready(
+            self._producer[pcollection].output_watermark,
+            max_timestamp,
+            buffer is not None and buffer.fired(window),
+        )
 
     def side_input_version(self, pcollection: str) -> int:
         """Changes whenever what side_input gives changes (cheap: no snapshot)."""
@@ -285,40 +283,10 @@ class ElementManager:
         """Recompute watermarks in topological order; what fires on the way (GroupByKeys) goes on
         downstream, before those stages' watermarks are recomputed."""
         for stage in self._stages:
-            self._emit_from(stage, stage.advance(self._upstream_watermark(stage), self.now))
-
-    def _upstream_watermark(self, stage: Stage) -> int:
-        """The least output watermark of the stage's main-input producers."""
-        return min(
-            (self._producer[p].output_watermark for p in stage.spec.inputs if p in self._producer),
-            default=PLUS_INFINITY,
-        )
+            self._emit_from(stage, stage.advance(watermarks.upstream(stage, self._producer), self.now))
 
     def describe_stuck(self) -> str:
-        lines = ["no stage can make progress, but work remains:"]
-        for stage in self._stages:
-            spec = stage.spec
-            waiting: Any = [p for p in spec.side_inputs if self._producer[p].output_watermark < PLUS_INFINITY]
-            held = stage.held if isinstance(stage, SdkStage) else None
-            if held is not None:  # streaming: per window
-                waiting = f"{len(held)} elements held for windows of {waiting}" if held else ""
-            pending, deferred, in_flight, to_truncate, buffered = stage.counts()
-            lines.append(
-                f"  {spec.id} ({spec.kind}): output watermark {format_watermark(stage.output_watermark)}, "
-                f"pending {pending}, deferred {deferred}, in flight {in_flight}, "
-                + (f"to truncate {to_truncate}, " if to_truncate else "")
-                + f"buffered groups/timers/events {buffered}"
-                + (f", waiting for side inputs {waiting}" if waiting else "")
-            )
-        return "\n".join(lines)
-
-
-def format_watermark(t: int) -> str:
-    if t >= PLUS_INFINITY:
-        return "+inf"
-    if t <= MIN_TIMESTAMP:
-        return "-inf"
-    return f"{t / 1e6:.3f}s"
+        return watermarks.describe_stuck(self._stages, self._producer)
 
 
 __all__ = [

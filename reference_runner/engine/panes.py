@@ -21,8 +21,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from reference_runner.engine import triggers
-from reference_runner.engine.grouping import EARLIEST, LATEST, Grouping, Pane, _window_order
-from reference_runner.engine.windows import MAX_TIMESTAMP, Interval, merge_overlapping
+from reference_runner.engine.grouping import Grouping, Pane, _window_order
+from reference_runner.engine.windows import EARLIEST, LATEST, MAX_TIMESTAMP, combine_timestamps, merge_windows
 
 
 @dataclass
@@ -149,13 +149,7 @@ class TriggeredBuffer:
     def _merge(self, per_window: dict, added, watermark: int, now: int) -> _Window | None:
         """Merge the key's open windows (a new one was added); return the one ``added`` went into."""
         live = [w for w, win in per_window.items() if not win.closed]
-        if self.grouping.merge_fn is not None:
-            mapping = self.grouping.merge_fn(live)
-        else:
-            mapping = merge_overlapping(w for w in live if isinstance(w, Interval))
-        groups: dict = {}
-        for w in live:
-            groups.setdefault(mapping.get(w, w), []).append(w)
+        groups = merge_windows(live, self.grouping.merge_fn)
         for target, parts in groups.items():
             if parts == [target]:
                 continue
@@ -177,7 +171,7 @@ class TriggeredBuffer:
                 merged.holds += win.holds
                 merged.new += win.new
             per_window[target] = merged
-        return per_window.get(mapping.get(added, added))
+        return per_window.get(next((t for t, parts in groups.items() if added in parts), added))
 
     def _gc_time(self, w) -> int:
         return min(w.max_timestamp + self.grouping.allowed_lateness, MAX_TIMESTAMP)
@@ -211,7 +205,9 @@ class TriggeredBuffer:
         if win.new or (final and grouping.empty_final) or (timing == "ON_TIME" and grouping.empty_on_time):
             nonspec = -1 if timing == "EARLY" else win.nonspeculative
             pane = Pane(win.panes == 0, final, timing, win.panes, nonspec)
-            out.append(self.grouping.codec.build(win.key, list(win.values), self._timestamp(win), win.window, pane))
+            # Holds of elements since the last pane: none left, the pane is at the window's end.
+            timestamp = combine_timestamps(grouping.timestamp_combiner, win.holds, win.window)
+            out.append(grouping.codec.build(win.key, list(win.values), timestamp, win.window, pane))
             win.panes += 1
             if timing != "EARLY":
                 win.nonspeculative += 1
@@ -224,12 +220,3 @@ class TriggeredBuffer:
             win.closed = True
             win.values = []
         return out
-
-    def _timestamp(self, win: _Window) -> int:
-        combiner = self.grouping.timestamp_combiner
-        # Holds of elements since the last pane; none left (or END_OF_WINDOW): the window's end.
-        if combiner == EARLIEST and win.holds:
-            return min(win.holds)
-        if combiner == LATEST and win.holds:
-            return max(win.holds)
-        return win.window.max_timestamp

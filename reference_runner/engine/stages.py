@@ -5,13 +5,15 @@ watermarks in topological order (``advance``), tells it processing time moved
 (``on_processing_time``) and asks what processing time it waits for (``deadlines``); whatever
 a stage fires there leaves it at once on every output. SDK stages also hand out bundles and
 take their outcome back. Kinds: SdkStage (here), KeyedSdkStage (engine/keyed.py), GroupStage,
-FlattenStage, ImpulseStage (here) and TestStreamStage (engine/teststream.py).
+FlattenStage, ImpulseStage (here) and TestStreamStage (engine/teststream.py). PartitionedStage
+(here) stands for a stage whose work runs elsewhere in parts, each with one of the others (Spark's
+streaming driver, spark/stream_passes.py).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, Protocol
 
 from reference_runner.engine.grouping import Buffer, GroupBuffer
 from reference_runner.engine.panes import TriggeredBuffer
@@ -33,6 +35,11 @@ class Stage:
     def accept(self, pcollection: str, elements: list, now: int) -> list:
         """Main input arrived on ``pcollection``: what leaves the stage at once, on every output."""
         raise TypeError(f"stage {self.spec.id} ({self.spec.kind}) has no main input")
+
+    def catch_up(self, input_watermark: int) -> None:
+        """A copy of the stage that missed watermark moves learns the input watermark it had
+        reached (new input arrives at it)."""
+        self.input_watermark = max(self.input_watermark, input_watermark)
 
     def advance(self, upstream: int, now: int) -> list:
         """Recompute the watermarks, ``upstream`` being the least output watermark of the main
@@ -61,6 +68,11 @@ class Stage:
         """(pending, deferred, in flight, to truncate, buffered groups/timers/events), to tell
         what a stuck job waits for."""
         return 0, 0, 0, 0, 0
+
+    def held_for_side_windows(self) -> int | None:
+        """Main input held until its side windows are ready (None: the stage reads side inputs
+        whole, or none)."""
+        return None
 
 
 class ImpulseStage(Stage):
@@ -219,6 +231,17 @@ class SdkStage(Stage):
         """Residuals of the running bundle -> items (an unread input is the same element again)."""
         return list(residuals)
 
+    def absorb(self, other: SdkStage) -> None:
+        """Another copy's items join this one's (unkeyed: items are independent); the watermarks
+        are the lesser of the two."""
+        self.pending += other.pending
+        self.deferred += other.deferred
+        self.to_truncate += other.to_truncate
+        if self.held is not None and other.held:
+            self.held += other.held
+        self.input_watermark = min(self.input_watermark, other.input_watermark)
+        self.output_watermark = min(self.output_watermark, other.output_watermark)
+
     def drain(self) -> None:
         """Deferred residuals go to truncation, however far in the future they were to resume."""
         self.to_truncate += [d.element for d in self.deferred]
@@ -243,3 +266,66 @@ class SdkStage(Stage):
 
     def counts(self) -> tuple[int, int, int, int, int]:
         return len(self.pending), len(self.deferred), self.in_flight, len(self.to_truncate), 0
+
+    def held_for_side_windows(self) -> int | None:
+        return None if self.held is None else len(self.held)
+
+
+class PartReport(Protocol):
+    """What one part of a PartitionedStage reports after it ran (its stage object's state)."""
+
+    watermark: int  # its output watermark
+    active: bool  # it keeps state: it must see later watermarks and clock moves
+    deadline: int | None  # the earliest processing time it waits for
+    ready_at: int | None  # the earliest resume time of its deferred residuals
+    counts: tuple  # its counts()
+    held: int  # main input it holds for side windows
+
+
+class PartitionedStage(Stage):
+    """A GroupByKey or SDK stage run elsewhere in parts (Spark's partitions), each part with a
+    stage object of its own: this one stands for the whole. Its output watermark follows the
+    least output watermark the parts reported while some part keeps state, follows the input
+    watermark once none does, and stays where it is while input waits that no part has seen."""
+
+    def __init__(self, spec: StageSpec, test_stream_driven: bool):
+        super().__init__(spec)
+        self.reads_side_windows = test_stream_driven and bool(spec.side_inputs)
+        self.unseen_input = False
+        self.active = False  # some part keeps state
+        self.deadline: int | None = None
+        self.ready_at: int | None = None
+        self.held = 0
+        self._parts_watermark = PLUS_INFINITY
+        self._counts: tuple[int, int, int, int, int] = (0, 0, 0, 0, 0)
+
+    def accept(self, pcollection: str, elements: list, now: int) -> list:
+        """Input arrived for the parts (``elements``: the runner's handles to it)."""
+        self.unseen_input = True
+        return []
+
+    def ran(self, reports: list[PartReport]) -> None:
+        """The parts ran over every input that had arrived: what each reported."""
+        self.unseen_input = False
+        self._parts_watermark = min((r.watermark for r in reports), default=PLUS_INFINITY)
+        self.active = any(r.active for r in reports)
+        self.deadline = min((r.deadline for r in reports if r.deadline is not None), default=None)
+        self.ready_at = min((r.ready_at for r in reports if r.ready_at is not None), default=None)
+        self.held = sum(r.held for r in reports)
+        if reports:
+            counts = [sum(c) for c in zip(*(r.counts for r in reports), strict=True)]
+            self._counts = (counts[0], counts[1], counts[2], counts[3], counts[4])
+
+    def _hold(self, now: int) -> int:
+        if self.unseen_input:
+            return MIN_TIMESTAMP
+        return self._parts_watermark if self.active else PLUS_INFINITY
+
+    def deadlines(self) -> Iterable[int | None]:
+        return self.deadline, self.ready_at
+
+    def counts(self) -> tuple[int, int, int, int, int]:
+        return self._counts
+
+    def held_for_side_windows(self) -> int | None:
+        return self.held if self.reads_side_windows else None

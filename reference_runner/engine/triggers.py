@@ -108,24 +108,6 @@ class Never(Trigger):
 
 
 @dataclass(frozen=True)
-class Always(Trigger):
-    """Fires for every element (Python's Always): Repeatedly(AfterCount(1))."""
-
-    def on_element(self, st, ctx):
-        st.count += 1
-
-    def should_fire(self, st, ctx):
-        return st.count >= 1
-
-    def on_fire(self, st, ctx):
-        st.count = 0
-
-    def _merge_own(self, merged, states):
-        merged.count = sum(s.count for s in states)
-        merged.finished = False
-
-
-@dataclass(frozen=True)
 class AfterCount(Trigger):
     count: int
 
@@ -137,6 +119,20 @@ class AfterCount(Trigger):
 
     def _merge_own(self, merged, states):
         merged.count = sum(s.count for s in states)
+
+
+@dataclass(frozen=True)
+class Always(AfterCount):
+    """Fires for every element (Python's Always): Repeatedly(AfterCount(1)), which never finishes."""
+
+    count: int = 1
+
+    def on_fire(self, st, ctx):
+        st.count = 0
+
+    def _merge_own(self, merged, states):
+        super()._merge_own(merged, states)
+        merged.finished = False
 
 
 @dataclass(frozen=True)
@@ -248,14 +244,19 @@ class Repeatedly(Trigger):
 
 
 @dataclass(frozen=True)
-class AfterEach(Trigger):
-    """Runs its children one after the other; finishes with the last."""
+class _OfSubs(Trigger):
+    """A trigger made of a tuple of sub-triggers, its children."""
 
     subs: tuple
 
     @property
     def children(self):
         return self.subs
+
+
+@dataclass(frozen=True)
+class AfterEach(_OfSubs):
+    """Runs its children one after the other; finishes with the last."""
 
     def on_element(self, st, ctx):
         self.subs[st.current].on_element(st.children[st.current], ctx)
@@ -280,14 +281,8 @@ class AfterEach(Trigger):
 
 
 @dataclass(frozen=True)
-class AfterAny(Trigger):
+class AfterAny(_OfSubs):
     """Fires (and finishes) as soon as any child fires."""
-
-    subs: tuple
-
-    @property
-    def children(self):
-        return self.subs
 
     def should_fire(self, st, ctx):
         return any(c.should_fire(s, ctx) for c, s in zip(self.subs, st.children, strict=True))
@@ -300,14 +295,8 @@ class AfterAny(Trigger):
 
 
 @dataclass(frozen=True)
-class AfterAll(Trigger):
+class AfterAll(_OfSubs):
     """Fires (and finishes) once every child has fired."""
-
-    subs: tuple
-
-    @property
-    def children(self):
-        return self.subs
 
     def should_fire(self, st, ctx):
         return all(s.finished or c.should_fire(s, ctx) for c, s in zip(self.subs, st.children, strict=True))

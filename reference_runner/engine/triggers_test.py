@@ -2,9 +2,9 @@
 driven directly with plain elements: no SDK, no protos."""
 
 from reference_runner.engine import triggers as t
-from reference_runner.engine.grouping import EARLIEST, END_OF_WINDOW, Grouping
+from reference_runner.engine.grouping import Grouping
 from reference_runner.engine.panes import TriggeredBuffer
-from reference_runner.engine.windows import MAX_TIMESTAMP, Interval
+from reference_runner.engine.windows import EARLIEST, END_OF_WINDOW, MAX_TIMESTAMP, Interval
 
 S = 1_000_000  # one second in micros
 INF = MAX_TIMESTAMP + 1

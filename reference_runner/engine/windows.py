@@ -66,3 +66,32 @@ def merge_overlapping(windows) -> dict:
     for g in group:
         result[g] = current
     return result
+
+
+def merge_windows(windows: list, merge_fn=None) -> dict:
+    """The one window-merge rule of a GroupByKey: {merged window: the windows it holds}, in the
+    order ``windows`` are given. ``merge_fn`` (a user WindowFn's merge, run by the SDK) decides
+    when there is one; without it, overlapping intervals merge (sessions). A window that merges
+    with nothing stands for itself."""
+    if merge_fn is not None:
+        mapping = merge_fn(windows)
+    else:
+        mapping = merge_overlapping(w for w in windows if isinstance(w, Interval))
+    merged: dict = {}
+    for w in windows:
+        merged.setdefault(mapping.get(w, w), []).append(w)
+    return merged
+
+
+#: How a pane's output timestamp is chosen (the windowing strategy's OutputTime).
+END_OF_WINDOW, EARLIEST, LATEST = "END_OF_WINDOW", "EARLIEST", "LATEST"
+
+
+def combine_timestamps(combiner: str, timestamps: list, window) -> int:
+    """The one timestamp-combine rule: a pane's output timestamp from its elements' timestamps
+    (or holds). With none, or END_OF_WINDOW, it is the window's max timestamp."""
+    if combiner == EARLIEST and timestamps:
+        return min(timestamps)
+    if combiner == LATEST and timestamps:
+        return max(timestamps)
+    return window.max_timestamp

@@ -26,20 +26,14 @@ from __future__ import annotations
 from apache_beam.portability import python_urns
 from apache_beam.portability.api import beam_runner_api_pb2
 
-from reference_runner.graph import python_coders, rekey, urns
+from reference_runner.graph import copy_on_write, python_coders, rekey, urns
 from reference_runner.graph.pipeline import reachable
 
 
 def lift(proto: beam_runner_api_pb2.Pipeline) -> beam_runner_api_pb2.Pipeline:
     """A copy of ``proto`` with every liftable CombinePerKey lifted (the input is not changed)."""
     liftable = [tid for tid, t in proto.components.transforms.items() if _can_lift(proto.components, t)]
-    if not liftable:
-        return proto
-    out = beam_runner_api_pb2.Pipeline()
-    out.CopyFrom(proto)
-    for tid in liftable:
-        _lift_one(out.components, tid)
-    return out
+    return copy_on_write.edit_each(proto, liftable, _lift_one)
 
 
 def unlift(proto: beam_runner_api_pb2.Pipeline) -> beam_runner_api_pb2.Pipeline:
@@ -49,14 +43,7 @@ def unlift(proto: beam_runner_api_pb2.Pipeline) -> beam_runner_api_pb2.Pipeline:
     by Python equality, the model by encoded bytes (the input is not changed).
 
     Inside a CombinePerKey composite the parts need nothing: ``lift`` replaces them."""
-    chains = list(_sdk_lifted_chains(proto))
-    if not chains:
-        return proto
-    out = beam_runner_api_pb2.Pipeline()
-    out.CopyFrom(proto)
-    for chain in chains:
-        _collapse(out, chain)
-    return out
+    return copy_on_write.edit_each(proto, list(_sdk_lifted_chains(proto)), _collapse)
 
 
 def _sdk_lifted_chains(proto: beam_runner_api_pb2.Pipeline):
@@ -159,7 +146,8 @@ def _equality_is_encoding(components, coder_id: str) -> bool:
     return coder.spec.urn in _EQUALITY_IS_ENCODING
 
 
-def _lift_one(components: beam_runner_api_pb2.Components, tid: str) -> None:
+def _lift_one(proto: beam_runner_api_pb2.Pipeline, tid: str) -> None:
+    components = proto.components
     combine = components.transforms[tid]
     payload = beam_runner_api_pb2.CombinePayload.FromString(combine.spec.payload)
     [(in_tag, main)] = combine.inputs.items()

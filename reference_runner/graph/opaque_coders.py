@@ -24,7 +24,7 @@ import threading
 
 from apache_beam.portability.api import beam_runner_api_pb2
 
-from reference_runner.graph import urns
+from reference_runner.graph import copy_on_write, urns
 
 
 class Readable:
@@ -119,8 +119,7 @@ def readable_windows(proto: beam_runner_api_pb2.Pipeline) -> beam_runner_api_pb2
     }
     if all(rewritten[ws_id] == ws.window_coder_id for ws_id, ws in proto.components.windowing_strategies.items()):
         return proto
-    out = beam_runner_api_pb2.Pipeline()
-    out.CopyFrom(proto)
+    out = copy_on_write.copy(proto)
     for coder_id, coder in readable.added.coders.items():
         out.components.coders[coder_id].CopyFrom(coder)
     for ws_id, coder_id in rewritten.items():

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from apache_beam.portability.api import beam_runner_api_pb2
 
-from reference_runner.graph import urns
+from reference_runner.graph import copy_on_write, urns
 
 
 def replace(proto: beam_runner_api_pb2.Pipeline) -> beam_runner_api_pb2.Pipeline:
@@ -21,12 +21,11 @@ def replace(proto: beam_runner_api_pb2.Pipeline) -> beam_runner_api_pb2.Pipeline
         for tid, t in proto.components.transforms.items()
         if t.spec.urn == urns.RESHUFFLE and t.subtransforms and len(t.inputs) == 1 and len(t.outputs) == 1
     ]
-    if not found:
-        return proto
-    out = beam_runner_api_pb2.Pipeline()
-    out.CopyFrom(proto)
-    for tid in found:  # one nested in another is left unreachable, as its parts are
-        transform = out.components.transforms[tid]
-        del transform.subtransforms[:]
-        transform.spec.payload = b""
-    return out
+    return copy_on_write.edit_each(proto, found, _make_leaf)
+
+
+def _make_leaf(proto: beam_runner_api_pb2.Pipeline, tid: str) -> None:
+    # A Reshuffle nested in another is left unreachable, as its parts are.
+    transform = proto.components.transforms[tid]
+    del transform.subtransforms[:]
+    transform.spec.payload = b""

@@ -15,19 +15,13 @@ from __future__ import annotations
 from apache_beam.portability.api import beam_runner_api_pb2
 
 from reference_runner.engine.spec import StageKind
-from reference_runner.graph import urns
+from reference_runner.graph import copy_on_write, urns
 
 
 def expand(proto: beam_runner_api_pb2.Pipeline) -> beam_runner_api_pb2.Pipeline:
     """A copy of ``proto`` with every splittable ParDo expanded (the input is not changed)."""
     splittable = [tid for tid, t in proto.components.transforms.items() if _is_splittable(t)]
-    if not splittable:
-        return proto
-    out = beam_runner_api_pb2.Pipeline()
-    out.CopyFrom(proto)
-    for tid in splittable:
-        _expand_one(out.components, tid)
-    return out
+    return copy_on_write.edit_each(proto, splittable, _expand_one)
 
 
 def _is_splittable(t: beam_runner_api_pb2.PTransform) -> bool:
@@ -36,7 +30,8 @@ def _is_splittable(t: beam_runner_api_pb2.PTransform) -> bool:
     return bool(beam_runner_api_pb2.ParDoPayload.FromString(t.spec.payload).restriction_coder_id)
 
 
-def _expand_one(components: beam_runner_api_pb2.Components, tid: str) -> None:
+def _expand_one(proto: beam_runner_api_pb2.Pipeline, tid: str) -> None:
+    components = proto.components
     sdf = components.transforms[tid]
     payload = beam_runner_api_pb2.ParDoPayload.FromString(sdf.spec.payload)
     side_tags = set(payload.side_inputs)

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from apache_beam.portability.api import beam_runner_api_pb2
 
-from reference_runner.graph import recode, sdks, urns
+from reference_runner.graph import copy_on_write, recode, sdks, urns
 from reference_runner.graph.pipeline import reachable
 
 _RUNNER_TRANSFORMS = (urns.FLATTEN, urns.GROUP_BY_KEY, urns.RESHUFFLE)
@@ -49,8 +49,7 @@ def transcode(proto: beam_runner_api_pb2.Pipeline) -> beam_runner_api_pb2.Pipeli
     streams = [tid for tid, t in leaves if t.spec.urn == urns.TEST_STREAM and sdk_outputs(components, t)]
     if not mismatched and not streams:
         return proto
-    out = beam_runner_api_pb2.Pipeline()
-    out.CopyFrom(proto)
+    out = copy_on_write.copy(proto)
     components = out.components
     producers = {
         pcoll: t for t in components.transforms.values() if not t.subtransforms for pcoll in t.outputs.values()

@@ -65,32 +65,6 @@ def problems(proto: beam_runner_api_pb2.Trigger) -> list[str]:
     return []
 
 
-def waits_for_processing_time(proto: beam_runner_api_pb2.Trigger) -> bool:
-    """Does the trigger, or one of its sub-triggers, fire on processing time?"""
-    kind = proto.WhichOneof("trigger")
-    if kind in ("after_processing_time", "after_synchronized_processing_time"):
-        return True
-    return any(waits_for_processing_time(sub) for sub in _subtriggers(proto, kind))
-
-
-def _subtriggers(proto: beam_runner_api_pb2.Trigger, kind: str | None) -> list[beam_runner_api_pb2.Trigger]:
-    if kind == "after_end_of_window":
-        p = proto.after_end_of_window
-        subs = []
-        if p.HasField("early_firings"):
-            subs.append(p.early_firings)
-        if p.HasField("late_firings"):
-            subs.append(p.late_firings)
-        return subs
-    if kind == "repeat":
-        return [proto.repeat.subtrigger]
-    if kind in ("after_each", "after_any", "after_all"):
-        return list(getattr(proto, kind).subtriggers)
-    if kind == "or_finally":
-        return [proto.or_finally.main, getattr(proto.or_finally, "finally")]
-    return []
-
-
 def _transform(t: beam_runner_api_pb2.TimestampTransform) -> tuple:
     if t.WhichOneof("timestamp_transform") == "delay":
         return ("delay", t.delay.delay_millis * 1000)

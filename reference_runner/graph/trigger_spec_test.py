@@ -1,6 +1,7 @@
 import pickle
 
 import apache_beam as beam
+from apache_beam.portability.api import beam_runner_api_pb2
 from apache_beam.transforms import trigger, window
 
 from reference_runner.engine import triggers
@@ -27,16 +28,19 @@ def test_a_nested_trigger_translates_once_and_pickles():
     assert pickle.loads(pickle.dumps(t)) == t
 
 
-def test_waits_for_processing_time_agrees_on_the_proto_and_the_engine_trigger():
+def test_a_translated_trigger_waits_for_processing_time_where_a_sub_trigger_does():
+    # The engine owns the rule (engine/triggers.py); a proto is asked through its translation.
     for t, waits in [
         (trigger.AfterWatermark(early=trigger.AfterProcessingTime(5)), True),
         (trigger.Repeatedly(trigger.AfterAny(trigger.AfterCount(3), trigger.AfterProcessingTime(1))), True),
         (trigger.AfterWatermark(late=trigger.AfterCount(1)), False),
         (trigger.DefaultTrigger(), False),
     ]:
-        proto = _proto(t)
-        assert trigger_spec.waits_for_processing_time(proto) is waits
-        assert triggers.waits_for_processing_time(trigger_spec.from_proto(proto)) is waits
+        assert triggers.waits_for_processing_time(trigger_spec.from_proto(_proto(t))) is waits
+    synchronized = beam_runner_api_pb2.Trigger(
+        after_synchronized_processing_time=beam_runner_api_pb2.Trigger.AfterSynchronizedProcessingTime()
+    )
+    assert triggers.waits_for_processing_time(trigger_spec.from_proto(synchronized))
 
 
 def test_the_plan_keeps_the_engine_trigger_and_pickles():

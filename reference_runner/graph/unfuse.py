@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from apache_beam.portability.api import beam_runner_api_pb2
 
-from reference_runner.graph import urns
+from reference_runner.graph import copy_on_write, urns
 
 _COMPONENT_KINDS = ("pcollections", "coders", "windowing_strategies", "environments")
 
@@ -20,16 +20,11 @@ _COMPONENT_KINDS = ("pcollections", "coders", "windowing_strategies", "environme
 def expand_executable_stages(proto: beam_runner_api_pb2.Pipeline) -> beam_runner_api_pb2.Pipeline:
     """A copy of ``proto`` without executable stages (the input is not changed)."""
     stages = [tid for tid, t in proto.components.transforms.items() if t.spec.urn == urns.EXECUTABLE_STAGE]
-    if not stages:
-        return proto
-    out = beam_runner_api_pb2.Pipeline()
-    out.CopyFrom(proto)
-    for tid in stages:
-        _expand(out.components, tid)
-    return out
+    return copy_on_write.edit_each(proto, stages, _expand)
 
 
-def _expand(components: beam_runner_api_pb2.Components, stage_id: str) -> None:
+def _expand(proto: beam_runner_api_pb2.Pipeline, stage_id: str) -> None:
+    components = proto.components
     stage = components.transforms[stage_id]
     payload = beam_runner_api_pb2.ExecutableStagePayload.FromString(stage.spec.payload)
     inner = payload.components

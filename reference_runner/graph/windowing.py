@@ -4,18 +4,18 @@ from __future__ import annotations
 
 from apache_beam.portability.api import beam_runner_api_pb2
 
-from reference_runner.engine import grouping
+from reference_runner.engine import windows
 from reference_runner.graph import urns
 
 _COMBINERS = {
-    beam_runner_api_pb2.OutputTime.END_OF_WINDOW: grouping.END_OF_WINDOW,
-    beam_runner_api_pb2.OutputTime.EARLIEST_IN_PANE: grouping.EARLIEST,
-    beam_runner_api_pb2.OutputTime.LATEST_IN_PANE: grouping.LATEST,
+    beam_runner_api_pb2.OutputTime.END_OF_WINDOW: windows.END_OF_WINDOW,
+    beam_runner_api_pb2.OutputTime.EARLIEST_IN_PANE: windows.EARLIEST,
+    beam_runner_api_pb2.OutputTime.LATEST_IN_PANE: windows.LATEST,
 }
 
 
 def timestamp_combiner(ws: beam_runner_api_pb2.WindowingStrategy) -> str:
-    return _COMBINERS.get(ws.output_time, grouping.END_OF_WINDOW)
+    return _COMBINERS.get(ws.output_time, windows.END_OF_WINDOW)
 
 
 def merged_in_sdk(ws: beam_runner_api_pb2.WindowingStrategy) -> bool:

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 
 import reference_runner.spark.tasks as tasks
 from reference_runner import bundling
-from reference_runner.engine import manager
+from reference_runner.engine import watermarks
 from reference_runner.engine.keyed import KeyedSdkStage
 from reference_runner.engine.spec import Bundle, StageKind, StageSpec
 from reference_runner.engine.stages import GroupStage, SdkStage, Stage
@@ -160,9 +160,10 @@ class _Partition:
         else:
             stage, user = loaded[0]
             for other, _ in loaded[1:]:  # unkeyed stages (no user state): records coalesced together
-                _absorb(stage, other)
+                assert isinstance(stage, SdkStage) and isinstance(other, SdkStage)
+                stage.absorb(other)
         # new input arrives at the input watermark the stage had; a fresh object has not seen it
-        stage.input_watermark = max(stage.input_watermark, self.info.previous)
+        stage.catch_up(self.info.previous)
         return stage, user
 
     def _finish(self, spec: StageSpec, stage: Stage, user: UserStateStore, active: bool, metrics: list):
@@ -297,7 +298,7 @@ class _SdkPartition(_Partition):
                     for element in elements:
                         yield OUTPUT, position, element
             unfinalized.append(committed)
-        if keyed is not None and stage.output_watermark >= manager.PLUS_INFINITY:
+        if keyed is not None and watermarks.finished([stage]):
             state.release(keyed.transform)  # every window is done: its state is dropped
         active = _sdk_active(stage, state.user)
         yield from self._finish(spec, stage, state.user, active, metrics)
@@ -327,9 +328,9 @@ def _sdk_active(stage: SdkStage, user: UserStateStore) -> bool:
 
 
 def _side_ready(marks: dict, pcoll: str, window: bytes, max_timestamp: int) -> bool:
-    """The side watermark passed the window's end, or a pane fired for it (the manager's rule)."""
+    """Whether a side window is ready, by the driver's marks: (side watermark, windows fired)."""
     watermark, fired = marks[pcoll]
-    return watermark > max_timestamp or window in fired
+    return watermarks.side_window_ready(watermark, max_timestamp, window in fired)
 
 
 class _Collected:
@@ -350,18 +351,6 @@ def _truncation(plan: StagePlan, leased: Lease):
 
 
 # -- engine objects between passes ------------------------------------------------------------
-def _absorb(into: Stage, other: Stage) -> None:
-    """Two state records of an unkeyed SDK stage become one (their items are independent)."""
-    assert isinstance(into, SdkStage) and isinstance(other, SdkStage)
-    into.pending += other.pending
-    into.deferred += other.deferred
-    into.to_truncate += other.to_truncate
-    if into.held is not None and other.held:
-        into.held += other.held
-    into.input_watermark = min(into.input_watermark, other.input_watermark)
-    into.output_watermark = min(into.output_watermark, other.output_watermark)
-
-
 def _static(spec: StageSpec) -> dict[int, str]:
     """The spec's objects (and their functions) that a state record names instead of pickling."""
     named: dict[int, str] = {id(spec): "spec"}

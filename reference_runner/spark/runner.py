@@ -7,40 +7,28 @@ from apache_beam.options.pipeline_options import PipelineOptions, StandardOption
 from apache_beam.runners.runner import PipelineRunner
 
 from reference_runner.in_process import run_on
+from reference_runner.option_table import add_arguments, keyword_parameters
 from reference_runner.spark.backend import SparkBackend
 from reference_runner.spark.settings import PREFIX, SPARK_OPTIONS, SparkSettings
 
 
 class SparkOptions(PipelineOptions):
-    """Every option of spark/settings.SPARK_OPTIONS as ``--spark_NAME``. Arguments given to
+    """Every option of spark/settings.SparkSettings as ``--spark_NAME``. Arguments given to
     SparkRunner(...) win over these."""
 
     @classmethod
     def _add_argparse_args(cls, parser):
-        for name, option in SPARK_OPTIONS.items():
-            repeated = name == "conf"  # one KEY=VALUE setting per occurrence
-            parser.add_argument(
-                f"--{PREFIX}{name}",
-                default=None,
-                action="append" if repeated else "store",
-                metavar="KEY=VALUE" if repeated else None,
-                help=option.help,
-            )
+        add_arguments(parser, SparkSettings, PREFIX)
 
 
 class SparkRunner(PipelineRunner):
-    """``beam.Pipeline(runner=SparkRunner(master="local[4]"))``; None falls back to SparkOptions."""
+    """``beam.Pipeline(runner=SparkRunner(master="local[4]"))``. The keyword parameters are the
+    settings (spark/settings.SparkSettings), each an attribute; None falls back to SparkOptions."""
 
-    def __init__(
-        self,
-        master: str | None = None,
-        parallelism: int | None = None,
-        conf: dict | None = None,
-        bundle_size: int | None = None,
-        seed: int | None = None,
-    ):
-        self.master, self.parallelism, self.conf, self.bundle_size = master, parallelism, conf, bundle_size
-        self.seed = seed
+    @keyword_parameters(SparkSettings)
+    def __init__(self, **settings):
+        self.arguments = settings
+        vars(self).update(settings)  # runner.master, runner.bundle_size, ...
 
     def run_pipeline(self, pipeline, options):
         return self.run_portable_pipeline(pipeline.to_runner_api(), options)
@@ -49,8 +37,7 @@ class SparkRunner(PipelineRunner):
         """Run a Runner API pipeline (Beam's hook for runners of protos)."""
         opts = options.view_as(SparkOptions)
         from_options = SparkSettings.parse({name: getattr(opts, f"{PREFIX}{name}") for name in SPARK_OPTIONS})
-        arguments = {name: getattr(self, name) for name in ("master", "parallelism", "conf", "bundle_size", "seed")}
-        settings = SparkSettings.parse(arguments, base=from_options)
+        settings = SparkSettings.parse(self.arguments, base=from_options)
         return run_on(SparkBackend(settings), proto, streaming=options.view_as(StandardOptions).streaming)
 
 

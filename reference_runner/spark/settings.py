@@ -1,17 +1,18 @@
-"""The Spark backend's settings, from one table of options: SparkRunner's arguments and its
-``--spark_*`` pipeline options (spark/runner.py), a conformance target name
-(``spark:master=URL,bundle_size=N``), the job server's ``--spark-master`` and the per-job
-options a Job API client sends all read their values through SPARK_OPTIONS. A bad value is
-refused with knobs.OptionError, naming the option."""
+"""The Spark backend's settings, one record that is also their option table (SPARK_OPTIONS, read
+from its fields): SparkRunner's arguments and its ``--spark_*`` pipeline options
+(spark/runner.py), a conformance target name (``spark:master=URL,bundle_size=N``), the job
+server's ``--spark-master`` and the per-job options a Job API client sends are all generated from
+it and read their values through it. A bad value is refused with OptionError, naming the option."""
 
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
-from reference_runner import knobs
-from reference_runner.knobs import Knob, OptionError
+from reference_runner import knobs, option_table
+from reference_runner.option_table import Knob, option, split_spec, table
+from reference_runner.option_table import OptionError as OptionError  # raised by parse: its users catch it here
 
 MiB = 1 << 20
 #: the master of every Spark run nobody gave one (a laptop's two cores)
@@ -35,49 +36,61 @@ def _conf(value) -> dict:
     return dict(item.split("=", 1) for item in items)
 
 
-# remote=False: the server's own (its jobs share one SparkSession), never a Job API client's.
-SPARK_OPTIONS: dict[str, Knob] = {
-    "master": Knob(
-        _text,
-        "a Spark master URL",
-        f"Spark master URL: local[N] (default {DEFAULT_MASTER}) or spark://HOST:PORT, ...",
+@dataclass(frozen=True)
+class SparkSettings:
+    """The settings, each with its option table row (option_table.option): SparkRunner's
+    parameters, its ``--spark_*`` options and the Spark target's help are generated from these
+    fields. remote=False: the server's own (its jobs share one SparkSession), never a Job API
+    client's."""
+
+    master: str = option(
+        DEFAULT_MASTER,
+        read=_text,
+        form="URL",
+        expected="a Spark master URL",
+        help="Spark master URL: local[N] or spark://HOST:PORT, ...",
         remote=False,
-    ),
-    "conf": Knob(
-        _conf, "KEY=VALUE settings", "a Spark configuration setting KEY=VALUE; repeat for several", remote=False
-    ),
-    "parallelism": Knob(
-        knobs.positive_integer,
-        "a positive integer",
-        "partitions after a shuffle (default: Spark's default parallelism)",
-    ),
-    "bundle_size": Knob(
-        knobs.positive_integer,
-        "a positive integer",
-        "elements per bundle inside a partition (default 1000); outputs leave the partition bundle by bundle",
-    ),
-    "seed": Knob(
-        knobs.integer,
-        "an integer",
-        "streaming: seeded micro-batch boundaries. Each TestStream event's elements arrive over a "
+    )
+    conf: dict = option(
+        factory=dict,
+        read=_conf,
+        form="KEY=VALUE",
+        expected="KEY=VALUE settings",
+        help="a Spark configuration setting KEY=VALUE; repeat for several",
+        remote=False,
+        repeated=True,
+    )
+    parallelism: int | None = option(
+        None,
+        read=knobs.positive_integer,
+        form="N",
+        expected="a positive integer",
+        help="partitions after a shuffle (default: Spark's default parallelism)",
+    )
+    bundle_size: int = option(
+        1000,
+        read=knobs.positive_integer,
+        form="N",
+        expected="a positive integer",
+        help="elements per bundle inside a partition; outputs leave the partition bundle by bundle",
+    )
+    seed: int | None = option(
+        None,
+        read=knobs.integer,
+        form="N",
+        expected="an integer",
+        help="streaming: seeded micro-batch boundaries. Each TestStream event's elements arrive over a "
         "seeded number of micro-batches (cut at seeded points) and each pass's bundles take seeded "
         "sizes of at most --spark_bundle_size; the same seed, the same boundaries. Default: one "
         "micro-batch per event, bundles of --spark_bundle_size",
-    ),
-    "max_side_input_mib": Knob(
-        knobs.positive_integer, "a positive integer", "largest side input broadcast to executors, in MiB (default 256)"
-    ),
-}
-
-
-@dataclass(frozen=True)
-class SparkSettings:
-    master: str = DEFAULT_MASTER
-    conf: dict = field(default_factory=dict)
-    parallelism: int | None = None
-    bundle_size: int = 1000
-    seed: int | None = None  # streaming: seeded micro-batch boundaries (--spark_seed)
-    max_side_input_mib: int = 256
+    )
+    max_side_input_mib: int = option(
+        256,
+        read=knobs.positive_integer,
+        form="N",
+        expected="a positive integer",
+        help="largest side input broadcast to executors, in MiB",
+    )
 
     @property
     def max_side_input_bytes(self) -> int:
@@ -88,7 +101,7 @@ class SparkSettings:
         """``base`` (default: the defaults) with ``values`` read over it (None values skipped;
         Spark configuration merged over the base's)."""
         base = base or cls()
-        changes = knobs.read(values, SPARK_OPTIONS, PREFIX)
+        changes = option_table.read(values, SPARK_OPTIONS, PREFIX)
         if "conf" in changes:
             changes["conf"] = {**base.conf, **changes["conf"]}
         return dataclasses.replace(base, **changes)
@@ -96,8 +109,11 @@ class SparkSettings:
     def for_job(self, options) -> SparkSettings:
         """These (a job server's) settings with the per-job options a Job API client sent; the
         master and the Spark configuration stay the server's."""
-        remote = [name for name, option in SPARK_OPTIONS.items() if option.remote]
-        return self.parse(knobs.job_options(options, PREFIX, remote), base=self)
+        remote = [name for name, knob in SPARK_OPTIONS.items() if knob.remote]
+        return self.parse(option_table.job_options(options, PREFIX, remote), base=self)
+
+
+SPARK_OPTIONS: dict[str, Knob] = table(SparkSettings)
 
 
 def is_local(master: str) -> bool:
@@ -108,8 +124,7 @@ def is_local(master: str) -> bool:
 
 def read_spec(spec: str) -> SparkSettings:
     """'master=local[4],bundle_size=10' (a target name's options) -> the settings it gives."""
-    values = dict(part.partition("=")[::2] for part in spec.split(",") if part)
-    return SparkSettings.parse(values)
+    return SparkSettings.parse(split_spec(spec))
 
 
 __all__ = ["DEFAULT_MASTER", "SPARK_OPTIONS", "OptionError", "SparkSettings", "is_local", "read_spec"]

@@ -9,8 +9,12 @@ the two.
   partition-aligned (no shuffle of the state); an unkeyed stage keeps what is left of its
   partitions (deferred SDF residuals, input held for side windows) coalesced.
 - A task returns its outputs, its new state and a Report (output watermark, deadlines, whether
-  state is left, user metrics): only the reports reach the driver. A stage's output
-  watermark is the least its partitions report; the next stage's input watermark follows.
+  state is left, user metrics): only the reports reach the driver.
+- The driver keeps one engine stage object per stage, and every watermark is theirs: an Impulse,
+  TestStream or Flatten is the engine's own (engine/stages.py, engine/teststream.py); a stage run
+  in partitions is an engine PartitionedStage, whose output watermark follows the least its
+  partitions reported. Upstream watermarks, batch side-input readiness and the description of a
+  stuck job are the ElementManager's rules (engine/watermarks.py).
 - A stage runs in a pass only when it has new input, or state while its input watermark or the
   clock moved (or a drain or a resumption applies to it); otherwise its watermark simply follows.
 - Self-checkpointed SDF residuals resume only when nothing else can run, one stage per pass,
@@ -37,11 +41,11 @@ from pyspark import StorageLevel
 from pyspark.broadcast import Broadcast
 
 import reference_runner.spark.partitions as partitions
-from reference_runner.engine import manager
+from reference_runner.engine import watermarks
 from reference_runner.engine.sideinputs import SideInputBuffer
-from reference_runner.engine.spec import StageKind
+from reference_runner.engine.spec import StageKind, StageSpec
+from reference_runner.engine.stages import FlattenStage, ImpulseStage, PartitionedStage, Stage
 from reference_runner.engine.teststream import TestStreamStage
-from reference_runner.engine.windows import MIN_TIMESTAMP, PLUS_INFINITY
 from reference_runner.executor import stage_specs
 from reference_runner.graph.plan import Plan
 from reference_runner.spark.partitions import PassInfo
@@ -54,30 +58,29 @@ CHECKPOINT_EVERY = 10  # runs of a stage between checkpoints of its state
 
 @dataclass
 class DriverStage:
-    """What the driver knows of a stage between passes."""
+    """What the driver knows of a stage between passes: its engine object (its watermarks, and
+    for a stage run in partitions what they reported) and the Spark side of it."""
 
     plan: StagePlan
-    producers: list  # DriverStage of each main input PCollection
-    input_watermark: int = MIN_TIMESTAMP
-    output_watermark: int = MIN_TIMESTAMP
+    engine: Stage
     inbox: list = field(default_factory=list)  # (pcoll, rdd) arrived since the stage last ran
     state: object = None  # its state RDD (GroupByKey, SDK stages)
     result: object = None  # its last pass's persisted result
-    active: bool = False  # some partition keeps state
-    deadline: int | None = None
-    ready_at: int | None = None
-    held: int = 0
-    counts: tuple = (0, 0, 0, 0, 0)
     runs: int = 0
     seen_now: int = 0
     seen_sides: tuple = ()
     drained: bool = False  # it ran since the drain began
     checkpoints: list = field(default_factory=list)  # files of its state's checkpoints
-    stream: TestStreamStage | None = None  # a TestStream, applied on the driver
 
     @property
     def id(self) -> str:
         return self.plan.stage.id
+
+    @property
+    def parts(self) -> PartitionedStage:
+        """The engine object of a stage run in partitions."""
+        assert isinstance(self.engine, PartitionedStage), self.id
+        return self.engine
 
 
 class PassScheduler:
@@ -105,17 +108,9 @@ class PassScheduler:
         self.coders = codecs.Coders(prepared.components)
         self.now = 0  # processing time of the pass running, as the driver's clock gave it
         self.draining = False
-        producer: dict[str, DriverStage] = {}
-        self.stages: list[DriverStage] = []
-        for p in plans:
-            stage = DriverStage(p, [producer[i] for i in p.inputs if i in producer])
-            for out in p.outputs:
-                producer[out] = stage
-            if p.kind == StageKind.TEST_STREAM:
-                spec = stage_specs.engine_spec(prepared, self.coders, p.stage, None)
-                stage.stream = TestStreamStage(spec)
-            self.stages.append(stage)
-        self.producer = producer
+        self.stages = [DriverStage(p, self._engine_stage(p)) for p in plans]
+        #: PCollection -> the engine object of the stage producing it (the engine's rules read these)
+        self.producer = {pcoll: stage.engine for stage in self.stages for pcoll in stage.plan.outputs}
         self.consumers: dict[str, list[DriverStage]] = {}
         for stage in self.stages:
             for pcoll in stage.plan.inputs:
@@ -130,10 +125,21 @@ class PassScheduler:
         self._broadcasts: list = []  # destroyed when the run ends
         self._unread: list = []  # (result, finish) of this pass's sinks, run in its last job
 
+    def _engine_stage(self, p: StagePlan) -> Stage:
+        if p.kind == StageKind.TEST_STREAM:
+            return TestStreamStage(stage_specs.engine_spec(self.prepared, self.coders, p.stage, None))
+        # the rest need only their place in the pipeline on the driver
+        spec = StageSpec(p.stage.id, p.kind, list(p.inputs), list(p.outputs), p.stage.side_pcolls)
+        if p.kind == StageKind.IMPULSE:
+            return ImpulseStage(spec)
+        if p.kind == StageKind.FLATTEN:
+            return FlattenStage(spec)
+        return PartitionedStage(spec, self.prepared.test_stream_driven)
+
     @property
     def streams(self) -> list[TestStreamStage]:
         """The TestStreams, in topological order (applied on the driver, by its clock)."""
-        return [s.stream for s in self.stages if s.stream is not None]
+        return [s.engine for s in self.stages if isinstance(s.engine, TestStreamStage)]
 
     def start(self, now: int) -> None:
         """The Impulses' elements, then the first pass."""
@@ -142,6 +148,8 @@ class PassScheduler:
                 [out] = stage.plan.outputs
                 rdd = self.sc.parallelize([stage_specs.impulse_element(self.coders, out)], 1)
                 self.deliver(out, rdd)
+                assert isinstance(stage.engine, ImpulseStage)
+                stage.engine.started = True
         self.run_pass(now)
 
     def begin_drain(self) -> None:
@@ -150,18 +158,20 @@ class PassScheduler:
     def resumable(self, now: int) -> DriverStage | None:
         """The first stage whose self-checkpointed work may resume at ``now`` (none while
         draining)."""
-        return next(
-            (s for s in self.stages if s.ready_at is not None and s.ready_at <= now and not self.draining),
-            None,
-        )
+        return next((s for s in self.stages if self._resumes(s, now) and not self.draining), None)
+
+    @staticmethod
+    def _resumes(stage: DriverStage, now: int) -> bool:
+        ready_at = stage.engine.ready_at if isinstance(stage.engine, PartitionedStage) else None
+        return ready_at is not None and ready_at <= now
 
     def finished(self) -> bool:
         """Every watermark is +inf."""
-        return all(s.output_watermark >= PLUS_INFINITY for s in self.stages)
+        return watermarks.finished(s.engine for s in self.stages)
 
     def deadlines(self) -> list[int | None]:
         """The processing times the stages wait for: trigger and timer deadlines, resume times."""
-        return [s.deadline for s in self.stages] + [s.ready_at for s in self.stages]
+        return [d for s in self.stages for d in s.engine.deadlines()]
 
     def deliver_elements(self, pcoll: str, elements: list) -> None:
         """Elements the driver holds (a TestStream's) into ``pcoll``."""
@@ -185,23 +195,13 @@ class PassScheduler:
         self.now = now
         for stage in self.stages:
             self._check_cancelled()
-            kind = stage.plan.kind
-            upstream = min((p.output_watermark for p in stage.producers), default=PLUS_INFINITY)
-            if kind == StageKind.IMPULSE:
-                stage.output_watermark = PLUS_INFINITY
-            elif kind == StageKind.TEST_STREAM:
-                assert stage.stream is not None
-                stage.stream.advance(upstream, self.now)
-                stage.output_watermark = stage.stream.output_watermark
-            elif kind == StageKind.FLATTEN:
-                self._flatten(stage)
-                stage.input_watermark = stage.output_watermark = max(stage.output_watermark, upstream)
-            elif self._should_run(stage, upstream, resume):
+            upstream = watermarks.upstream(stage.engine, self.producer)
+            if isinstance(stage.engine, PartitionedStage) and self._should_run(stage, upstream, resume):
                 self._run_stage(stage, upstream, stage is resume)
-            else:
-                stage.input_watermark = max(stage.input_watermark, upstream)
-                if not stage.active and not stage.inbox:
-                    stage.output_watermark = max(stage.output_watermark, upstream)
+                continue  # its watermarks move once it ran
+            if isinstance(stage.engine, FlattenStage):
+                self._flatten(stage)
+            stage.engine.advance(upstream, self.now)
         self._finish_pass()
 
     def _should_run(self, stage: DriverStage, upstream: int, resume: DriverStage | None) -> bool:
@@ -209,17 +209,18 @@ class PassScheduler:
             return False  # batch: a side input is read once its producer finished
         if stage.inbox or stage is resume:
             return True
-        if self.draining and not stage.drained and stage.active:
+        parts = stage.parts
+        if self.draining and not stage.drained and parts.active:
             return True
-        if not stage.active:
+        if not parts.active:
             return False
-        moved = upstream > stage.input_watermark or self.now > stage.seen_now
-        return moved or (stage.held > 0 and self._side_marks(stage) != stage.seen_sides)
+        moved = upstream > parts.input_watermark or self.now > stage.seen_now
+        return moved or (parts.held > 0 and self._side_marks(stage) != stage.seen_sides)
 
     def _sides_ready(self, stage: DriverStage) -> bool:
         if self.prepared.test_stream_driven:
             return True  # streaming: per window, in the task (input held until ready)
-        return all(self.producer[s.pcoll].output_watermark >= PLUS_INFINITY for s in stage.plan.stage.side_inputs)
+        return watermarks.side_inputs_finished(stage.engine, self.producer)
 
     def _flatten(self, stage: DriverStage) -> None:
         if not stage.inbox:
@@ -252,7 +253,7 @@ class PassScheduler:
         p = stage.plan
         info = PassInfo(
             upstream,
-            stage.input_watermark,
+            stage.engine.input_watermark,
             self.now,
             self.prepared.test_stream_driven,
             draining=self.draining,
@@ -275,8 +276,8 @@ class PassScheduler:
             [out] = p.outputs
             rdd = result.mapPartitions(functools.partial(partitions.outputs, 0, True))
             rdd.sources = read  # type: ignore[attr-defined]
-            stage.input_watermark = max(stage.input_watermark, upstream)
-            stage.output_watermark = max(stage.output_watermark, upstream)
+            stage.parts.ran([])  # (it keeps nothing)
+            stage.engine.advance(upstream, self.now)
             self.deliver(out, rdd)
             return
         result.persist(StorageLevel.MEMORY_AND_DISK)
@@ -328,14 +329,8 @@ class PassScheduler:
         if stage.runs % CHECKPOINT_EVERY == 0:
             stage.state.checkpoint()  # written when the next run reads it: lineage stops there
             stage.checkpoints.append(stage.state)
-        stage.input_watermark = max(stage.input_watermark, upstream)
-        marks_out = [r.watermark for r in found]
-        stage.output_watermark = max(stage.output_watermark, min(marks_out, default=stage.input_watermark))
-        stage.active = any(r.active for r in found)
-        stage.deadline = min((r.deadline for r in found if r.deadline is not None), default=None)
-        stage.ready_at = min((r.ready_at for r in found if r.ready_at is not None), default=None)
-        stage.held = sum(r.held for r in found)
-        stage.counts = tuple(sum(c) for c in zip(*(r.counts for r in found), strict=True)) if found else stage.counts
+        stage.parts.ran(found)
+        stage.engine.advance(upstream, self.now)
         stage.seen_now = self.now
         stage.seen_sides = marks
         stage.drained = self.draining
@@ -386,6 +381,7 @@ class PassScheduler:
             self._hold(source, len(consumers))
         for consumer in consumers:
             consumer.inbox.append((pcoll, rdd, source))
+            consumer.engine.accept(pcoll, [rdd], self.now)
 
     def _side_contents(self, pcoll: str):
         side = self.sides[pcoll]
@@ -427,15 +423,7 @@ class PassScheduler:
             self._persisted.remove(result)
 
     def describe_stuck(self) -> str:
-        lines = ["no stage can make progress, but work remains:"]
-        for s in self.stages:
-            pending, deferred, in_flight, to_truncate, buffered = s.counts
-            lines.append(
-                f"  {s.id} ({s.plan.kind.value}): output watermark {manager.format_watermark(s.output_watermark)}, "
-                f"pending {pending}, deferred {deferred}, held {s.held}, buffered groups/timers {buffered}, "
-                f"new input {len(s.inbox)}"
-            )
-        return "\n".join(lines)
+        return watermarks.describe_stuck([s.engine for s in self.stages], self.producer)
 
 
 _checkpoint_lock = threading.Lock()

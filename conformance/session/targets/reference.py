@@ -7,20 +7,21 @@ from __future__ import annotations
 
 from conformance.session.targets.base import Target, TargetUnavailable
 from conformance.session.targets.own_job_server import InProcessJobServer
+from reference_runner.knobs import Knobs
+from reference_runner.option_table import target_syntax
 
 
 class ReferenceTarget(Target):
     name = "reference"
     help = (
-        "our reference runner, in process (batch and streaming); schedule knobs after a colon: "
-        "reference:bundle_size=whole|N|random,splits=none|random,seed=N,faults=P,fuse=true|false,"
-        "clock=virtual|wall"
+        "our reference runner, in process (batch and streaming); schedule knobs after a colon, "
+        f"any of: reference:{target_syntax(Knobs)}"
     )
 
     def __init__(self, spec, settings):
         super().__init__(spec, settings)
         from conformance.session.targets import signatures
-        from reference_runner.knobs import Knobs, OptionError, read_spec
+        from reference_runner.knobs import OptionError, read_spec
 
         signatures.install()  # pipeline construction and the embedded harness inspect the same DoFns
 

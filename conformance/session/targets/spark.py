@@ -1,40 +1,42 @@
 """Our Spark backend (reference_runner.spark): ``spark`` (its default master), with options after a colon,
-comma-separated: ``master=URL``, ``bundle_size=N`` (elements per bundle inside a partition, as
---spark_bundle_size; the reference target's knob of that name), ``seed=N`` (streaming: seeded
-micro-batch boundaries and bundle sizes, as --spark_seed)."""
+comma-separated: ``master=URL`` and the settings a job may set (``bundle_size=N``: elements per
+bundle inside a partition, as --spark_bundle_size, the reference target's knob of that name;
+``seed=N``: streaming's seeded micro-batch boundaries and bundle sizes, as --spark_seed; ...),
+as spark/settings.SparkSettings declares them."""
 
 from __future__ import annotations
 
 from conformance.session.targets.base import Target, TargetUnavailable
 from conformance.session.targets.own_job_server import InProcessJobServer
-from reference_runner.spark.settings import DEFAULT_MASTER
+from reference_runner.option_table import split_spec, target_syntax
+from reference_runner.spark.settings import DEFAULT_MASTER, SPARK_OPTIONS, OptionError, SparkSettings
+
+# A target name sets the master and what a job may set; the Spark configuration is the session's.
+TARGET_OPTIONS = ["master"] + [name for name, knob in SPARK_OPTIONS.items() if knob.remote]
 
 
 class SparkTarget(Target):
     name = "spark"
     help = (
-        f"our Spark backend through PySpark: spark ({DEFAULT_MASTER}), spark:master=spark://HOST:PORT, "
-        "spark:bundle_size=N, spark:seed=N (seeded micro-batch boundaries); options combine with commas"
+        f"our Spark backend through PySpark: spark ({DEFAULT_MASTER}), or options after a colon, "
+        f"any of: spark:{target_syntax(SparkSettings, TARGET_OPTIONS)}"
     )
     in_process_worker = False  # bundles run in Spark's Python workers: checks confirm through metrics
 
     def __init__(self, spec, settings):
         super().__init__(spec, settings)
-        from reference_runner.spark.settings import OptionError, SparkSettings
-
-        _, _, rest = spec.partition(":")
-        options = dict(part.partition("=")[::2] for part in filter(None, rest.split(",")))
-        unknown = set(options) - {"master", "bundle_size", "seed"}
+        options = split_spec(spec.partition(":")[2])
+        unknown = set(options) - set(TARGET_OPTIONS)
         if unknown:
-            known = "master=URL, bundle_size=N, seed=N"
+            known = target_syntax(SparkSettings, TARGET_OPTIONS).replace(",", ", ")
             raise TargetUnavailable(f"unknown Spark target option {min(unknown)!r} in {spec!r}; known: {known}")
         try:
             settings_ = SparkSettings.parse(options)
         except OptionError as e:
             raise TargetUnavailable(f"Spark target {spec!r}: {e}") from None
         self.master = settings_.master
-        self.bundle_size: int | None = settings_.bundle_size if "bundle_size" in options else None
-        self.seed: int | None = settings_.seed
+        # the per-job settings the name gives, as read (the others: the runner's defaults)
+        self.options = {name: getattr(settings_, name) for name in options if name != "master"}
         self._job_server = InProcessJobServer(backend="spark", spark_master=self.master)
 
     def sdk_job_endpoint(self) -> str:
@@ -56,12 +58,7 @@ class SparkTarget(Target):
     def beam_runner(self):
         from reference_runner.spark import SparkRunner
 
-        return SparkRunner(master=self.master, bundle_size=self.bundle_size, seed=self.seed)
+        return SparkRunner(master=self.master, **self.options)
 
     def describe(self) -> dict:
-        described = {**super().describe(), "master": self.master}
-        if self.bundle_size is not None:
-            described["bundle_size"] = self.bundle_size
-        if self.seed is not None:
-            described["seed"] = self.seed
-        return described
+        return {**super().describe(), "master": self.master, **self.options}

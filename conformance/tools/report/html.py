@@ -1,10 +1,11 @@
 """The capability matrix as one self-contained HTML page (styles and a small script inline).
 
 The page opens on the grid: one cell per matrix row and target, its verdict as a symbol and a
-colour (lightness ordered, so it reads in grayscale), with a sticky header row and first column.
-Filters narrow it by target, verdict and capability text. A cell opens its cases, grouped by
-capability, with their failure messages; without scripts the cell links to the same list
-below the grid. Target details (counts, versions, changes since a previous run) follow.
+colour (lightness ordered, so it reads in grayscale; Partially shaded by the share of cases that
+pass), with a sticky header row and first column. A note above it says which columns are the kit's
+own runners. Filters narrow it by target, verdict and capability text. A cell opens its cases,
+grouped by capability, with their failure messages; without scripts the cell links to the same list
+below the grid. A table of the targets (counts, versions, changes since a previous run) follows.
 """
 
 from __future__ import annotations
@@ -14,11 +15,24 @@ from importlib import resources
 
 from conformance import capabilities
 from conformance.tools import diff
+from conformance.tools.report import own_runners
 from conformance.tools.report.matrix import Cell, Column, JavaVrRun, Matrix, counted
 
 SYMBOL = {"Yes": "✓", "Partially": "◐", "No": "✗", "": "–"}
 CSS_CLASS = {"Yes": "v-yes", "Partially": "v-partially", "No": "v-no", "": "v-none"}
 VERDICT_WORD = {"Yes": "Yes", "Partially": "Partially", "No": "No", "": "not tested"}
+# "Partially" is shaded by the share of cases that pass, in steps of a fifth (matrix.css rate-0 to
+# rate-4): 31 of 32 then looks nearly Yes and 1 of 15 nearly No, as wpt.fyi shades its results.
+RATE_STEPS = 5
+# A summary's counts, as the targets table and the Java runs table show them (results.summarize's keys).
+COUNTS = (
+    ("passed", "passed"),
+    ("failed", "failed"),
+    ("known failures", "expected-failure"),
+    ("unexpected passes", "unexpected-pass"),
+    ("errors", "error"),
+    ("skipped", "skipped"),
+)
 
 
 def _asset(name: str) -> str:
@@ -27,6 +41,23 @@ def _asset(name: str) -> str:
 
 def _e(text) -> str:
     return html.escape(str(text), quote=True)
+
+
+def rate_step(cell: Cell) -> int:
+    """The shade of a Partially cell: which fifth its share of passing cases falls in (0 to 4)."""
+    return len(cell.passing) * RATE_STEPS // len(cell.ran)
+
+
+def _rate_label(step: int) -> str:
+    low, high = step * 100 // RATE_STEPS, (step + 1) * 100 // RATE_STEPS
+    if step == 0:
+        return f"<{high}%"
+    return f"{low}%+" if step == RATE_STEPS - 1 else f"{low}–{high - 1}%"
+
+
+def _verdict_class(cell: Cell) -> str:
+    css = CSS_CLASS[cell.verdict]
+    return f"{css} rate-{rate_step(cell)}" if cell.verdict == "Partially" else css
 
 
 def _cell_anchor(row: str, index: int) -> str:
@@ -64,8 +95,9 @@ def _grid_cell(row: str, index: int, col: Column, cell: Cell) -> str:
     label = f"{row} on {col.name}: {VERDICT_WORD[verdict]}, {cell.qualifier}{_change_words(changes)}"
     outcomes = " ".join(sorted({c["outcome"] for c in cell.cases}))
     attrs = (
-        f'class="{CSS_CLASS[verdict]}" data-target="t{index}" data-verdict="{(verdict or "untested").lower()}"'
+        f'class="{_verdict_class(cell)}" data-target="t{index}" data-verdict="{(verdict or "untested").lower()}"'
         f' data-outcomes="{outcomes}" data-changed="{"yes" if changes else "no"}"'
+        + (f' data-passed="{len(cell.passing)}" data-ran="{len(cell.ran)}"' if cell.ran else "")
     )
     inner = (
         f'<span class="sym" aria-hidden="true">{SYMBOL[verdict]}</span>'
@@ -142,7 +174,7 @@ def _cell_cases(matrix: Matrix, row: str, index: int, col: Column) -> str:
         if not cap_cell.cases:
             continue
         body.append(
-            f'<h3><span class="chip {CSS_CLASS[cap_cell.verdict]}" aria-hidden="true">'
+            f'<h3><span class="chip {_verdict_class(cap_cell)}" aria-hidden="true">'
             f"{SYMBOL[cap_cell.verdict]}</span> {_e(cap.title)} <code>{_e(cap.id)}</code> "
             f'<span class="visually-hidden">{VERDICT_WORD[cap_cell.verdict]},</span>'
             f"<small>{_e(cap_cell.qualifier)} · {_e(cap.beam_category)}</small></h3>"
@@ -157,7 +189,7 @@ def _cell_cases(matrix: Matrix, row: str, index: int, col: Column) -> str:
     title = f"{row} on {col.name}: {VERDICT_WORD[cell.verdict]}, {cell.qualifier}"
     return (
         f'<details class="cell-cases" id="{_cell_anchor(row, index)}" data-title="{_e(title)}"><summary>'
-        f'<span class="chip {CSS_CLASS[cell.verdict]}" aria-hidden="true">{SYMBOL[cell.verdict]}</span>'
+        f'<span class="chip {_verdict_class(cell)}" aria-hidden="true">{SYMBOL[cell.verdict]}</span>'
         f"{_e(title)}</summary>"
         f'<div class="cell-body">{"".join(body)}</div></details>'
     )
@@ -170,17 +202,8 @@ def _search_text(matrix: Matrix, row: capabilities.Row) -> str:
     return " ".join(words).lower()
 
 
-def _target_card(col: Column) -> str:
-    s = col.summary
-    facts = [
-        ("passed", s.get("passed", 0)),
-        ("failed", s.get("failed", 0)),
-        ("known failures", s.get("expected-failure", 0)),
-        ("unexpected passes", s.get("unexpected-pass", 0)),
-        ("errors", s.get("error", 0)),
-        ("skipped", s.get("skipped", 0)),
-        ("wall time", f"{col.wall_time_s:g} s"),
-    ]
+def _setup_facts(col: Column) -> list[tuple[str, str]]:
+    facts = []
     for key, label in (
         ("runner_version", "runner"),
         ("version_skew", "version skew"),
@@ -194,8 +217,80 @@ def _target_card(col: Column) -> str:
             facts.append((label, col.info[key]))
     if col.changes is not None:
         facts.append(("since previous", diff.summary_line(col.changes)))
-    rows = "".join(f"<dt>{_e(k)}</dt><dd>{_e(v)}</dd>" for k, v in facts)
-    return f'<li data-name="{_e(col.name)}"><h3>{_e(col.name)}</h3><dl>{rows}</dl></li>'
+    return facts
+
+
+def _own_mark(col: Column) -> str:
+    if not own_runners.is_own(col.info):
+        return ""
+    return '<abbr class="own-mark" title="the kit\'s own runner (see the note above the grid)">*</abbr>'
+
+
+def _target_rows(index: int, col: Column) -> str:
+    """One target in the targets table: its counts on a row, its runner and setup on a row below (across
+    the whole table, so a phone's narrow columns need not hold it)."""
+    facts = _setup_facts(col)
+    head = f"target-t{index}"
+    counts = "".join(
+        f'<td class="{"zero" if not col.summary.get(key, 0) else "n"}">{_e(col.summary.get(key, 0))}</td>'
+        for _, key in COUNTS
+    )
+    setup = (
+        f'<tr class="setup"><td colspan="{len(COUNTS) + 2}" headers="{head}"><dl>'
+        + "".join(f"<div><dt>{_e(k)}</dt><dd>{_e(v)}</dd></div>" for k, v in facts)
+        + "</dl></td></tr>"
+        if facts
+        else ""
+    )
+    return (
+        f'<tbody data-name="{_e(col.name)}"><tr><th scope="rowgroup" id="{head}">{_e(col.name)}{_own_mark(col)}</th>'
+        f'{counts}<td class="n">{_e(f"{col.wall_time_s:g}")} s</td></tr>{setup}</tbody>'
+    )
+
+
+def _targets_table(cols: list[Column]) -> str:
+    heads = [label for label, _ in COUNTS] + ["wall time"]
+    return (
+        '<h2 id="targets-heading">Targets</h2>'
+        '<div class="targets-wrap" role="region" aria-labelledby="targets-heading" tabindex="0">'
+        '<table class="targets" id="summary"><caption class="visually-hidden">Cases per outcome, wall time, '
+        "runner and setup of each target</caption>"
+        '<thead><tr><th scope="col" class="name">target</th>'
+        + "".join(f'<th scope="col"><span>{_e(h)}</span></th>' for h in heads)
+        + "</tr></thead>"
+        + "".join(_target_rows(i, c) for i, c in enumerate(cols))
+        + "</table></div>"
+    )
+
+
+def _own_note(cols: list[Column]) -> str:
+    """Which columns are the kit's own runners, and why their passes prove little."""
+    own = [c.name for c in cols if own_runners.is_own(c.info)]
+    if not own:
+        return ""
+    names = " and ".join(filter(None, [", ".join(own[:-1]), own[-1]]))
+    others = " The other columns are runners the kit did not write." if len(own) < len(cols) else ""
+    return (
+        f'<p class="own-note" id="own-note"><span class="own-mark" aria-hidden="true">*</span> '
+        f"<strong>{_e(names)}</strong> {'is' if len(own) == 1 else 'are'} the kit's own "
+        f"runner{'' if len(own) == 1 else 's'}, the ones the suite was written with: their full passes are "
+        f"expected, not evidence that the cases are right.{others}</p>"
+    )
+
+
+def _legend_item(verdict: str, text: str) -> str:
+    return f'<li><span class="chip {CSS_CLASS[verdict]}" aria-hidden="true">{SYMBOL[verdict]}</span>{text}</li>'
+
+
+def _legend_partially() -> str:
+    """Partially, with the scale of its shades (rate_step's fifths)."""
+    swatches = "".join(
+        f'<span class="chip v-partially rate-{i}">{_e(_rate_label(i))}</span>' for i in range(RATE_STEPS)
+    )
+    return (
+        f'<li><span class="chip v-partially" aria-hidden="true">{SYMBOL["Partially"]}</span>Partially: some pass, '
+        f'shaded by how many <span class="scale">{swatches}</span></li>'
+    )
 
 
 def render(matrix: Matrix) -> str:
@@ -210,15 +305,10 @@ def render(matrix: Matrix) -> str:
         '<p class="intro">One cell per capability row and target: cases passing of cases run (known '
         "failures count as failures). Open a cell for its cases and failure messages.</p>",
         '<ul class="legend" aria-label="Legend">'
-        + "".join(
-            f'<li><span class="chip {CSS_CLASS[v]}" aria-hidden="true">{SYMBOL[v]}</span>{text}</li>'
-            for v, text in (
-                ("Yes", "Yes: every case passes"),
-                ("Partially", "Partially: some pass"),
-                ("No", "No: none pass"),
-                ("", "not tested"),
-            )
-        )
+        + _legend_item("Yes", "Yes: every case passes")
+        + _legend_partially()
+        + _legend_item("No", "No: none pass")
+        + _legend_item("", "not tested")
         + (
             '<li><span class="change" aria-hidden="true">▼1</span> regressed / '
             '<span class="change" aria-hidden="true">▲1</span> fixed since the previous run</li>'
@@ -226,6 +316,7 @@ def render(matrix: Matrix) -> str:
             else ""
         )
         + "</ul>",
+        _own_note(cols),
     ]
     # filters: shown by the script (they need it)
     out.append(
@@ -263,7 +354,8 @@ def render(matrix: Matrix) -> str:
         '<colgroup><col class="first">' + "<col>" * len(cols) + "</colgroup>"
         '<thead><tr><th scope="col" class="corner">Capability</th>'
         + "".join(
-            f'<th scope="col" class="target" data-target="t{i}" title="{_e(c.name)}"><span>{_e(c.name)}</span></th>'
+            f'<th scope="col" class="target" data-target="t{i}" title="{_e(c.name)}">'
+            f"<span>{_e(c.name)}{_own_mark(c)}</span></th>"
             for i, c in enumerate(cols)
         )
         + "</tr></thead><tbody>"
@@ -297,12 +389,7 @@ def render(matrix: Matrix) -> str:
         "Yes: every case that ran passes; Partially: some do; No: none do; not tested: no case ran "
         "(skipped cases do not count).</p>"
     )
-    out.append(
-        '<h2 id="targets-heading">Targets</h2>'
-        '<ul class="targets" id="summary" aria-labelledby="targets-heading">'
-        + "".join(_target_card(c) for c in cols)
-        + "</ul>"
-    )
+    out.append(_targets_table(cols))
     out += _java_vr_section(matrix)
     out.append(
         '<h2 id="cases-heading">Cases per cell</h2><section id="cases" aria-labelledby="cases-heading">'
@@ -325,7 +412,7 @@ def _java_vr_cell(cell: Cell | None) -> str:
     if not cell.ran:
         return f'<td class="v-none">–<span class="jv-note">{len(cell.skipped)} skipped</span></td>'
     return (
-        f'<td class="{CSS_CLASS[cell.verdict]}"><span class="sym" aria-hidden="true">{SYMBOL[cell.verdict]}</span> '
+        f'<td class="{_verdict_class(cell)}"><span class="sym" aria-hidden="true">{SYMBOL[cell.verdict]}</span> '
         f'<span class="visually-hidden">{VERDICT_WORD[cell.verdict]}: </span>{len(cell.passing)}/{len(cell.ran)}'
         f'<span class="jv-note">{_e(skipped.lstrip(", "))}</span></td>'
     )
@@ -359,19 +446,7 @@ def _java_vr_section(matrix: Matrix) -> list[str]:
     if not runs:
         return []
     head = "".join(
-        f'<th scope="col">{h}</th>'
-        for h in (
-            "target",
-            "Beam",
-            "profile",
-            "passed",
-            "failed",
-            "known failures",
-            "unexpected passes",
-            "errors",
-            "skipped",
-            "wall time",
-        )
+        f'<th scope="col">{h}</th>' for h in ("target", "Beam", "profile", *(label for label, _ in COUNTS), "wall time")
     )
     target_rows = []
     for run in runs:
@@ -380,12 +455,7 @@ def _java_vr_section(matrix: Matrix) -> list[str]:
         cells = [
             sel.get("beam_java", "?"),
             profile,
-            s.get("passed", 0),
-            s.get("failed", 0),
-            s.get("expected-failure", 0),
-            s.get("unexpected-pass", 0),
-            s.get("error", 0),
-            s.get("skipped", 0),
+            *(s.get(key, 0) for _, key in COUNTS),
             f"{run.wall_time_s:g} s",
         ]
         target_rows.append(
