@@ -1,7 +1,9 @@
 """The documentation agrees with the repository: every "SEMANTICS N" cite names a section of
-conformance/SEMANTICS.md, the README keeps the two commands CI runs, and every guide is linked."""
+conformance/SEMANTICS.md, the README keeps the two commands CI runs, installs the kit in a way that
+works, and every guide is linked."""
 
 import re
+import shlex
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -100,3 +102,31 @@ def test_links_between_the_docs_resolve():
             elif anchor and dest.suffix == ".md" and anchor not in _headings(dest):
                 broken.append(f"{page.relative_to(ROOT)}: {target} (no such heading)")
     assert not broken, "\n".join(broken)
+
+
+# where the README's install commands name the clone (tests/test_wheel.py runs them on this checkout)
+CHECKOUT = "/path/to/this/checkout"
+
+
+def install_commands() -> list[list[str]]:
+    """The README's commands that install the kit ("Installing the kit"), each split as a shell does."""
+    text = README.read_text()
+    assert "\n## Installing the kit\n" in text, "the README says nowhere how to install the kit"
+    section = text.split("\n## Installing the kit\n", 1)[1].split("\n## ", 1)[0]
+    block = section.split("```sh\n", 1)[1].split("```", 1)[0]
+    return [words for line in block.splitlines() if (words := shlex.split(line, comments=True))]
+
+
+def test_the_kit_is_installed_from_its_clone_or_a_wheel_built_from_it():
+    # `pip install beam-runner-conformance` opened the README and the guide, and no index serves
+    # that name ("No matching distribution"): the kit installs from a clone, or from a wheel of one
+    commands = install_commands()
+    assert [c[:2] for c in commands] == [["pip", "install"], ["pip", "wheel"], ["pip", "install"]], commands
+    clone, wheel, from_wheel = commands
+    assert clone[-1] == CHECKOUT and wheel[-1] == CHECKOUT
+    assert wheel[wheel.index("-w") + 1] == "dist" and from_wheel[-1].startswith("dist/beam_runner_conformance-")
+    # and no page installs it by a distribution name that no index serves
+    by_name = re.compile(r"pip install (?:-\S+ )*['\"]?beam[-_]runner[-_]conformance(?![-\w.]*\.whl)")
+    pages = [README, *GUIDES]
+    named = [f"{page.relative_to(ROOT)}: {m.group(0)}" for page in pages for m in by_name.finditer(page.read_text())]
+    assert not named, named

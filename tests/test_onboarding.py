@@ -1,11 +1,16 @@
 """A runner author's first hour, against a real runner that fails cases: Beam's own local job
 service (its FnApiRunner refuses TestStream and marks the default trigger's pane not last).
 No expectations file at first; `baseline` records the failures; the second run is green; a case
-whose outcome flips makes `diff` exit non-zero naming it."""
+whose outcome flips makes `diff` exit non-zero naming it. And a case author's checks before a commit
+leave the committed reports alone."""
 
 import json
+import os
+import shlex
+import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 from conformance.tools.cli import main
 
@@ -91,3 +96,35 @@ def test_baseline_turns_a_failing_first_run_into_a_gate_and_diff_names_a_flip(py
     assert code == 1
     assert "1 regression(s): mine/flips_on_request" in report.err
     assert "| `mine/flips_on_request` | passed | failed |" in report.out
+
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _documented_commands(page: Path, heading: str) -> list[list[str]]:
+    """The shell commands of the first sh block under ``heading``, each split as a shell does."""
+    section = page.read_text().split(f"\n{heading}\n", 1)[1]
+    block = section.split("```sh\n", 1)[1].split("```", 1)[0].replace("\\\n", " ")
+    return [shlex.split(line) for line in block.splitlines() if line.strip()]
+
+
+def test_the_commands_before_you_commit_leave_the_committed_reports_alone(tmp_path):
+    # they wrote their narrowed run to reports/results-reference.json, over the committed run of the
+    # whole suite (docs/writing-a-case.md did not pass --no-results)
+    commands = _documented_commands(ROOT / "docs" / "writing-a-case.md", "### Before you commit")
+    assert len(commands) == 2 and all(c[:3] == ["pytest", "--pyargs", "conformance"] for c in commands), commands
+    # run where the committed reports are, as in the checkout (a copy: a failure here spoils no real file)
+    (tmp_path / "reports").mkdir()
+    committed = tmp_path / "reports" / "results-reference.json"
+    committed.write_bytes((ROOT / "reports" / "results-reference.json").read_bytes())
+    before = committed.read_bytes()
+    # `python` of the job-server command is this environment's, as in a venv with the kit installed
+    env = {**os.environ, "PATH": os.pathsep.join([os.path.dirname(sys.executable), os.environ.get("PATH", "")])}
+    for command in commands:
+        done = subprocess.run(
+            [sys.executable, "-m", *command], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600
+        )
+        assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+        assert " passed" in done.stdout.splitlines()[-1], done.stdout[-2000:]
+    assert [p.name for p in (tmp_path / "reports").iterdir()] == ["results-reference.json"]
+    assert committed.read_bytes() == before

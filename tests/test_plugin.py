@@ -300,3 +300,82 @@ def test_well_formed_endpoints_are_taken_as_they_are():
 
     for endpoint in ("localhost:8099", "127.0.0.1:1", "[::1]:65535", "job-server.example.com:443"):
         assert checked_endpoint(endpoint) == endpoint
+
+
+def test_target_list_prints_the_targets_on_stdout_and_succeeds(pytester):
+    # it used to end the run as a usage error: "ERROR: registered targets:" on stderr, exit code 4
+    result = run(pytester, "--target", "list")
+    assert result.ret == 0, result.stderr.str()[-2000:]
+    result.stdout.fnmatch_lines(["registered targets:", "*beam-fnapi*", "*reference*our reference runner*"])
+    assert "ERROR" not in result.stderr.str()
+
+
+def test_the_summary_names_the_target_by_its_name(suite):
+    # it said "target beam-fnapi" although the results file and the matrix column are "my-runner"
+    result = run(suite, "--target", "beam-fnapi", "--target-name", "my-runner")
+    result.stdout.fnmatch_lines(["target my-runner (beam-fnapi): 1 passed, 1 failed"])
+    assert load_results(suite, "my-runner")["target"] == "my-runner"
+
+
+UNNAMED = textwrap.dedent("""
+    from apache_beam.runners.portability.fn_api_runner import FnApiRunner
+    from conformance.targets import Target, register
+
+    class Unnamed(Target):
+        \"\"\"a runner whose author forgot its name\"\"\"
+
+        def beam_runner(self):
+            return FnApiRunner()
+
+    register("unnamed", Unnamed)
+""")
+
+
+def test_a_target_class_that_does_not_name_itself_is_refused(suite):
+    # it used to run, and write results-target.json
+    suite.makeconftest(UNNAMED)
+    result = run(suite, "--target", "unnamed")
+    assert result.ret != 0
+    result.stderr.fnmatch_lines(["*target class conftest.Unnamed does not name itself: give it a class attribute*"])
+    assert not (suite.path / "out").exists()
+
+
+def test_a_target_factory_that_creates_an_unnamed_target_is_refused():
+    from conformance.session import targets
+
+    class Unnamed(targets.Target):
+        pass
+
+    targets.register("made-unnamed", lambda spec, settings: Unnamed(spec, settings))
+    with pytest.raises(targets.TargetUnavailable, match="Unnamed does not name itself"):
+        targets.create("made-unnamed", targets.TargetSettings())
+    with pytest.raises(ValueError, match="Unnamed does not name itself"):
+        targets.register("unnamed-class", Unnamed)
+
+
+COUNTED = textwrap.dedent("""
+    from conformance.session.targets.beam_peers import BeamFnApiTarget
+    from conformance.targets import register
+
+    class Counted(BeamFnApiTarget):
+        \"\"\"Beam's FnApiRunner, counting the Target objects a session makes\"\"\"
+
+        name = "counted"
+
+        def __init__(self, spec, settings):
+            super().__init__(spec, settings)
+            with open("targets-made.txt", "a") as f:
+                f.write(spec + "\\n")
+
+    register("counted", Counted)
+""")
+
+
+def test_a_session_makes_one_target(suite):
+    # the plugin made one for each question it had (property examples, batch size, its name for the
+    # expectations, fetching, the cases, the results) and again for the results: five or more
+    suite.makeconftest(COUNTED)
+    result = run(suite, "--target", "counted", "--target-name", "my-runner")
+    assert (suite.path / "targets-made.txt").read_text().splitlines() == ["counted"]
+    result.stdout.fnmatch_lines(["target my-runner (counted): 1 passed, 1 failed"])
+    assert load_results(suite, "my-runner")["target_info"]["name"] == "my-runner"

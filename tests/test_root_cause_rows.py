@@ -148,3 +148,51 @@ def test_one_property_entry_covers_every_case_that_deviates_only_in_pane_metadat
     assert own["outcome"] == "expected-failure" and own["known_failure"] == "its own entry wins over the property's"
     # a case the property entry would cover that passes is a pass, not an unexpected pass
     assert cases["gbk/empty_input_gives_empty_output_and_downstream_pardo_runs"]["outcome"] == "passed"
+
+
+# writes where pytest's report of each failed case starts: FILE:LINE, then the line it marks. A
+# plugin of its own: a conftest's hooks see only the items below it, and the cases are packaged.
+FIRST_FRAME = textwrap.dedent("""
+    class _FirstFrames:
+        def pytest_runtest_logreport(self, report):
+            if report.when != "call" or not report.failed:
+                return
+            first = (report.longrepr.reprtraceback.reprentries or [None])[0]
+            place = getattr(first, "reprfileloc", None)  # none where pytest hid every entry
+            where = f"{place.path}:{place.lineno}" if place is not None else "(no frame)"
+            marked = [line for line in first.lines if line.startswith(">")] if place is not None else []
+            with open("first_frames.txt", "a") as f:
+                f.write(f"{report.nodeid}\\t{where}\\t{marked}\\n")
+
+
+    def pytest_configure(config):
+        config.pluginmanager.register(_FirstFrames(), "first-frames")
+""")
+
+
+def test_a_case_failing_only_in_a_property_is_reported_from_its_own_line(pytester):
+    # The pane deviation fails the case after its body returned (CaseRunner.finish): its traceback
+    # used to start in the plugin (later: every entry hidden), not at the case's runner.run line.
+    pytester.makeconftest(CONFTEST + FIRST_FRAME)
+    result = pytester.runpytest_subprocess(
+        "-p",
+        "no:cacheprovider",
+        "--tb=long",
+        "--target",
+        "mislabels-final-pane",
+        "--expectations",
+        "none",
+        "--no-results",
+        "-k",
+        "fixed_windows",
+        "--pyargs",
+        "conformance.cases.test_combine",
+    )
+    assert result.ret == 1, result.stdout.str()[-2000:]
+    frames = (pytester.path / "first_frames.txt").read_text().splitlines()
+    assert frames, result.stdout.str()[-2000:]
+    for line in frames:
+        case, where, marked = line.split("\t")
+        assert "/conformance/cases/test_combine.py:" in where, line
+        assert "runner.run(" in marked, line
+    assert "All traceback entries are hidden" not in result.stdout.str()

@@ -1,7 +1,8 @@
-"""Packaging as users install it: build the wheel, install it into a fresh venv outside the
-checkout, and run the suite (against our job server, started from that venv) and the report
+"""Packaging as users install it: build the wheel and install it as the README says, into a fresh venv
+outside the checkout, and run the suite (against our job server, started from that venv) and the report
 from an empty directory, with no file of the checkout on the path."""
 
+import glob
 import json
 import os
 import subprocess
@@ -11,6 +12,7 @@ import zipfile
 from pathlib import Path
 
 from conformance.session.targets.processes import free_port, start_group, stop_group, wait_until_serving
+from tests.test_docs import CHECKOUT, install_commands
 
 ROOT = Path(__file__).resolve().parents[1]
 SELECTION = (
@@ -37,15 +39,17 @@ def _run(argv, cwd, env, timeout=900):
 
 
 def test_wheel_installs_into_a_fresh_venv_and_runs_from_an_empty_directory(tmp_path):
-    dist, venv_dir, empty = tmp_path / "dist", tmp_path / "venv", tmp_path / "empty"
+    venv_dir, empty = tmp_path / "venv", tmp_path / "empty"
     empty.mkdir()
-    # build with this environment's setuptools (no download); install as a user would
-    _run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(dist), str(ROOT)],
-        tmp_path,
-        os.environ,
-    )
-    [wheel] = dist.glob("beam_runner_conformance-*.whl")
+    # the README's commands: build the wheel from the clone (here with this environment's
+    # setuptools, no download), then install it as a user would, from where it was built
+    clone, build, install = [[str(ROOT) if word == CHECKOUT else word for word in c] for c in install_commands()]
+    # the line for a clone installs this checkout (pip builds it as below; here only as far as that)
+    dry_run = [sys.executable, "-m", *clone[:2], "--dry-run", "--no-deps", "--no-build-isolation", "-q", *clone[2:]]
+    _run(dry_run, tmp_path, os.environ)
+    _run([sys.executable, "-m", *build[:2], "--no-build-isolation", "-q", *build[2:]], tmp_path, os.environ)
+    [built] = glob.glob(install[-1], root_dir=tmp_path)  # the README's dist/beam_runner_conformance-*.whl
+    wheel = tmp_path / built
     # the account of the Beam model that the cases cite ("SEMANTICS 4") ships beside them
     with zipfile.ZipFile(wheel) as archive:
         assert "conformance/SEMANTICS.md" in archive.namelist()

@@ -4,6 +4,8 @@ what a finished job left behind (RunResult), and how a case fails (CaseFailure).
 from __future__ import annotations
 
 import re
+import sys
+import types
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -172,6 +174,16 @@ class CaseRunner:
         # checks whose output differed only in a cross-cutting property: check id -> (property,
         # text). The case fails with them once its body has checked everything else (finish()).
         self.deviations: dict[str, tuple[str, str]] = {}
+        # where the case ran the pipeline of each such check (_call_site): finish() fails the case
+        # from there, as the case's body has returned by then
+        self.deviation_sites: dict[str, types.TracebackType] = {}
+        # where the case called run(), in order: a failure found once the body returned (a batch's
+        # verdict, CaseRunner.finish) is shown from the case's own line
+        self.run_sites: list[types.TracebackType] = []
+
+    def last_run_site(self) -> types.TracebackType | None:
+        """Where the case last called run() (None if it never did)."""
+        return self.run_sites[-1] if self.run_sites else None
 
     def pipeline(self, *extra_args: str) -> beam.Pipeline:
         options = PipelineOptions(self.target.option_args(self.streaming) + list(extra_args))
@@ -206,13 +218,15 @@ class CaseRunner:
         """Run to completion; raise CaseFailure with a readable diff if anything is off.
         ``shape``: submit the pipeline as the SDK pre-optimizes it (conformance/authoring/shapes.py)."""
         __tracebackhide__ = True
+        site = _call_site()
+        self.run_sites.append(site)
         proto = self._submitted(pipeline)
         try:
             result, state = self._execute(pipeline, shape)
         except Exception as e:  # the job failed: show our diff if a check failed, else the runner's text
             text = f"{type(e).__name__}: {e}"
             diffs = _DIFF.findall(text)
-            self._collect_deviations(checks.checks_of(pipeline), {})
+            self._collect_deviations(checks.checks_of(pipeline), {}, site)
             if diffs:
                 raise self._output_differs(diffs) from None
             note = self.target.explain_failure(text)
@@ -236,7 +250,7 @@ class CaseRunner:
         if "DONE" not in state:
             raise CaseFailure(f"the job finished in state {state}, not DONE")
         metrics = all_metrics(result)
-        self._collect_deviations(checks.checks_of(pipeline), metrics)
+        self._collect_deviations(checks.checks_of(pipeline), metrics, site)
         self._confirm(checks.checks_of(pipeline), metrics)
         return RunResult(state, metrics, proto_of=lambda: proto or _proto_of(pipeline))
 
@@ -257,9 +271,10 @@ class CaseRunner:
             "output differs from the Beam model:\n" + "\n".join(dict.fromkeys(diffs)) + self._deviation_note()
         )
 
-    def _collect_deviations(self, check_ids: list[str], metrics: dict) -> None:
+    def _collect_deviations(self, check_ids: list[str], metrics: dict, site: types.TracebackType | None = None) -> None:
         """The checks of this pipeline that deviated only in a cross-cutting property, from the
-        runner's metrics (the summary line) or, better, from this process (the whole diff)."""
+        runner's metrics (the summary line) or, better, from this process (the whole diff); ``site``:
+        where the case ran the pipeline."""
         for m in metrics.get("counters", ()):
             if m.key.metric.namespace == checks.DEVIATION_NAMESPACE and ((m.committed or 0) + (m.attempted or 0)) > 0:
                 check_id, prop, summary = (m.key.metric.name.split(checks.DEVIATION_SEPARATOR, 2) + ["", ""])[:3]
@@ -269,6 +284,9 @@ class CaseRunner:
             found = checks.deviation_in_process(check_id)
             if found is not None:
                 self.deviations[check_id] = found
+        if site is not None:
+            for check_id in self.deviations.keys() & set(check_ids):
+                self.deviation_sites.setdefault(check_id, site)
 
     def _deviation_note(self) -> str:
         if not self.deviations:
@@ -283,16 +301,21 @@ class CaseRunner:
             return
         properties = sorted({prop for prop, _ in self.deviations.values()})
         texts = "\n".join(dict.fromkeys(text for _, text in self.deviations.values()))
-        raise CaseFailure(
+        failure = CaseFailure(
             f"output differs from the Beam model only in {' and '.join(properties)} (counted under that "
             f"property's own capability; everything else the case checks holds):\n{texts}",
             cross_cutting=properties[0] if len(properties) == 1 else None,
         )
+        # shown from the line of the case that ran the first deviating pipeline
+        site = next((self.deviation_sites[c] for c in self.deviations if c in self.deviation_sites), None)
+        raise failure.with_traceback(site)
 
     def shaped(self, shape: str) -> CaseRunner:
         """This runner, submitting every pipeline in ``shape``."""
         shaped = _ShapedCaseRunner(self.target, self.streaming, shape, self.capture)
         shaped.deviations = self.deviations  # one case, one account of its deviations
+        shaped.deviation_sites = self.deviation_sites
+        shaped.run_sites = self.run_sites
         return shaped
 
     def run_expecting_failure(self, pipeline: beam.Pipeline, match: str) -> str:
@@ -344,6 +367,16 @@ class _ShapedCaseRunner(CaseRunner):
 
     def _execute(self, pipeline: beam.Pipeline, shape: str | None = None):
         return super()._execute(pipeline, shape or self.shape)
+
+
+def _call_site() -> types.TracebackType:
+    """The frame that called into this module (the case, or a helper of its own) as a traceback
+    entry at the line it is on now. A failure found after the case's body returned (finish()) would
+    otherwise show no line of the case: pytest starts a failure's traceback at the case's frame."""
+    frame = sys._getframe(1)
+    while frame.f_back is not None and frame.f_globals.get("__name__") == __name__:
+        frame = frame.f_back
+    return types.TracebackType(None, frame, frame.f_lasti, frame.f_lineno)
 
 
 def _has_test_stream(pipeline: beam.Pipeline) -> bool:

@@ -182,6 +182,14 @@ def pytest_addoption(parser):
     )
 
 
+def pytest_cmdline_main(config):
+    """--target list: the registered targets on stdout, and the run ends there, as with --help."""
+    if config.getoption("target") != "list" or config.getoption("help") or config.getoption("version"):
+        return None
+    print("registered targets:\n" + targets.describe_all())
+    return 0
+
+
 class CaseInfo:
     def __init__(self, case_id: str, capability: capabilities.Capability, known: KnownFailure | None):
         self.id = case_id
@@ -200,6 +208,7 @@ def pytest_configure(config):
         config.addinivalue_line("markers", f"{group}: conformance cases of the {group} capabilities")
     for name, text in capabilities.EXTRA_MARKERS.items():
         config.addinivalue_line("markers", f"{name}: {text}")
+    config.stash[_TARGET] = _SessionTarget(config)
     examples = config.getoption("property_examples")
     if examples is None:
         examples = _target_property_examples(config)
@@ -209,8 +218,6 @@ def pytest_configure(config):
     config.stash[_RECORDER] = _Recorder(config)
     config.pluginmanager.register(config.stash[_RECORDER], "beam-conformance-recorder")
     config.stash[_STARTED] = time.time()
-    if config.getoption("target") == "list":
-        raise pytest.UsageError("registered targets:\n" + targets.describe_all())
     config.stash[_EXPECTATIONS] = _load_expectations(config)
     config.pluginmanager.register(
         EntryCheck(
@@ -220,7 +227,6 @@ def pytest_configure(config):
         ),
         "beam-conformance-entry-check",
     )
-    config.stash[_TARGET] = _SessionTarget(config)
     config.stash[_BATCHES] = batching.Batches(
         _batch_size(config), config.getoption("case_timeout"), config.stash[_TARGET].started, case_id_of
     )
@@ -233,7 +239,7 @@ def _batch_size(config) -> int:
     if size is not None and size < 1:
         raise pytest.UsageError(f"--batch-size must be at least 1, not {size}")
     try:
-        target = targets.create(config.getoption("target"), settings_of(config))
+        target = config.stash[_TARGET].created()
     except (targets.TargetUnavailable, pytest.UsageError):
         return 1
     if not target.in_process_worker:
@@ -242,52 +248,63 @@ def _batch_size(config) -> int:
 
 
 class _SessionTarget:
-    """The session's target, created and started on first use: by the first case's fixture, or
-    earlier by the first batch (which runs before any fixture of its cases is set up)."""
+    """The session's one Target: created on first use (its defaults, its name, fetching, the Java
+    tests it selects), started on first use by a case: by the first case's fixture, or earlier by
+    the first batch (which runs before any fixture of its cases is set up)."""
 
     def __init__(self, config):
         self.config = config
-        self.target: targets.Target | None = None
-        self.error: targets.TargetUnavailable | None = None
+        self._target: targets.Target | None = None
+        self._running = False
+        self._error: Exception | None = None  # why it could not be created or started, raised again
+
+    def created(self) -> targets.Target:
+        """The target, not started (an xdist controller never starts it). --target-name names it."""
+        if self._target is None:
+            if self._error is not None:
+                raise self._error
+            try:
+                target = targets.create(self.config.getoption("target"), settings_of(self.config))
+            except (targets.TargetUnavailable, pytest.UsageError) as e:
+                self._error = e
+                raise
+            target.name = self.config.getoption("target_name") or target.name
+            self._target = target
+        return self._target
+
+    @property
+    def name(self) -> str:
+        """The name of the results file and the matrix column (and of default expectations)."""
+        return self.created().name
 
     def started(self) -> targets.Target:
-        if self.target is not None:
-            return self.target
-        if self.error is not None:
-            raise self.error
-        config = self.config
+        target = self.created()
+        if self._running:
+            return target
+        if self._error is not None:
+            raise self._error
         try:
-            target = targets.create(config.getoption("target"), settings_of(config))
             target.start()
         except targets.TargetUnavailable as e:
-            self.error = e
+            self._error = e
             raise
-        if config.getoption("target_name"):
-            target.name = config.getoption("target_name")
-        config.stash[_RECORDER].target_info = target.describe()
-        self.target = target
+        self._running = True
+        self.config.stash[_RECORDER].target_info = target.describe()
         return target
 
     def stop(self) -> None:
-        if self.target is not None:
-            self.target.stop()
-            self.target = None
+        if self._running:
+            self._running = False
+            self.created().stop()
 
 
 def _target_property_examples(config) -> int:
     """The target's own default for --property-examples, else the kit's."""
     try:
-        target = targets.create(config.getoption("target"), settings_of(config))
+        target = config.stash[_TARGET].created()
     except (targets.TargetUnavailable, pytest.UsageError):
         return api.DEFAULT_PROPERTY_EXAMPLES
     return target.default_property_examples or api.DEFAULT_PROPERTY_EXAMPLES
-
-
-def target_name(config) -> str:
-    explicit = config.getoption("target_name")
-    if explicit:
-        return explicit
-    return targets.create(config.getoption("target"), settings_of(config)).name
 
 
 def settings_of(config) -> targets.TargetSettings:
@@ -322,7 +339,7 @@ def _load_expectations(config) -> Expectations:
     candidate = None
     if path is None:
         try:
-            name = target_name(config)
+            name = config.stash[_TARGET].name
         except targets.TargetUnavailable as e:
             raise pytest.UsageError(str(e)) from None
         candidate = os.path.join(EXPECTATIONS_DIR, f"{name}.yaml")
@@ -348,7 +365,7 @@ def pytest_sessionstart(session):
             reporter.write_line(f"beam-conformance: {line}")
 
     try:
-        target = targets.create(config.getoption("target"), settings_of(config))
+        target = config.stash[_TARGET].created()
         target.fetch(progress)
     except targets.TargetUnavailable as e:
         pytest.exit(f"target {config.getoption('target')} is unavailable: {e}", returncode=3)
@@ -359,10 +376,20 @@ def pytest_sessionstart(session):
         java_vr.build(target, progress)  # Maven, once: the workers find it in the cache
 
 
+def _named_target(config) -> str:
+    """The target as the run's results name it, and its --target spec where that differs."""
+    spec = config.getoption("target")
+    try:
+        name = config.stash[_TARGET].name
+    except (targets.TargetUnavailable, pytest.UsageError):
+        return spec
+    return name if name == spec else f"{name} ({spec})"
+
+
 def pytest_report_header(config):
     expectations = config.stash[_EXPECTATIONS]
     return [
-        f"beam-conformance: target {config.getoption('target')}, expectations "
+        f"beam-conformance: target {_named_target(config)}, expectations "
         f"{expectations.path or '(none)'} ({len(expectations.entries)} known failures)"
     ]
 
@@ -417,7 +444,7 @@ def pytest_generate_tests(metafunc):
     if "java_vr_test" in metafunc.fixturenames:
         config = metafunc.config
         try:
-            target = targets.create(config.getoption("target"), settings_of(config))
+            target = config.stash[_TARGET].created()
         except targets.TargetUnavailable as e:
             raise pytest.UsageError(str(e)) from None
         metafunc.parametrize("java_vr_test", java_vr.params(config, target))
@@ -598,11 +625,13 @@ def pytest_pyfunc_call_finish(pyfuncitem):
         runner.finish()
     verdict = pyfuncitem.config.stash[_BATCHES].verdict(pyfuncitem)
     if verdict is not None and verdict.failed_in_batch is not None:
-        raise CaseFailure(
+        failure = CaseFailure(
             f"passes in a job of its own, but failed in a job it shared with other cases ({verdict.batch}): "
             f"the runner does not run independent parts of one pipeline as it runs each alone "
             f"(run with --batch-size 1 to judge cases one job each). In the shared job:\n{verdict.failed_in_batch}"
         )
+        # shown from the case's line that ran its pipeline alone (its body has returned)
+        raise failure.with_traceback(runner.last_run_site() if isinstance(runner, CaseRunner) else None)
     return result
 
 
@@ -799,9 +828,9 @@ class _Recorder:
         self.case_modules |= set(output.get("beam_conformance_case_modules", []))
 
     def _target_description(self) -> dict:
-        target = targets.create(self.config.getoption("target"), settings_of(self.config))
-        info = dict(self.target_info or target.describe())
-        info["name"] = self.config.getoption("target_name") or target.name
+        session_target = self.config.stash[_TARGET]
+        info = dict(self.target_info or session_target.created().describe())
+        info["name"] = session_target.name
         return info
 
     def pytest_sessionfinish(self, session, exitstatus):
@@ -835,7 +864,7 @@ class _Recorder:
 
     def java_vr_selection(self) -> dict:
         """How the Java run was chosen: Beam's profile or all, and the tests -k/-m left out."""
-        target = targets.create(self.config.getoption("target"), settings_of(self.config))
+        target = self.config.stash[_TARGET].created()
         return {"deselected": self.deselected, "java_vr": java_vr.describe(self.config, target)}
 
 
@@ -844,12 +873,11 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     if not recorder.records:
         return
     terminalreporter.section("beam-conformance")
+    named = _named_target(config)
     for suite_name, records in recorder.by_suite().items():
         counts = results.summarize(records)
         label = " (Beam's Java ValidatesRunner tests)" if suite_name == "java-vr" else ""
-        terminalreporter.write_line(
-            f"target {config.getoption('target')}{label}: " + ", ".join(f"{n} {k}" for k, n in counts.items() if n)
-        )
+        terminalreporter.write_line(f"target {named}{label}: " + ", ".join(f"{n} {k}" for k, n in counts.items() if n))
     for path in recorder.results_paths:
         terminalreporter.write_line(f"results: {path} (merge runs with `beam-conformance report`)")
     _report_batches(terminalreporter, list(recorder.records.values()))

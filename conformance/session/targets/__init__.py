@@ -35,7 +35,9 @@ class _Entry:
             assert self.entry_point is not None
             try:
                 self.factory = self.entry_point.load()
+                check_named(self.factory)
             except Exception as e:  # a broken plugin must not break the other targets
+                self.factory = None
                 self.broken = f"{type(e).__name__}: {e}"
         if self.factory is None:
             raise TargetUnavailable(f"the target's plugin ({self.source}) cannot be loaded: {self.broken}")
@@ -51,11 +53,26 @@ def register(kind: str, factory: Factory, help_text: str | None = None) -> None:
     factory again is harmless (a conftest.py may be imported by several pytest-xdist workers);
     registering another one under a taken kind is an error."""
     _load_entry_points()
+    check_named(factory)
     existing = _REGISTRY.get(kind)
     if existing is not None and existing.factory is not factory:
         raise ValueError(f"target kind {kind!r} is already registered ({existing.source})")
     module = getattr(factory, "__module__", "?")
     _REGISTRY[kind] = _Entry(f"register() in {module}", help_text or _help_of(factory), factory=factory)
+
+
+def check_named(factory) -> None:
+    """A Target class must name itself (``name``: its results file and matrix column); a factory
+    that is no class is checked on what it creates (create())."""
+    if isinstance(factory, type) and issubclass(factory, Target) and not factory.name:
+        raise ValueError(_unnamed(factory))
+
+
+def _unnamed(cls: type) -> str:
+    return (
+        f"target class {cls.__module__}.{cls.__qualname__} does not name itself: give it a class attribute "
+        "name = '...' (the name of its results file and its matrix column)"
+    )
 
 
 def _help_of(factory) -> str:
@@ -89,7 +106,10 @@ def create(spec: str, settings: TargetSettings) -> Target:
     entry = _REGISTRY.get(kind_of(spec))
     if entry is None:
         raise TargetUnavailable(f"unknown target {spec!r}; known targets:\n{describe_all()}")
-    return entry.load()(spec, settings)
+    target = entry.load()(spec, settings)
+    if not target.name:
+        raise TargetUnavailable(_unnamed(type(target)))
+    return target
 
 
 def kinds() -> list[str]:

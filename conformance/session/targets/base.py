@@ -41,8 +41,9 @@ class Target:
     bracket the test session (a job server, a SparkSession, ...).
     """
 
-    #: short name used for the results file and the matrix column
-    name: str = "target"
+    #: the results file's and the matrix column's name: every target class sets its own (the
+    #: registry refuses a class without one, rather than a run writing results-target.json)
+    name: str = ""
     #: can the test process see the SDK worker's memory (so checks confirm in process)?
     in_process_worker: bool = True
     #: random examples per property case when --property-examples is not given (None: the kit's

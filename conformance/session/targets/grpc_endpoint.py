@@ -68,6 +68,7 @@ def checked_endpoint(endpoint: str) -> str:
 class GrpcTarget(Target):
     """any Beam Job API endpoint: grpc://HOST:PORT, or grpc with --job-server-cmd"""
 
+    name = "grpc"  # a session names its endpoint too: grpc-HOST-PORT
     in_process_worker = False
 
     def __init__(self, spec, settings):

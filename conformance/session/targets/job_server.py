@@ -8,13 +8,15 @@ until it answers, stopping it with its children, SDK workers as ``--environment-
 
 from __future__ import annotations
 
-from conformance.session.targets.base import Target, TargetUnavailable
+from conformance.session.targets.base import TargetUnavailable
 from conformance.session.targets.grpc_endpoint import GrpcTarget
 
 
 class JobServerTarget(GrpcTarget):
     """A Job API runner whose job server the session starts from the target's own artifacts."""
 
+    #: every job-server target names itself; the grpc target's name is not theirs to inherit
+    name = ""
     #: the runner's release, recorded with the results (and compared with the submitting SDK's)
     runner_version: str | None = None
     #: the Beam release the job server is built from, when it is one of Beam's (None: not Beam's)
@@ -26,8 +28,7 @@ class JobServerTarget(GrpcTarget):
                 f"target {spec!r} starts its own job server; --job-server-cmd is for the grpc target"
             )
         super().__init__(spec, settings)
-        # the subclass's name, else the kind it was registered under
-        self.name = type(self).name if type(self).name != Target.name else spec.split(":", 1)[0]
+        self.name = type(self).name  # not the grpc target's, which names the endpoint
 
     def starts_job_server(self) -> bool:
         return True
