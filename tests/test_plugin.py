@@ -379,3 +379,25 @@ def test_a_session_makes_one_target(suite):
     assert (suite.path / "targets-made.txt").read_text().splitlines() == ["counted"]
     result.stdout.fnmatch_lines(["target my-runner (counted): 1 passed, 1 failed"])
     assert load_results(suite, "my-runner")["target_info"]["name"] == "my-runner"
+
+
+def test_the_junit_xml_is_named_by_the_targets_own_name_like_its_results(tmp_path):
+    """The CLI guessed the JUnit file's name from the target spec (reference:seed=7 ->
+    junit-reference-seed-7.xml beside results-reference.json); the session's one name decides."""
+    import os
+    import subprocess
+    import sys
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    done = subprocess.run(
+        [sys.executable, "-m", "conformance.tools.cli", "run", "--workers", "0", "--target", "reference:seed=7"]
+        + ["--results-dir", str(tmp_path), "--out", str(tmp_path), "--"]
+        + ["-k", "map_applies_function_to_every_element"],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    written = sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(("junit-", "results-")))
+    assert written == ["junit-reference.xml", "results-reference.json"], written

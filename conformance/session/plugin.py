@@ -137,6 +137,12 @@ def pytest_addoption(parser):
         help="where results-<target>.json is written (default ./reports)",
     )
     group.addoption(
+        "--junit-beside-results",
+        action="store_true",
+        help="also write JUnit XML into --results-dir, named after the target like its results file "
+        "(junit-<target>.xml; junit-<target>.java-vr.xml for --suite java-vr); --junitxml wins",
+    )
+    group.addoption(
         "--sdks",
         default="",
         metavar="LIST",
@@ -200,6 +206,7 @@ class CaseInfo:
 # --------------------------------------------------------------------------- configuration
 
 
+@pytest.hookimpl(tryfirst=True)  # before pytest's junitxml plugin reads --junitxml
 def pytest_configure(config):
     config.addinivalue_line("markers", "capability(id): the capability a conformance case exercises")
     config.addinivalue_line("markers", "sdk(name): a case whose pipeline another SDK wrote (runs with --sdks)")
@@ -209,6 +216,7 @@ def pytest_configure(config):
     for name, text in capabilities.EXTRA_MARKERS.items():
         config.addinivalue_line("markers", f"{name}: {text}")
     config.stash[_TARGET] = _SessionTarget(config)
+    _junit_beside_results(config)
     examples = config.getoption("property_examples")
     if examples is None:
         examples = _target_property_examples(config)
@@ -230,6 +238,19 @@ def pytest_configure(config):
     config.stash[_BATCHES] = batching.Batches(
         _batch_size(config), config.getoption("case_timeout"), config.stash[_TARGET].started, case_id_of
     )
+
+
+def _junit_beside_results(config) -> None:
+    """--junit-beside-results: the JUnit XML is named by the session's one target name, as the
+    results file is (a target that cannot be created reports that later, as every run does)."""
+    if not config.getoption("junit_beside_results") or config.option.xmlpath:
+        return
+    try:
+        name = config.stash[_TARGET].name
+    except targets.TargetUnavailable:
+        return
+    suite = config.getoption("suite", "cases")
+    config.option.xmlpath = os.path.join(config.getoption("results_dir"), results.junit_file_name(name, suite))
 
 
 def _batch_size(config) -> int:

@@ -153,6 +153,11 @@ def results_file_name(target: str, suite: str = "cases") -> str:
     return f"results-{slug(target)}.json" if suite == "cases" else f"results-{slug(target)}.{suite}.json"
 
 
+def junit_file_name(target: str, suite: str = "cases") -> str:
+    """The JUnit XML beside a run's results: a Java-only run has its own, a run of both suites one."""
+    return f"junit-{slug(target)}.java-vr.xml" if suite == "java-vr" else f"junit-{slug(target)}.xml"
+
+
 def suite_of(document: dict) -> str:
     """Which suite a results document holds (documents before the field existed: the cases)."""
     return document.get("suite", "cases")

@@ -66,24 +66,11 @@ def _report(args) -> int:
     return 0
 
 
-def _target_name(target: str, pytest_args: list[str]) -> str:
-    """The column name pytest will use: --target-name if given, else derived from the target."""
-    for i, arg in enumerate(pytest_args):
-        if arg == "--target-name" and i + 1 < len(pytest_args):
-            return pytest_args[i + 1]
-        if arg.startswith("--target-name="):
-            return arg.split("=", 1)[1]
-    return target.split(":", 1)[0] if target.startswith("grpc") else target
-
-
 def _run(args) -> int:
     """Run the suite once per target (each in its own pytest process), then always write the matrix."""
     os.makedirs(args.results_dir, exist_ok=True)
     worst = 0
     for target in [t for value in args.target for t in value.split()]:
-        name = results.slug(_target_name(target, args.pytest_args))
-        # a Java-only run has its own JUnit XML beside its own results; a run of both suites one XML
-        junit = f"junit-{name}.java-vr.xml" if args.suite == "java-vr" else f"junit-{name}.xml"
         command = [
             sys.executable,
             "-m",
@@ -94,7 +81,7 @@ def _run(args) -> int:
             target,
             "--results-dir",
             args.results_dir,
-            f"--junitxml={args.results_dir}/{junit}",
+            "--junit-beside-results",
             "--suite",
             args.suite,
             "-p",
