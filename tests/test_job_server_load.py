@@ -210,4 +210,6 @@ def test_ended_jobs_are_kept_up_to_the_limit_and_then_forgotten_with_their_files
     stub = beam_job_api_pb2_grpc.JobServiceStub(grpc.insecure_channel(server.address))
     latest = ended[-1]
     assert stub.GetState(beam_job_api_pb2.GetJobStateRequest(job_id=latest.job_id), timeout=10).state == State.DONE
-    assert latest.backend is None and not latest.control._listeners  # its engine and worker let go
+    token = latest.control.token
+    # its engine and worker let go (nothing is woken by a cancel or drain of it any more)
+    assert latest.backend is None and not token._wake_on_cancel and not token._wake_on_drain

@@ -62,7 +62,7 @@ def test_a_reused_python_worker_keeps_a_bounded_number_of_stages():
 
     from reference_runner.graph import plan as planning
     from reference_runner.graph.front_end import SPARK
-    from reference_runner.spark import plan as spark_plan
+    from reference_runner.spark import shipped as spark_plan
     from reference_runner.spark import stateful, tasks
 
     class _Stateful(beam.DoFn):
