@@ -149,7 +149,6 @@ class Expectations:
         self.runner_version = runner_version
         # picked as conformance/expectations/<target-name>.yaml, not named by --expectations
         self.chosen_by_name = chosen_by_name
-        self._used: set[int] = set()
 
     @classmethod
     def empty(cls) -> Expectations:
@@ -177,20 +176,12 @@ class Expectations:
 
     def lookup(self, case_id: str, capability_id: str) -> KnownFailure | None:
         """The first entry that covers the case (case entries win over capability entries)."""
-        ordered = sorted(enumerate(self.entries), key=lambda ie: ie[1].case is None)
-        for i, entry in ordered:
-            if entry.matches(case_id, capability_id):
-                self._used.add(i)
-                return entry
-        return None
+        ordered = sorted(self.entries, key=lambda entry: entry.case is None)
+        return next((entry for entry in ordered if entry.matches(case_id, capability_id)), None)
 
     def for_property(self, prop: str) -> KnownFailure | None:
         """The property entry covering a failure whose every deviation lies in ``prop``."""
-        for i, entry in enumerate(self.entries):
-            if entry.property_name == prop:
-                self._used.add(i)
-                return entry
-        return None
+        return next((entry for entry in self.entries if entry.property_name == prop), None)
 
     def judge(self, known: KnownFailure | None, failed: bool, cross_cutting: str | None) -> Judgement:
         """The verdict on a case that ran, given the entry ``lookup`` found for it before (None:
@@ -202,10 +193,6 @@ class Expectations:
         if failed:
             return Judgement("expected-failure", known)
         return Judgement("passed" if known.flaky else "unexpected-pass", known)
-
-    def unused(self) -> list[KnownFailure]:
-        """Entries that matched no collected case: probably stale or misspelled."""
-        return [e for i, e in enumerate(self.entries) if i not in self._used]
 
     def stale(self, records: list[dict], java: bool) -> list[KnownFailure]:
         """The entries of this suite (Java entries name java_vr/ ids) that decided none of a run's
