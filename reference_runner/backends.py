@@ -23,6 +23,36 @@ class JobCancelled(RuntimeError):
     """Someone cancelled the job; a backend stops with this (the run's end, not a failure)."""
 
 
+class _Request:
+    """One request a job may get (cancel, or drain): whether it was made, and the wake-ups to call
+    when it is (at once, for one registered after)."""
+
+    def __init__(self) -> None:
+        self._made = threading.Event()
+        self._lock = threading.Lock()
+        self._wakes: list[Callable[[], None]] = []
+
+    def made(self) -> bool:
+        return self._made.is_set()
+
+    def make(self) -> None:
+        self._made.set()
+        with self._lock:
+            wakes = list(self._wakes)
+        for wake in wakes:
+            wake()
+
+    def on_made(self, wake: Callable[[], None]) -> None:
+        with self._lock:
+            self._wakes.append(wake)
+        if self._made.is_set():
+            wake()
+
+    def forget_wake_ups(self) -> None:
+        with self._lock:
+            self._wakes = []
+
+
 class CancelToken:
     """Whether the job was asked to cancel or to drain: set by its owner (lifecycle.JobRecord, for
     the Job API's Cancel and Drain and the in-process result), read by the backends' run loops
@@ -33,57 +63,40 @@ class CancelToken:
     no state of their own."""
 
     def __init__(self) -> None:
-        self._cancelled = threading.Event()
-        self._draining = threading.Event()
-        self._lock = threading.Lock()
-        self._wake_on_cancel: list[Callable[[], None]] = []
-        self._wake_on_drain: list[Callable[[], None]] = []
+        self._cancel = _Request()
+        self._drain = _Request()
 
     @property
     def cancelled(self) -> bool:
-        return self._cancelled.is_set()
+        return self._cancel.made()
 
     @property
     def draining(self) -> bool:
-        return self._draining.is_set()
+        return self._drain.made()
 
     def raise_if_cancelled(self) -> None:
         """What a loop calls between two steps: a cancelled run stops here."""
-        if self._cancelled.is_set():
+        if self._cancel.made():
             raise JobCancelled("the job was cancelled")
 
     def cancel(self) -> None:
-        self._cancelled.set()
-        for wake in self._wakers(self._wake_on_cancel):
-            wake()
+        self._cancel.make()
 
     def drain(self) -> None:
-        self._draining.set()
-        for wake in self._wakers(self._wake_on_drain):
-            wake()
+        self._drain.make()
 
     def on_cancel(self, wake: Callable[[], None]) -> None:
         """Call ``wake`` when the job is cancelled (now, if it was already)."""
-        with self._lock:
-            self._wake_on_cancel.append(wake)
-        if self._cancelled.is_set():
-            wake()
+        self._cancel.on_made(wake)
 
     def on_drain(self, wake: Callable[[], None]) -> None:
         """Call ``wake`` when the job is asked to drain (now, if it was already)."""
-        with self._lock:
-            self._wake_on_drain.append(wake)
-        if self._draining.is_set():
-            wake()
+        self._drain.on_made(wake)
 
     def forget_wake_ups(self) -> None:
         """The run is over: let go of what its wake-ups hold (an engine's clock, a worker)."""
-        with self._lock:
-            self._wake_on_cancel, self._wake_on_drain = [], []
-
-    def _wakers(self, wakers: list) -> list:
-        with self._lock:
-            return list(wakers)
+        self._cancel.forget_wake_ups()
+        self._drain.forget_wake_ups()
 
 
 class Control:

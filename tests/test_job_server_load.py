@@ -212,4 +212,4 @@ def test_ended_jobs_are_kept_up_to_the_limit_and_then_forgotten_with_their_files
     assert stub.GetState(beam_job_api_pb2.GetJobStateRequest(job_id=latest.job_id), timeout=10).state == State.DONE
     token = latest.control.token
     # its engine and worker let go (nothing is woken by a cancel or drain of it any more)
-    assert latest.backend is None and not token._wake_on_cancel and not token._wake_on_drain
+    assert latest.backend is None and not token._cancel._wakes and not token._drain._wakes
