@@ -102,6 +102,12 @@ def add_arguments(parser, record: type, prefix: str) -> None:
         )
 
 
+def from_pipeline_options(view, record: type, prefix: str) -> dict[str, Any]:
+    """The ``--{prefix}NAME`` values of a PipelineOptions view (``add_arguments``'), by name, as
+    given (None: not given), for the record's ``parse``."""
+    return {name: getattr(view, f"{prefix}{name}") for name in table(record)}
+
+
 def keyword_parameters(record: type):
     """Decorates ``__init__(self, **values)``: its keyword parameters are the options of ``record``,
     each None unless given (then another source or the default applies). An unknown name is refused

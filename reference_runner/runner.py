@@ -9,8 +9,8 @@ from apache_beam.runners.runner import PipelineRunner
 
 from reference_runner.executor.reference_backend import ReferenceBackend
 from reference_runner.in_process import run_on
-from reference_runner.knobs import KNOBS, PREFIX, Knobs
-from reference_runner.option_table import add_arguments, keyword_parameters
+from reference_runner.knobs import PREFIX, Knobs
+from reference_runner.option_table import add_arguments, from_pipeline_options, keyword_parameters
 
 
 class ReferenceOptions(PipelineOptions):
@@ -39,7 +39,7 @@ class ReferenceRunner(PipelineRunner):
         """Run a Runner API pipeline (Beam's hook for runners of protos; as submitted, pre-optimized
         by the SDK or not)."""
         opts = options.view_as(ReferenceOptions)
-        from_options = Knobs.parse({name: getattr(opts, f"{PREFIX}{name}") for name in KNOBS})
+        from_options = Knobs.parse(from_pipeline_options(opts, Knobs, PREFIX))
         backend = ReferenceBackend(Knobs.parse(self.knobs, base=from_options))
         return run_on(backend, proto, streaming=options.view_as(StandardOptions).streaming)
 

@@ -93,11 +93,11 @@ def _is_splittable(fn) -> bool:
 def _fires_on_processing_time(fn: trigger.TriggerFn) -> bool:
     """Does this trigger, or any trigger inside it, wait for processing time? The model's rule has
     one owner, the reference runner's engine: the trigger goes there as the Runner API gives it."""
+    proto = fn.to_runner_api(pipeline_context.PipelineContext())
     try:
-        proto = fn.to_runner_api(pipeline_context.PipelineContext())
         return triggers.waits_for_processing_time(trigger_spec.from_proto(proto))
-    except (trigger_spec.UnknownTrigger, NotImplementedError):
-        return True  # a trigger the runner cannot read: its case runs alone, where it is judged
+    except trigger_spec.UnknownTrigger:
+        return True  # a trigger kind the runner cannot read: its case runs alone, where it is judged
 
 
 class _CaseScope(ptransform.PTransform):

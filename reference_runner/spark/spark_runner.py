@@ -7,8 +7,8 @@ from apache_beam.options.pipeline_options import PipelineOptions, StandardOption
 from apache_beam.runners.runner import PipelineRunner
 
 from reference_runner.in_process import run_on
-from reference_runner.option_table import add_arguments, keyword_parameters
-from reference_runner.spark.settings import PREFIX, SPARK_OPTIONS, SparkSettings
+from reference_runner.option_table import add_arguments, from_pipeline_options, keyword_parameters
+from reference_runner.spark.settings import PREFIX, SparkSettings
 from reference_runner.spark.spark_backend import SparkBackend
 
 
@@ -36,7 +36,7 @@ class SparkRunner(PipelineRunner):
     def run_portable_pipeline(self, proto, options):
         """Run a Runner API pipeline (Beam's hook for runners of protos)."""
         opts = options.view_as(SparkOptions)
-        from_options = SparkSettings.parse({name: getattr(opts, f"{PREFIX}{name}") for name in SPARK_OPTIONS})
+        from_options = SparkSettings.parse(from_pipeline_options(opts, SparkSettings, PREFIX))
         settings = SparkSettings.parse(self.arguments, base=from_options)
         return run_on(SparkBackend(settings), proto, streaming=options.view_as(StandardOptions).streaming)
 
