@@ -247,7 +247,7 @@ def _junit_beside_results(config) -> None:
         return
     try:
         name = config.stash[_TARGET].name
-    except targets.TargetUnavailable:
+    except (targets.TargetUnavailable, pytest.UsageError):
         return
     suite = config.getoption("suite", "cases")
     config.option.xmlpath = os.path.join(config.getoption("results_dir"), results.junit_file_name(name, suite))
