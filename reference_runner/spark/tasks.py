@@ -198,8 +198,9 @@ def group_partition(plan: ShippedStage, pairs):
     Sessions are merged per key here; a custom merging WindowFn's windows by the SDK, per key.
     A triggered GroupByKey fires its panes as the reference runner's does in batch: the key's
     elements arrive one by one in shuffle order while the watermark is at -inf, each evaluated
-    by the trigger, then the watermark jumps to +inf (on-time and final panes). The front end
-    refuses processing-time triggers in batch (graph/check.py): nothing drives that clock here."""
+    by the trigger, then the watermark jumps to +inf (on-time and final panes). A pipeline whose
+    trigger waits for processing time runs as micro-batches instead (streaming.runs_as_micro_batches):
+    nothing drives that clock here."""
     group = plan.stage.group
     merger = lease(plan.user_code, StateService(), plan.job_group) if group.merge_in_sdk else None
     try:
