@@ -1,6 +1,7 @@
 """The grpc:// target against a real Beam Job API server the session starts on loopback."""
 
 import json
+import socket
 import subprocess
 import sys
 import textwrap
@@ -80,11 +81,25 @@ def test_cases_run_over_grpc_against_a_job_server_started_for_the_session(pytest
     assert alive.returncode == 1, alive.stdout
 
 
-def test_unreachable_endpoint_fails_fast_with_a_clear_message(pytester):
+def test_a_refused_endpoint_is_a_usage_error_at_once_not_a_wait(pytester):
     pytester.makepyfile(test_e2e=CASES)
-    result = run(pytester, "--target", "grpc://127.0.0.1:9", "--job-server-timeout", "2")
-    assert result.ret == 3
-    result.stdout.fnmatch_lines(["*no Beam Job API server answered at 127.0.0.1:9 within 2s*"])
+    # a timeout no run would wait out: a refused connection is known at once
+    result = run(pytester, "--target", "grpc://127.0.0.1:9", "--job-server-timeout", "600")
+    assert result.ret == 4
+    result.stderr.fnmatch_lines(["ERROR: target grpc://127.0.0.1:9 is unavailable: *127.0.0.1:9*connection refused*"])
+
+
+def test_a_listening_server_that_never_answers_is_waited_on_for_the_job_server_timeout(pytester):
+    pytester.makepyfile(test_e2e=CASES)
+    with socket.socket() as silent:  # accepts connections, never speaks gRPC
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)
+        port = silent.getsockname()[1]
+        result = run(pytester, "--target", f"grpc://127.0.0.1:{port}", "--job-server-timeout", "2")
+    assert result.ret == 4
+    result.stderr.fnmatch_lines(
+        [f"ERROR: *no Beam Job API server answered at 127.0.0.1:{port} within 2s (--job-server-timeout)*"]
+    )
 
 
 def test_a_job_server_that_dies_is_reported_with_its_output(pytester):

@@ -10,6 +10,7 @@ A target spec is ``KIND`` or ``KIND:PARAMETERS`` (``grpc://HOST:PORT``, ``refere
 
 from __future__ import annotations
 
+import difflib
 import importlib.metadata
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -105,7 +106,9 @@ def create(spec: str, settings: TargetSettings) -> Target:
     _load_entry_points()
     entry = _REGISTRY.get(kind_of(spec))
     if entry is None:
-        raise TargetUnavailable(f"unknown target {spec!r}; known targets:\n{describe_all()}")
+        close = difflib.get_close_matches(kind_of(spec), _REGISTRY, n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise TargetUnavailable(f"unknown target {spec!r}{hint}; known targets:\n{describe_all()}")
     target = entry.load()(spec, settings)
     if not target.name:
         raise TargetUnavailable(_unnamed(type(target)))

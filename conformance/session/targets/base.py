@@ -69,6 +69,11 @@ class Target:
         Called once per session before any case runs (and by ``beam-conformance fetch``);
         ``progress`` takes one line of news at a time."""
 
+    def preflight(self) -> None:
+        """Before any case is collected into a run: raise TargetUnavailable at once for what is
+        known to be missing (an endpoint nothing listens at, a package not installed), so a run
+        never waits out a timeout to say so. Not called for --collect-only."""
+
     def start(self) -> None:
         pass
 

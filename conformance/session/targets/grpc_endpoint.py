@@ -18,7 +18,14 @@ from collections.abc import Callable
 
 from conformance.authoring import shapes
 from conformance.session.targets.base import Target, TargetUnavailable
-from conformance.session.targets.processes import free_port, read_tail, start_group, stop_group, wait_until_serving
+from conformance.session.targets.processes import (
+    free_port,
+    read_tail,
+    refuse_unreachable,
+    start_group,
+    stop_group,
+    wait_until_serving,
+)
 from conformance.session.targets.workers import WorkerPoolProcess, write_boot_command
 
 
@@ -87,6 +94,16 @@ class GrpcTarget(Target):
         self.name = "grpc-" + self.endpoint.replace(":", "-") if self.endpoint else "grpc"
         # A LOOPBACK worker runs inside this process, so checks confirm in process too.
         self.in_process_worker = self.environment_type == "LOOPBACK"
+
+    def preflight(self) -> None:
+        """An endpoint given as grpc://HOST:PORT: refused at once when nothing can listen there;
+        waited on for --job-server-timeout only when a server accepts connections but does not
+        answer yet. (A job server this session starts is waited on when it starts.)"""
+        if self.starts_job_server():
+            return
+        host, port = self.endpoint.rsplit(":", 1)
+        refuse_unreachable(host, int(port))
+        wait_until_serving(self.endpoint, self.settings.job_server_timeout)
 
     def start(self) -> None:
         try:

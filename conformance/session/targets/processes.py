@@ -44,9 +44,34 @@ def wait_until_serving(
                 )
             if time.monotonic() > deadline:
                 raise TargetUnavailable(
-                    f"no {what} answered at {endpoint} within {timeout:g}s"
+                    f"no {what} answered at {endpoint} within {timeout:g}s (--job-server-timeout)"
                     + (f"; its output:\n{read_tail(log_path)}" if log_path else "")
                 )
+
+
+def refuse_unreachable(host: str, port: int, what: str = "Beam Job API server", connect_timeout: float = 5.0) -> None:
+    """Raise at once when nothing can listen at HOST:PORT: a name that does not resolve, a refused
+    connection, no route, or no answer to a TCP connect within ``connect_timeout``. Only a server
+    that accepts the connection but does not yet answer gRPC is worth waiting for."""
+    where = f"{host}:{port}"
+    try:
+        addresses = socket.getaddrinfo(host.strip("[]"), port, type=socket.SOCK_STREAM)
+    except socket.gaierror as e:
+        raise TargetUnavailable(f"no {what} can answer at {where}: the host name does not resolve ({e})") from None
+    reasons = []
+    for family, kind, proto, _, address in addresses:
+        try:
+            with socket.socket(family, kind, proto) as s:
+                s.settimeout(connect_timeout)
+                s.connect(address)
+                return
+        except ConnectionRefusedError:
+            reasons.append("connection refused: nothing listens there")
+        except TimeoutError:
+            reasons.append(f"no answer to a TCP connect within {connect_timeout:g}s")
+        except OSError as e:
+            reasons.append(e.strerror or str(e))
+    raise TargetUnavailable(f"no {what} answers at {where}: {reasons[0] if reasons else 'no address'}")
 
 
 def read_tail(path: str | None, lines: int = 30) -> str:

@@ -42,11 +42,18 @@ class SparkTarget(Target):
     def sdk_job_endpoint(self) -> str:
         return self._job_server.endpoint()
 
-    def start(self) -> None:
+    def preflight(self) -> None:
+        from reference_runner.spark import session
+
         try:
-            from reference_runner.spark import session
-        except ImportError as e:
-            raise TargetUnavailable(f"the Spark backend needs pyspark: {e}") from None
+            session.require_pyspark()
+        except session.PySparkMissing as e:
+            raise TargetUnavailable(str(e)) from None
+
+    def start(self) -> None:
+        from reference_runner.spark import session
+
+        self.preflight()
         session.get(self.master)  # the JVM starts once per session, not per case
 
     def stop(self) -> None:
