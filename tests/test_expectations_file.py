@@ -52,10 +52,17 @@ def test_unused_entries_are_reported():
         ({"known_failures": [{"reason": "r"}]}, "exactly one of 'case' or 'capability'"),
         ({"known_failures": [{"case": "a", "capability": "gbk", "reason": "r"}]}, "exactly one"),
         ({"known_failures": [{"capability": "no.such", "reason": "r"}]}, "unknown capability 'no.such'"),
-        ({"known_failures": [{"case": "a/b", "reason": "r", "sikp": True}]}, "unknown keys"),
+        (
+            {"known_failures": [{"case": "a/b", "reason": "r", "sikp": True}]},
+            "unknown key 'sikp' \\(did you mean 'skip'",
+        ),
+        (
+            {"known_failures": [{"case": "a/b", "reason": "r", "isue": "x"}]},
+            "did you mean 'issue'.*allowed keys: capability, case, flaky, issue, lies_in, property, reason, skip",
+        ),
         ({"known_failures": [{"case": "a/b", "reason": "r", "lies_in": "TestStream order"}]}, "names no property"),
         ({"known_failures": "a/b"}, "must be a list"),
-        ({"knwon_failures": []}, "unknown top-level keys"),
+        ({"knwon_failures": []}, "unknown key 'knwon_failures' \\(did you mean 'known_failures'.*allowed keys: "),
         (["a"], "top level must be a mapping"),
     ],
 )

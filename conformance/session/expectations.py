@@ -54,6 +54,7 @@ flaky: then a pass is reported as passed, with the entry's reason attached).
 
 from __future__ import annotations
 
+import difflib
 import fnmatch
 import os
 from collections.abc import Iterable
@@ -142,8 +143,11 @@ class Expectations:
         path: str | None = None,
         runner_version: str | None = None,
         chosen_by_name: bool = False,
+        how: str = "",
     ):
         self.entries = entries
+        # how the file was chosen, for the run's header ("named by --expectations", ...)
+        self.how = how
         self.path = path
         # the runner's release the file says it was written for (None: it does not say)
         self.runner_version = runner_version
@@ -151,11 +155,12 @@ class Expectations:
         self.chosen_by_name = chosen_by_name
 
     @classmethod
-    def empty(cls) -> Expectations:
-        return cls([])
+    def empty(cls, why: str = "none") -> Expectations:
+        """No known failures; ``why`` says so in the run's header."""
+        return cls([], how=why)
 
     @classmethod
-    def load(cls, path: str, _depth: int = 0, chosen_by_name: bool = False) -> Expectations:
+    def load(cls, path: str, _depth: int = 0, chosen_by_name: bool = False, how: str = "") -> Expectations:
         try:
             with open(path) as f:
                 data = yaml.safe_load(f) or {}
@@ -172,7 +177,7 @@ class Expectations:
         version = data.get("runner_version")
         if version is not None and not isinstance(version, str):
             raise ExpectationsError(f"{path}: 'runner_version' must be a string, not {version!r}")
-        return cls(entries, path, version, chosen_by_name)
+        return cls(entries, path, version, chosen_by_name, how)
 
     def lookup(self, case_id: str, capability_id: str) -> KnownFailure | None:
         """The first entry that covers the case (case entries win over capability entries)."""
@@ -265,7 +270,7 @@ def parse(data, source: str = "<data>") -> list[KnownFailure]:
         raise ExpectationsError(f"{source}: top level must be a mapping with 'known_failures'")
     unknown_keys = set(data) - _TOP_LEVEL
     if unknown_keys:
-        raise ExpectationsError(f"{source}: unknown top-level keys {sorted(unknown_keys)}")
+        raise ExpectationsError(f"{source}: {_unknown_keys(unknown_keys, _TOP_LEVEL)}")
     raw = data.get("known_failures") or []
     if not isinstance(raw, list):
         raise ExpectationsError(f"{source}: 'known_failures' must be a list")
@@ -277,7 +282,7 @@ def parse(data, source: str = "<data>") -> list[KnownFailure]:
             raise ExpectationsError(f"{where} must be a mapping")
         extra = set(item) - _ENTRY_KEYS
         if extra:
-            raise ExpectationsError(f"{where}: unknown keys {sorted(extra)}")
+            raise ExpectationsError(f"{where}: {_unknown_keys(extra, _ENTRY_KEYS)}")
         case, capability, prop = item.get("case"), item.get("capability"), item.get("property")
         if sum(x is not None for x in (case, capability, prop)) != 1:
             raise ExpectationsError(f"{where}: give exactly one of 'case' or 'capability', or a 'property'")
@@ -312,6 +317,15 @@ def parse(data, source: str = "<data>") -> list[KnownFailure]:
             )
         )
     return entries
+
+
+def _unknown_keys(unknown: set, allowed: set[str]) -> str:
+    """Names the unknown keys, a close allowed one for each where there is one, and every allowed key."""
+    named = []
+    for key in sorted(map(str, unknown)):
+        close = difflib.get_close_matches(key, allowed, n=1)
+        named.append(f"{key!r} (did you mean {close[0]!r}?)" if close else repr(key))
+    return f"unknown key{'s' if len(named) > 1 else ''} {', '.join(named)}; allowed keys: {', '.join(sorted(allowed))}"
 
 
 def _property_of(prop, item: dict, where: str) -> str:

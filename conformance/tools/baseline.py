@@ -208,7 +208,8 @@ def _description(run: dict, source: str) -> str:
 
 def dump(document: dict) -> str:
     header = (
-        "# Known failures of a runner for the Beam conformance suite (format: README, 'Known failures').\n"
+        "# Known failures of a runner for the Beam conformance suite\n"
+        "# (format: docs/testing-your-runner.md, 'Known failures').\n"
         "# `beam-conformance baseline RESULTS.json -o THIS_FILE --update` merges a newer run.\n"
     )
     return header + yaml.safe_dump(document, sort_keys=False, allow_unicode=True, width=100)
