@@ -12,6 +12,7 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent / "reference_runner"
 # runner, above the backend it wraps.
 LAYERS = {
     "engine": 0,
+    "beam_import": 0,
     "option_table": 1,
     "knobs": 1,
     "metrics": 1,

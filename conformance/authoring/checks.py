@@ -17,6 +17,8 @@ Two safeguards keep a check from passing vacuously:
 
 from __future__ import annotations
 
+import logging
+import re
 import threading
 import uuid
 
@@ -36,6 +38,47 @@ DEVIATION_NAMESPACE = "beam_conformance_deviations"
 DEVIATION_SEPARATOR = "|"
 DIFF_BEGIN = "<<<conformance-diff"
 DIFF_END = "conformance-diff>>>"
+
+# Beam's loggers that log a failed bundle's exception: a failed check's diff, which the case's
+# failure shows once already
+_BEAM_LOGGERS_OF_FAILURES = (
+    "apache_beam.runners.common",
+    "apache_beam.runners.worker.bundle_processor",
+    "apache_beam.runners.worker.sdk_worker",
+    "apache_beam.runners.portability.fn_api_runner.fn_runner",
+    "apache_beam.runners.portability.portable_runner",
+    "apache_beam.runners.portability.local_job_service",
+    "apache_beam.runners.direct.executor",
+)
+_DIFF_BLOCK = re.compile(re.escape(DIFF_BEGIN) + ".*?" + re.escape(DIFF_END), re.DOTALL)
+SHOWN_ABOVE = "<the check's diff, shown in the failure above>"
+
+
+class _CheckFailuresNotLogged(logging.Filter):
+    """Drops Beam's log record of a bundle that failed for a check's diff."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if DIFF_BEGIN in str(record.msg):
+            return False
+        exc = record.exc_info[1] if record.exc_info else None
+        return exc is None or DIFF_BEGIN not in str(exc)
+
+
+def _quiet_check_failures() -> None:
+    for name in _BEAM_LOGGERS_OF_FAILURES:
+        logger = logging.getLogger(name)
+        if not any(isinstance(f, _CheckFailuresNotLogged) for f in logger.filters):
+            logger.addFilter(_CheckFailuresNotLogged())
+
+
+_quiet_check_failures()
+
+
+def without_diffs(text: str) -> str:
+    """Captured output (a worker's stderr, a job server's log) with each check diff replaced by a
+    pointer to the failure, which shows it once."""
+    return _DIFF_BLOCK.sub(SHOWN_ABOVE, text) if DIFF_BEGIN in text else text
+
 
 _confirmed: set[str] = set()
 _deviations: dict[str, tuple[str, str]] = {}  # check id -> (property, diff text), for in-process workers
@@ -190,6 +233,8 @@ def check_all(parts: list, label: str | None = None) -> str:
     """Verify several PCollections of one pipeline, each against its own expectation, in one
     gathering step (cheaper than a check() per PCollection); ``parts`` is [(pcoll, expected)].
     A failure names the part (its position in ``parts``)."""
+    for _, expected in parts:
+        elements.validate(expected)  # a malformed expectation is the case's error, found now
     pipeline = parts[0][0].pipeline
     checks = pipeline.__dict__.setdefault("_conformance_checks", [])
     label = label or f"check{len(checks) + 1}"

@@ -108,7 +108,7 @@ def _coder_ids(message, found: list[str]) -> None:
                 if field.message_type.fields_by_name["value"].type == field.TYPE_MESSAGE:
                     for item in values:
                         _coder_ids(item, found)
-            elif field.label == field.LABEL_REPEATED:
+            elif _repeated(field):
                 for item in value:
                     _coder_ids(item, found)
             else:
@@ -117,3 +117,11 @@ def _coder_ids(message, found: list[str]) -> None:
             found.append(value)
         elif field.type == field.TYPE_STRING and field.name.endswith("coder_ids"):
             found += value
+
+
+def _repeated(field) -> bool:
+    """Is the field repeated? (``label`` is deprecated in newer protobuf, ``is_repeated`` missing in older.)"""
+    is_repeated = getattr(field, "is_repeated", None)
+    if is_repeated is not None:
+        return is_repeated() if callable(is_repeated) else bool(is_repeated)
+    return field.label == field.LABEL_REPEATED
