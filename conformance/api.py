@@ -18,6 +18,7 @@ from __future__ import annotations
 import pytest
 from apache_beam.utils.timestamp import MAX_TIMESTAMP, MIN_TIMESTAMP, Timestamp
 
+from conformance.authoring.case_errors import CaseDefinitionError, MalformedExpectation
 from conformance.authoring.case_runner import CaseFailure, CaseRunner, RunResult
 from conformance.authoring.checks import check, check_all, sort_values, sorted_groups
 from conformance.authoring.elements import (
@@ -84,6 +85,7 @@ def capability(capability_id: str):
 __all__ = [
     "ACCUMULATING",
     "ANY",
+    "CaseDefinitionError",
     "CaseFailure",
     "CaseRunner",
     "DISCARDING",
@@ -91,6 +93,7 @@ __all__ = [
     "GLOBAL",
     "MAX_TIMESTAMP",
     "MIN_TIMESTAMP",
+    "MalformedExpectation",
     "NO_FIRING",
     "ON_TIME_ONLY",
     "RunResult",

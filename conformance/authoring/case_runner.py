@@ -18,6 +18,7 @@ from apache_beam.options.pipeline_options import PipelineOptions
 from apache_beam.portability.api import beam_runner_api_pb2
 
 from conformance.authoring import checks, shapes, streams
+from conformance.authoring.case_errors import CaseDefinitionError
 from conformance.capabilities import (
     DECODE_FAILURE_MARKERS,
     METRICS_REPORTING,
@@ -39,10 +40,12 @@ class CaseFailure(AssertionError):
     ``judged``: True when everything else the case checks was checked and held, False when the
     case could not get that far (no metrics to read)."""
 
-    def __init__(self, message: str, cross_cutting: str | None = None, judged: bool = True):
+    def __init__(self, message: str, cross_cutting: str | None = None, judged: bool = True, summary: str = ""):
         super().__init__(message)
         self.cross_cutting = cross_cutting
         self.judged = judged
+        # the one line pytest's short summary shows (empty: the message's first line)
+        self.summary = summary
 
 
 @dataclass
@@ -201,6 +204,28 @@ class CaseRunner:
             self.capture.write(proto)
         return proto
 
+    def _check_built(self, pipeline: beam.Pipeline) -> None:
+        """A TestStream in a case the session did not find streaming is the kit's miss, not the
+        runner's failure: say so rather than run it without the streaming option."""
+        if self.streaming:
+            return
+        from apache_beam.testing.test_stream import TestStream as BeamTestStream
+
+        found = []
+
+        class _Streams(beam.pipeline.PipelineVisitor):
+            def visit_transform(self, node) -> None:
+                if isinstance(node.transform, BeamTestStream):
+                    found.append(node.full_label)
+
+        pipeline.visit(_Streams())
+        if found:
+            raise CaseDefinitionError(
+                f"the case builds a TestStream ({found[0]}) but the session did not find it streaming: "
+                "conformance/session/streaming_cases.py cannot see the TestStream from the case's code "
+                "(built by a helper outside the kit and the case's package?); name TestStream in the case"
+            )
+
     def _execute(self, pipeline: beam.Pipeline, shape: str | None = None):
         shape = shape or self.target.settings.pipeline_shape
         try:
@@ -220,6 +245,7 @@ class CaseRunner:
         __tracebackhide__ = True
         site = _call_site()
         self.run_sites.append(site)
+        self._check_built(pipeline)
         proto = self._submitted(pipeline)
         try:
             result, state = self._execute(pipeline, shape)
@@ -267,8 +293,10 @@ class CaseRunner:
         self._confirm(check_ids, metrics)
 
     def _output_differs(self, diffs: list[str]) -> CaseFailure:
+        shown = list(dict.fromkeys(diffs))
         return CaseFailure(
-            "output differs from the Beam model:\n" + "\n".join(dict.fromkeys(diffs)) + self._deviation_note()
+            "output differs from the Beam model:\n" + "\n".join(shown) + self._deviation_note(),
+            summary=shown[0].strip().splitlines()[0] if shown and shown[0].strip() else "",
         )
 
     def _collect_deviations(self, check_ids: list[str], metrics: dict, site: types.TracebackType | None = None) -> None:

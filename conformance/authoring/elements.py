@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from conformance.authoring.case_errors import MalformedExpectation
 from conformance.capabilities import PANE_METADATA
 
 # Millisecond values of Beam's time constants.
@@ -278,15 +279,49 @@ def _as_elems(expected: Iterable) -> list[Elem]:
     return [e if isinstance(e, Elem) else Elem(e) for e in expected]
 
 
-def compare_exact(expected: Iterable, actual: list[Record]) -> Verdict:
-    elems = _as_elems(expected)
+def compared_fields(elems: list[Elem]) -> tuple:
+    """The fields one exact expectation compares; every element must give the same ones."""
     field_sets = {e.fields() for e in elems}
     if len(field_sets) > 1:
-        raise ValueError(
-            "every expected element of one check must specify the same fields "
-            f"(value/timestamp/window/pane); got {sorted(map(str, field_sets))}"
+        by_fields: dict[tuple, Elem] = {}
+        for e in elems:
+            by_fields.setdefault(e.fields(), e)
+        examples = "; ".join(f"{_field_names(f)}, e.g. {e!r}" for f, e in by_fields.items())
+        raise MalformedExpectation(
+            "every expected element of one check must give the same fields (value, timestamp, window, "
+            f"pane and the same pane fields), so that each produced element is compared alike; this "
+            f"expectation mixes: {examples}"
         )
-    fields = field_sets.pop() if field_sets else ("value",)
+    return field_sets.pop() if field_sets else ("value",)
+
+
+def _field_names(fields: tuple) -> str:
+    return "+".join(f if isinstance(f, str) else "pane(" + ",".join(f[1:]) + ")" for f in fields)
+
+
+def validate(expected: Any) -> None:
+    """Refuse, as the case's own error, an expectation no output could be compared with: called
+    when the check is built, before any runner runs the pipeline."""
+    if isinstance(expected, Satisfies):
+        if not callable(expected.predicate):
+            raise MalformedExpectation(f"satisfies(): the predicate must be callable, not {expected.predicate!r}")
+        return
+    if isinstance(expected, OneOf):
+        if not expected.alternatives:
+            raise MalformedExpectation("one_of() needs at least one allowed outcome")
+        for alternative in expected.alternatives:
+            compared_fields(_as_elems(alternative))
+        return
+    if isinstance(expected, (str, bytes, dict)) or not isinstance(expected, Iterable):
+        raise MalformedExpectation(
+            f"a check's expectation is a list of elements, one_of(...) or satisfies(...), not {expected!r}"
+        )
+    compared_fields(_as_elems(expected))
+
+
+def compare_exact(expected: Iterable, actual: list[Record]) -> Verdict:
+    elems = _as_elems(expected)
+    fields = compared_fields(elems)
     want = collections.Counter(e.key(fields) for e in elems)
     got = collections.Counter(record_key(r, fields) for r in actual)
     if want == got:
