@@ -3,7 +3,6 @@
 import hashlib
 
 import apache_beam as beam
-import pytest
 from apache_beam import coders
 from apache_beam.transforms import window
 
@@ -363,7 +362,6 @@ def _in_sessions(p, stream):
     )
 
 
-@pytest.mark.streaming
 @capability("gbk.sessions")
 def test_sessions_exactly_one_gap_apart_in_a_stream_stay_apart(runner):
     """a at 0 and b at 10 with gap 10 are two sessions: [0,10) and [10,20) touch but do not overlap
@@ -389,7 +387,6 @@ def test_sessions_exactly_one_gap_apart_in_a_stream_stay_apart(runner):
     runner.run(p)
 
 
-@pytest.mark.streaming
 @capability("gbk.sessions")
 def test_sessions_one_millisecond_short_of_a_gap_merge_in_a_stream(runner):
     """a at 0 and b at 9.999 with gap 10: [0,10) and [9.999,19.999) overlap by 1 ms and merge into
@@ -411,7 +408,6 @@ def test_sessions_one_millisecond_short_of_a_gap_merge_in_a_stream(runner):
     runner.run(p)
 
 
-@pytest.mark.streaming
 @capability("gbk.sessions")
 def test_later_bridging_element_merges_two_sessions_in_a_stream(runner):
     """Two sessions already buffered, [0,10) (a) and [15,25) (b), become one when a later element
@@ -436,7 +432,6 @@ def test_later_bridging_element_merges_two_sessions_in_a_stream(runner):
     runner.run(p)
 
 
-@pytest.mark.streaming
 @capability("gbk.sessions")
 def test_expired_session_is_gone_for_a_later_overlapping_element(runner):
     """A session garbage-collected mid-stream no longer exists: a later element whose own window

@@ -936,7 +936,6 @@ def test_state_readable_at_end_of_global_window(runner):
     runner.run(p)
 
 
-@pytest.mark.streaming
 @capability("state.expiry")
 def test_state_cleared_after_window_expiry(runner):
     # SEMANTICS 5/7: with allowed lateness 100 s, window [0,10) keeps its state for a late element at
@@ -968,7 +967,6 @@ def test_state_cleared_after_window_expiry(runner):
     runner.run(p)
 
 
-@pytest.mark.streaming
 @capability("state.expiry")
 def test_state_expires_mid_stream_at_the_lateness_horizon(runner):
     """A stateful DoFn's state for a window lives exactly until the window expires, mid-stream.
@@ -1032,7 +1030,6 @@ def test_state_expires_mid_stream_at_the_lateness_horizon(runner):
     runner.run(p)
 
 
-@pytest.mark.streaming
 @capability("state.expiry")
 def test_element_in_an_expired_and_a_live_window_is_dropped_only_from_the_expired_one(runner):
     """An element in several windows reaching a stateful DoFn when one of them has expired: the copy

@@ -16,7 +16,6 @@ pipeline requirements), so their cases set those fields on the submitted pipelin
 import typing
 
 import apache_beam as beam
-import pytest
 from apache_beam.coders import coders
 from apache_beam.portability import common_urns
 from apache_beam.transforms import window
@@ -259,7 +258,6 @@ class _TimerAndProbes(beam.DoFn):
         yield "fired", _secs(ts), True
 
 
-@pytest.mark.streaming
 @capability("timers.event_time")
 def test_event_time_timer_fires_once_the_watermark_is_past_it_not_at_it(runner):
     """The boundary of an event-time timer, mid-stream: a timer set for 5 s has not fired while the
@@ -634,7 +632,6 @@ def test_timer_output_keeps_window_for_downstream_grouping(runner):
     runner.run(p)
 
 
-@pytest.mark.streaming
 @capability("timers.output_timestamp")
 def test_pending_timer_holds_output_watermark(runner):
     # SEMANTICS 7: a pending event-time timer holds the output watermark at its output timestamp (8), so its
@@ -939,7 +936,6 @@ class _ArrivalRecorder(beam.DoFn):
             seen.add(value)
 
 
-@pytest.mark.streaming
 @capability("timers.on_window_expiration")
 def test_on_window_expiration_runs_mid_stream_once_the_window_expired(runner):
     """OnWindowExpiration runs when the watermark passes the window's expiry mid-stream, not at the
