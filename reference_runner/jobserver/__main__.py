@@ -90,6 +90,14 @@ def main(argv=None) -> int:
         argv.insert(0, "serve")  # `python -m reference_runner.jobserver --port N` serves
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if args.backend == "spark":
+        from reference_runner.spark.session import PySparkMissing, require_pyspark
+
+        try:
+            require_pyspark()
+        except PySparkMissing as e:
+            print(f"reference-runner: --backend spark: {e}", file=sys.stderr)
+            return 2
     from reference_runner.jobserver.server import JobServer
 
     server = JobServer(

@@ -13,6 +13,22 @@ import threading
 
 from reference_runner.spark.settings import DEFAULT_MASTER
 
+
+class PySparkMissing(ImportError):
+    """pyspark is not installed: the Spark backend is the kit's ``spark`` extra."""
+
+
+INSTALL_HINT = "pip install 'beam-runner-conformance[spark]' (or, from a clone, pip install '/path/to/clone[spark]')"
+
+
+def require_pyspark() -> None:
+    """Raise PySparkMissing, naming the extra that installs it, when pyspark cannot be imported."""
+    import importlib.util
+
+    if importlib.util.find_spec("pyspark") is None:
+        raise PySparkMissing(f"the Spark backend needs pyspark, which is not installed: {INSTALL_HINT}")
+
+
 _lock = threading.Lock()
 _session = None
 _settings = None
