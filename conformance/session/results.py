@@ -31,7 +31,7 @@ def case_record(nodeid: str, props: dict, duration_s: float) -> dict:
         "capability_title": cap.title,
         "matrix_row": cap.row,
         "beam_category": props.get("beam_category", cap.beam_category),
-        "streaming": cap.streaming,
+        "streaming": bool(props.get("streaming", cap.streaming)),
         "outcome": props["conformance_outcome"],
         "duration_s": round(duration_s, 3),
         "message": portable_paths(props.get("conformance_message", "")),
@@ -169,12 +169,25 @@ def run_key(document: dict) -> str:
     return document["target"] if suite == "cases" else f"{document['target']} [{suite}]"
 
 
-def narrowed(document: dict) -> bool:
-    """Did the run leave part of the packaged suite out? (Results without the record: assume so.)"""
+def narrowing(document: dict) -> list[str]:
+    """What left part of the packaged suite out of the run: the options that narrowed it (``-k``,
+    ``-m``, ``--per-capability``, paths, ``--deselect``) and the case modules not collected; empty
+    for a whole run. Results written before ``narrowed_by`` existed say only how many were left out."""
     selection = document.get("selection")
     if selection is None:
-        return True
-    return bool(selection.get("deselected") or selection.get("case_modules_not_collected"))
+        return []  # written before the kit recorded it: narrowed() assumes the worst
+    said = list(selection.get("narrowed_by", []))
+    if "narrowed_by" not in selection and selection.get("deselected"):
+        said.append(f"{selection['deselected']} cases deselected")
+    modules = selection.get("case_modules_not_collected") or []
+    if modules:
+        said.append("case modules not collected: " + ", ".join(modules))
+    return said
+
+
+def narrowed(document: dict) -> bool:
+    """Did the run leave part of the packaged suite out? (Results without the record: assume so.)"""
+    return document.get("selection") is None or bool(narrowing(document))
 
 
 def load(path: str) -> dict:

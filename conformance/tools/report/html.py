@@ -221,9 +221,29 @@ def _setup_facts(col: Column) -> list[tuple[str, str]]:
 
 
 def _own_mark(col: Column) -> str:
-    if not own_runners.is_own(col.info):
+    mark = ""
+    if own_runners.is_own(col.info):
+        mark += '<abbr class="own-mark" title="the kit\'s own runner (see the note above the grid)">*</abbr>'
+    if col.narrowed_by:
+        mark += (
+            '<abbr class="own-mark" title="a selection, not the whole suite: '
+            + _e("; ".join(col.narrowed_by))
+            + '">&dagger;</abbr>'
+        )
+    return mark
+
+
+def _narrowed_note(cols: list[Column]) -> str:
+    """Which columns ran only part of the suite, and what chose it: their verdicts say nothing of the rest."""
+    narrowed = [c for c in cols if c.narrowed_by]
+    if not narrowed:
         return ""
-    return '<abbr class="own-mark" title="the kit\'s own runner (see the note above the grid)">*</abbr>'
+    items = "".join(f"<li><strong>{_e(c.name)}</strong>: {_e('; '.join(c.narrowed_by))}</li>" for c in narrowed)
+    return (
+        '<div class="selection-note" id="selection-note"><p><span class="own-mark" aria-hidden="true">&dagger;</span> '
+        "ran a selection, not the whole suite (a row's verdict counts only the cases that ran):</p>"
+        f"<ul>{items}</ul></div>"
+    )
 
 
 def _target_rows(index: int, col: Column) -> str:
@@ -317,6 +337,7 @@ def render(matrix: Matrix) -> str:
         )
         + "</ul>",
         _own_note(cols),
+        _narrowed_note(cols),
     ]
     # filters: shown by the script (they need it)
     out.append(

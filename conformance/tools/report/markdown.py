@@ -42,6 +42,12 @@ def render(matrix: Matrix) -> str:
             f"| {col.wall_time_s:g} s |" + (f" {change} |" if since else "")
         )
     out.append("")
+    narrowed = [c for c in matrix.columns if c.narrowed_by]
+    if narrowed:
+        out += [
+            f"- **{c.name}** ran a selection, not the whole suite: {_esc('; '.join(c.narrowed_by))}" for c in narrowed
+        ]
+        out.append("")
     versions = [c for c in matrix.columns if c.info.get("runner_version")]
     if versions:
         out += [f"- **{c.name}**: {c.info['runner_version']}" for c in versions]

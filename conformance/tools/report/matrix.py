@@ -151,6 +151,8 @@ class Column:
     wall_time_s: float
     # changes since a previous run of this target (None: no previous run given)
     changes: diff.TargetDiff | None = None
+    # what left part of the suite out of the run (results.narrowing); empty for a whole run
+    narrowed_by: list[str] = field(default_factory=list)
 
     def changed_cases(self, case_ids) -> list:
         """The changes (since the previous run) among the given cases."""
@@ -240,6 +242,7 @@ def build(documents: list[dict], previous: dict[str, dict] | None = None) -> Mat
             doc.get("summary", {}),
             doc.get("wall_time_s", 0.0),
             diff.compare(previous[name], doc) if previous and name in previous else None,
+            results.narrowing(doc),
         )
         for name, doc in by_target.items()
     ]
@@ -296,6 +299,8 @@ def to_json(matrix: Matrix) -> dict:
                 "summary": c.summary,
                 "wall_time_s": c.wall_time_s,
                 **({"since_previous": c.changes.to_json()} if c.changes is not None else {}),
+                # a selection, not the whole suite: what narrowed it (empty: the whole suite ran)
+                "selection": {"whole_suite": not c.narrowed_by, "narrowed_by": c.narrowed_by},
             }
             for c in matrix.columns
         ],
