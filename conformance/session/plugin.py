@@ -12,15 +12,16 @@ from pathlib import Path
 
 import pytest
 
+import reference_runner  # noqa: F401  (first: it imports Beam quietly, reference_runner/beam_import.py)
 from conformance import api, capabilities
-from conformance.authoring import shapes
+from conformance.authoring import checks, shapes
 from conformance.authoring.case_runner import CaseFailure, CaseRunner, PipelineCapture
 from conformance.java_vr import suite as java_vr
-from conformance.session import batching, results, targets
+from conformance.session import batching, results, streaming_cases, targets
 from conformance.session.entry_check import EntryCheck
 from conformance.session.expectations import NOT_RUN, Expectations, ExpectationsError, KnownFailure
 
-DEFAULT_TARGET = "beam-direct"
+DEFAULT_TARGET = "reference"
 DEFAULT_CASE_TIMEOUT = 180.0
 # the committed known-failure files: data of the conformance package (conformance/expectations/)
 EXPECTATIONS_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "expectations")
@@ -32,6 +33,8 @@ _EXPECTATIONS = pytest.StashKey[Expectations]()
 _STARTED = pytest.StashKey[float]()
 _TARGET = pytest.StashKey["_SessionTarget"]()
 _BATCHES = pytest.StashKey[batching.Batches]()
+_NOTHING_SELECTED = pytest.StashKey[str]()
+_NOT_ASKED_FOR = pytest.StashKey[bool]()
 
 
 def pytest_addoption(parser):
@@ -39,10 +42,11 @@ def pytest_addoption(parser):
     group.addoption(
         "--target",
         default=os.environ.get("BEAM_CONFORMANCE_TARGET", DEFAULT_TARGET),
-        help="runner to test: reference, spark, beam-direct, beam-fnapi, prism, flink, "
-        "beam-spark-job-server, beam-dask, grpc://HOST:PORT (any Beam Job API endpoint), grpc with "
-        "--job-server-cmd, or a target a plugin registered. Default: $BEAM_CONFORMANCE_TARGET "
-        f"or {DEFAULT_TARGET}. --target=list shows every registered target.",
+        help="runner to test: reference (our reference runner, in this process), spark (our Spark "
+        "backend), beam-direct, beam-fnapi, prism, flink, beam-spark-job-server, beam-dask, "
+        "grpc://HOST:PORT (any Beam Job API endpoint), grpc with --job-server-cmd, or a target a "
+        "plugin registered. Default: $BEAM_CONFORMANCE_TARGET, else "
+        f"{DEFAULT_TARGET}. --target=list shows every registered target.",
     )
     group.addoption(
         "--target-name",
@@ -54,8 +58,9 @@ def pytest_addoption(parser):
         default=None,
         metavar="FILE.yaml",
         help="known failures of this runner (by case id glob or capability, each with a "
-        "reason). Default: conformance/expectations/<target-name>.yaml if it exists. "
-        "Pass 'none' to expect every case to pass.",
+        "reason). Default: the first of conformance/expectations/<target-name>.yaml under the "
+        "current directory, under the project root pytest found, or among the kit's own files; "
+        "the run's header names the file. Pass 'none' to expect every case to pass.",
     )
     group.addoption(
         "--environment-type",
@@ -181,6 +186,13 @@ def pytest_addoption(parser):
     )
     java_vr.add_options(group)
     group.addoption(
+        "--list-cases",
+        action="store_true",
+        help="list the selected cases (after -k, -m, --per-capability), one per line: case id, "
+        "capability, and 'streaming' where it is; run none. The ids are what -k matches, and what "
+        "results, reports and expectations files name",
+    )
+    group.addoption(
         "--trust-unconfirmed-checks",
         action="store_true",
         help="accept output checks that cannot be confirmed because the runner reports no "
@@ -215,6 +227,12 @@ def pytest_configure(config):
         config.addinivalue_line("markers", f"{group}: conformance cases of the {group} capabilities")
     for name, text in capabilities.EXTRA_MARKERS.items():
         config.addinivalue_line("markers", f"{name}: {text}")
+    _collect_this_package(config)
+    if config.getoption("list_cases"):
+        config.option.dist = "no"  # listing runs nothing: no pytest-xdist workers to start
+    limit = config.getoption("per_capability")
+    if limit is not None and limit < 1:
+        raise pytest.UsageError(f"--per-capability must be at least 1, not {limit}")
     config.stash[_TARGET] = _SessionTarget(config)
     _junit_beside_results(config)
     examples = config.getoption("property_examples")
@@ -238,6 +256,38 @@ def pytest_configure(config):
     config.stash[_BATCHES] = batching.Batches(
         _batch_size(config), config.getoption("case_timeout"), config.stash[_TARGET].started, case_id_of
     )
+
+
+def _collect_this_package(config) -> None:
+    """``--pyargs conformance[.MODULE]`` collects this plugin's own package. A folder named
+    ``conformance`` in the working directory (where a user keeps conformance/expectations/) is a
+    namespace package to Python's import system, and for an editable install it is found before
+    the kit: pytest would then collect nothing from it."""
+    if not config.option.pyargs:
+        return
+    import importlib.util
+
+    import conformance
+
+    home = os.path.dirname(os.path.abspath(conformance.__file__))
+    rewritten = []
+    for arg in config.args:
+        name, sep, rest = arg.partition("::")
+        if name != "conformance" and not name.startswith("conformance."):
+            rewritten.append(arg)
+            continue
+        try:
+            spec = importlib.util.find_spec(name)
+        except (ImportError, ValueError):
+            spec = None
+        origin = getattr(spec, "origin", None) or ""
+        if spec is not None and os.path.abspath(origin).startswith(home + os.sep):
+            rewritten.append(arg)  # found where the plugin lives: as given
+            continue
+        path = os.path.join(home, *name.split(".")[1:])
+        path = path if os.path.isdir(path) else path + ".py"
+        rewritten.append(path + sep + rest if os.path.exists(path) else arg)
+    config.args[:] = rewritten
 
 
 def _junit_beside_results(config) -> None:
@@ -353,22 +403,44 @@ def _sdks(option: str) -> tuple[str, ...]:
     return tuple(named)
 
 
+def expectation_candidates(config, name: str) -> list[tuple[str, str]]:
+    """Where a target's default expectations file is looked for, each with how it was chosen, the
+    first that exists winning: ``conformance/expectations/<name>.yaml`` under the current directory,
+    then under the project root pytest found, then the file the kit ships for its own peers."""
+    relative = os.path.join("conformance", "expectations", f"{name}.yaml")
+    found: list[tuple[str, str]] = []
+    seen: set[str] = set()
+    for path, how in (
+        (os.path.join(os.getcwd(), relative), "chosen by the target's name"),
+        (os.path.join(str(config.rootpath), relative), "chosen by the target's name, under the project root"),
+        (os.path.join(EXPECTATIONS_DIR, f"{name}.yaml"), "shipped with the kit"),
+    ):
+        real = os.path.realpath(path)
+        if real not in seen:
+            seen.add(real)
+            found.append((path, how))
+    return found
+
+
 def _load_expectations(config) -> Expectations:
     path = config.getoption("expectations")
     if path and path.lower() == "none":
-        return Expectations.empty()
-    candidate = None
+        return Expectations.empty("none, as --expectations none asks")
+    how = "named by --expectations"
     if path is None:
         try:
             name = config.stash[_TARGET].name
         except targets.TargetUnavailable as e:
             raise pytest.UsageError(str(e)) from None
-        candidate = os.path.join(EXPECTATIONS_DIR, f"{name}.yaml")
-        if not os.path.exists(candidate):
-            return Expectations.empty()
-        path = candidate
+        candidates = expectation_candidates(config, name)
+        chosen = next(((p, h) for p, h in candidates if os.path.exists(p)), None)
+        if chosen is None:
+            return Expectations.empty(
+                f"none: no conformance/expectations/{name}.yaml here, in the project or in the kit"
+            )
+        path, how = chosen
     try:
-        return Expectations.load(path, chosen_by_name=path == candidate)
+        return Expectations.load(path, chosen_by_name=how != "named by --expectations", how=how)
     except ExpectationsError as e:
         raise pytest.UsageError(str(e)) from None
 
@@ -388,13 +460,21 @@ def pytest_sessionstart(session):
     try:
         target = config.stash[_TARGET].created()
         target.fetch(progress)
+        if not _only_lists(config):
+            target.preflight()
     except targets.TargetUnavailable as e:
-        pytest.exit(f"target {config.getoption('target')} is unavailable: {e}", returncode=3)
+        # a usage error: pytest prints it as one "ERROR:" line and exits 4, before any case
+        raise pytest.UsageError(f"target {config.getoption('target')} is unavailable: {e}") from None
     warning = config.stash[_EXPECTATIONS].version_warning(target.describe().get("runner_version"))
     if warning is not None and reporter is not None:
         reporter.write_line(f"beam-conformance: WARNING: {warning}", yellow=True)
     if java_vr.runs_java(config):
         java_vr.build(target, progress)  # Maven, once: the workers find it in the cache
+
+
+def _only_lists(config) -> bool:
+    """A run that lists cases and runs none (--collect-only, --list-cases) needs no live target."""
+    return bool(config.getoption("collectonly") or config.getoption("list_cases", False))
 
 
 def _named_target(config) -> str:
@@ -409,10 +489,21 @@ def _named_target(config) -> str:
 
 def pytest_report_header(config):
     expectations = config.stash[_EXPECTATIONS]
-    return [
-        f"beam-conformance: target {_named_target(config)}, expectations "
-        f"{expectations.path or '(none)'} ({len(expectations.entries)} known failures)"
-    ]
+    if expectations.path is None:
+        said = f"expectations {expectations.how}"
+    else:
+        count = len(expectations.entries)
+        said = (
+            f"expectations {_shown_path(expectations.path)} ({expectations.how}; "
+            f"{count} known failure{'' if count == 1 else 's'})"
+        )
+    return [f"beam-conformance: target {_named_target(config)}, {said}"]
+
+
+def _shown_path(path: str) -> str:
+    """A path relative to the working directory when it lies inside it."""
+    relative = os.path.relpath(os.path.abspath(path))
+    return path if relative.startswith("..") else relative
 
 
 # --------------------------------------------------------------------------- collection
@@ -476,11 +567,14 @@ def _deselect_other_sdks(config, items) -> None:
     not part of the run at all (no skip that would take a --per-capability slot or a matrix cell)."""
     enabled = set(_sdks(config.getoption("sdks")))
     dropped = [i for i in items if (m := i.get_closest_marker("sdk")) is not None and m.args[0] not in enabled]
+    for item in dropped:
+        item.stash[_NOT_ASKED_FOR] = True  # not part of the run: its leaving narrows nothing
     if dropped:
         config.hook.pytest_deselected(items=dropped)
         items[:] = [i for i in items if i not in dropped]
 
 
+@pytest.hookimpl(tryfirst=True)  # before -k and -m deselect: they read the case ids and markers added here
 def pytest_collection_modifyitems(session, config, items):
     _deselect_other_sdks(config, items)
     expectations = config.stash[_EXPECTATIONS]
@@ -500,11 +594,18 @@ def pytest_collection_modifyitems(session, config, items):
             errors.append(f"{item.nodeid}: {e.args[0]}")
             continue
         case_id = case_id_of(item)
+        item.extra_keyword_matches.add(case_id)  # -k by the id results and reports give
         if case_id in seen:
             errors.append(f"case id {case_id} is used by both {seen[case_id]} and {item.nodeid}")
         seen[case_id] = item.nodeid
         item.add_marker(getattr(pytest.mark, cap.group))
-        if cap.streaming and item.get_closest_marker("streaming") is None:
+        if item.get_closest_marker("streaming") is not None:
+            errors.append(
+                f"{item.nodeid}: remove @pytest.mark.streaming: the kit derives it from what the case does (a "
+                "streaming capability, a TestStream, or the --streaming option; conformance/session/streaming_cases.py)"
+            )
+            continue
+        if _is_streaming(item, cap):
             item.add_marker(pytest.mark.streaming)
         if item.get_closest_marker("timeout") is None:
             item.add_marker(pytest.mark.timeout(timeout))
@@ -516,14 +617,20 @@ def pytest_collection_modifyitems(session, config, items):
         raise pytest.UsageError("malformed conformance cases:\n  " + "\n  ".join(errors))
 
 
+def _is_streaming(item, cap: capabilities.Capability) -> bool:
+    if cap.streaming:
+        return True
+    if item.get_closest_marker("java_vr") is not None:
+        return False  # Beam's Java tests say it through their categories
+    return streaming_cases.builds_a_stream(getattr(item, "function", None))
+
+
 @pytest.hookimpl(trylast=True, specname="pytest_collection_modifyitems")
 def pytest_collection_modifyitems_per_capability(session, config, items):
     """--per-capability N: keep the first N cases of each capability, after -k/-m chose theirs."""
     limit = config.getoption("per_capability")
     if limit is None:
         return
-    if limit < 1:
-        raise pytest.UsageError(f"--per-capability must be at least 1, not {limit}")
     kept, dropped = [], []
     taken: dict[str, int] = {}
     for item in items:
@@ -545,8 +652,38 @@ def pytest_collection_modifyitems_per_capability(session, config, items):
         items[:] = kept
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtestloop(session):
+    """--list-cases: the selected cases, one per line, and nothing runs."""
+    if not session.config.getoption("list_cases"):
+        return None
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    write = reporter.write_line if reporter is not None else print
+    cases = [(i.stash[_CASE], i.get_closest_marker("streaming") is not None) for i in session.items if _CASE in i.stash]
+    width = max((len(case.id) for case, _ in cases), default=0)
+    for case, streaming in cases:
+        write(f"{case.id:<{width}}  {case.capability.id}" + ("  streaming" if streaming else ""))
+    write(f"{len(cases)} case{'' if len(cases) == 1 else 's'}")
+    return True
+
+
+def _nothing_selected_hint(session) -> str | None:
+    """Why a run that collected cases selected none, and what selects them."""
+    if any(_is_case(i) for i in session.items) or not session.config.stash[_RECORDER].deselected:
+        return None
+    return (
+        "no case was selected: -k matches a case's id (e.g. -k impulse/one_element) or its test name, "
+        "and `beam-conformance cases` (or pytest --list-cases) lists the ids. A case added to a clone's "
+        "conformance/cases/ is collected only from an editable install (pip install -e); otherwise keep "
+        "it in a folder of your own (docs/writing-a-case.md, 'Where a case lives')"
+    )
+
+
 def pytest_collection_finish(session):
     """Plan the batches from the cases this process will run (an xdist controller runs none)."""
+    hint = _nothing_selected_hint(session)
+    if hint is not None:
+        session.config.stash[_NOTHING_SELECTED] = hint
     batches = session.config.stash[_BATCHES]
     if batches.size > 1:
         batches.plan(session.items, _sharing_group, lambda item: item.get_closest_marker("streaming") is not None)
@@ -669,12 +806,14 @@ def pytest_runtest_makereport(item, call):
     case = item.stash.get(_CASE, None)
     if case is None:
         return
+    report.sections = [(title, checks.without_diffs(text)) for title, text in report.sections]
     kind = None
     message = ""
     known = case.known
     failure = call.excinfo.value if call.excinfo is not None else None
     if report.when == "call":
         message = _message_of(call)
+        _summary_line(report, getattr(failure, "summary", "") or message)
         if report.skipped:
             kind, message = "skipped", _skip_reason(report)
         else:
@@ -712,6 +851,7 @@ def pytest_runtest_makereport(item, call):
             ("capability", cap.id),
             ("beam_category", cap.beam_category),
             ("conformance_outcome", kind),
+            ("streaming", item.get_closest_marker("streaming") is not None),
             ("conformance_message", message[:8000]),
         ]
     )
@@ -762,6 +902,13 @@ def _report_despite_ast_race(item, call) -> pytest.TestReport:
             delattr(item, name)
 
 
+def _summary_line(report, message: str) -> None:
+    """pytest's short summary shows a failure's first line: the diff's, not the exception's module path."""
+    crash = getattr(report.longrepr, "reprcrash", None)
+    if report.failed and crash is not None and message:
+        crash.message = results.first_line(message)
+
+
 def _message_of(call) -> str:
     if call.excinfo is None:
         return ""
@@ -801,6 +948,33 @@ def _skip_reason(report) -> str:
     return str(longrepr or "")
 
 
+def narrowed_by(config) -> list[str]:
+    """The options that chose part of the suite: -k, -m, --per-capability, --deselect, paths."""
+    said = []
+    if config.getoption("keyword"):
+        said.append(f"-k {config.getoption('keyword')!r}")
+    if config.getoption("markexpr"):
+        said.append(f"-m {config.getoption('markexpr')!r}")
+    if config.getoption("per_capability") is not None:
+        said.append(f"--per-capability {config.getoption('per_capability')}")
+    for deselected in config.getoption("deselect") or ():
+        said.append(f"--deselect {deselected}")
+    return said + _paths_given(config)
+
+
+def _paths_given(config) -> list[str]:
+    """The arguments naming less than the whole kit's suite (a module, a node id), as given."""
+    whole = {"conformance", "conformance.cases"}
+    given = [a for a in config.invocation_params.args if not str(a).startswith("-")]
+    parts = [str(a) for a in given if _names_cases(str(a)) and str(a) not in whole]
+    return [f"paths: {' '.join(parts)}"] if parts else []
+
+
+def _names_cases(arg: str) -> bool:
+    """Does a command-line argument name (part of) the kit's cases?"""
+    return arg.startswith("conformance.cases") or "conformance/cases" in arg or "::" in arg
+
+
 class _Recorder:
     """Collects one record per case (on the xdist controller, from every worker)."""
 
@@ -821,11 +995,15 @@ class _Recorder:
             self.case_modules.add(module.__name__[len(CASES_PACKAGE) :])
 
     def pytest_deselected(self, items):
-        self.deselected += sum(1 for item in items if _is_case(item))
+        self.deselected += sum(1 for item in items if _is_case(item) and not item.stash.get(_NOT_ASKED_FOR, False))
 
     def selection(self) -> dict:
         packaged = packaged_case_modules()
-        return {"deselected": self.deselected, "case_modules_not_collected": sorted(packaged - self.case_modules)}
+        return {
+            "deselected": self.deselected,
+            "narrowed_by": narrowed_by(self.config) if self.deselected else _paths_given(self.config),
+            "case_modules_not_collected": sorted(packaged - self.case_modules),
+        }
 
     def pytest_runtest_logreport(self, report):
         props = dict(report.user_properties)
@@ -891,6 +1069,9 @@ class _Recorder:
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
     recorder = config.stash[_RECORDER]
+    hint = config.stash.get(_NOTHING_SELECTED, None)
+    if hint is not None and not config.getoption("list_cases"):
+        terminalreporter.write_line(f"beam-conformance: {hint}", yellow=True)
     if not recorder.records:
         return
     terminalreporter.section("beam-conformance")

@@ -141,9 +141,17 @@ def _baseline(args) -> int:
     failing = sum(1 for c in run["cases"] if c["outcome"] in baseline.FAILING)
     print(
         f"wrote {args.output}: {len(document['known_failures'])} entries covering {failing} failing case(s) "
-        f"of {run['target']}; run the suite with --expectations {args.output}"
+        f"of {run['target']}; {_next_run_hint(args.output, run['target'])}"
     )
     return 0
+
+
+def _next_run_hint(output: str, target: str) -> str:
+    """How the next run finds the file: by the target's name when it lies where the session looks."""
+    by_name = os.path.join("conformance", "expectations", f"{target}.yaml")
+    if os.path.abspath(output) == os.path.abspath(by_name):
+        return f"the next run from this folder picks it up by the target's name ({by_name})"
+    return f"run the suite with --expectations {output}"
 
 
 def _diff(args) -> int:
@@ -179,6 +187,22 @@ def _fetch(args) -> int:
             print(f"beam-conformance fetch: {spec}: {e}", file=sys.stderr)
             worst = 3
     return worst
+
+
+def _cases(args) -> int:
+    """The suite's case ids (what -k matches and results name), by asking pytest to list them."""
+    command = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "--pyargs",
+        "conformance",
+        "--list-cases",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+    ]
+    return subprocess.call(command + list(args.pytest_args))
 
 
 def _targets(_args) -> int:
@@ -274,7 +298,8 @@ def main(argv: list[str] | None = None) -> int:
         "cases that deviate only in one cross-cutting property (two or more: pane metadata, a refused "
         "TestStream) become one property entry; a capability whose cases all fail (two or more, in a run "
         "not narrowed with -k/-m) becomes one capability entry; the runner's version, when the target "
-        "reports one, is recorded. Run the suite again with --expectations FILE.",
+        "reports one, is recorded. The next run finds conformance/expectations/<target>.yaml by the "
+        "target's name; a file elsewhere is named with --expectations FILE.",
     )
     base.add_argument("results", metavar="RESULTS.json", help="a results-<target>.json written by the suite")
     base.add_argument(
@@ -319,6 +344,14 @@ def main(argv: list[str] | None = None) -> int:
     )
     fetch.add_argument("target", nargs="+", help="targets to fetch, e.g. prism flink beam-spark-job-server beam-dask")
     fetch.set_defaults(func=_fetch)
+    cases = sub.add_parser(
+        "cases",
+        help="list the suite's case ids with their capability (what -k matches, and what results, "
+        "reports and expectations files name); runs nothing",
+        description="Arguments after -- go to pytest and narrow the list, e.g. -- -k gbk -m 'not streaming'.",
+    )
+    cases.add_argument("pytest_args", nargs="*", help="passed to pytest after --")
+    cases.set_defaults(func=_cases)
     sub.add_parser("targets", help="list the registered targets").set_defaults(func=_targets)
     sub.add_parser("capabilities", help="list capability ids, matrix rows and Beam categories").set_defaults(
         func=_capabilities
