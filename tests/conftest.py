@@ -1,5 +1,7 @@
 """Fixtures shared by the kit's tests."""
 
+import os
+
 import pytest
 
 from conformance.session.targets.workers import WorkerPoolProcess, write_boot_command
@@ -34,3 +36,18 @@ def pytest_collection_modifyitems(items):
         return _LONGEST_FIRST.index(path) if path in _LONGEST_FIRST else len(_LONGEST_FIRST)
 
     items.sort(key=rank)  # stable: the order within a file is kept
+
+
+@pytest.fixture(scope="session")
+def session_dir(tmp_path_factory):
+    """A directory every pytest-xdist worker of this session shares (the base temp's parent)."""
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if "PYTEST_XDIST_WORKER" in os.environ else base
+
+
+@pytest.fixture(scope="session")
+def user_venv(session_dir):
+    """The kit installed from its wheel into a fresh venv, as a user installs it (tests/user_venv.py)."""
+    from tests.user_venv import once_per_session
+
+    return once_per_session(session_dir / "user-venv")

@@ -121,12 +121,41 @@ def test_the_kit_is_installed_from_its_clone_or_a_wheel_built_from_it():
     # `pip install beam-runner-conformance` opened the README and the guide, and no index serves
     # that name ("No matching distribution"): the kit installs from a clone, or from a wheel of one
     commands = install_commands()
-    assert [c[:2] for c in commands] == [["pip", "install"], ["pip", "wheel"], ["pip", "install"]], commands
-    clone, wheel, from_wheel = commands
+    assert [c[:2] for c in commands] == [["pip", "install"]] * 2 + [["pip", "wheel"], ["pip", "install"]], commands
+    clone, with_spark, wheel, from_wheel = commands
     assert clone[-1] == CHECKOUT and wheel[-1] == CHECKOUT
+    # the Spark backend is an extra: the same clone, with it
+    assert with_spark[-1] == f"{CHECKOUT}[spark]"
     assert wheel[wheel.index("-w") + 1] == "dist" and from_wheel[-1].startswith("dist/beam_runner_conformance-")
     # and no page installs it by a distribution name that no index serves
     by_name = re.compile(r"pip install (?:-\S+ )*['\"]?beam[-_]runner[-_]conformance(?![-\w.]*\.whl)")
     pages = [README, *GUIDES]
     named = [f"{page.relative_to(ROOT)}: {m.group(0)}" for page in pages for m in by_name.finditer(page.read_text())]
     assert not named, named
+
+
+def _plugin_options() -> list[str]:
+    """Every option the pytest plugin adds, by its long name."""
+    from conformance.session import plugin
+
+    names: list[str] = []
+
+    class Group:
+        def addoption(self, *flags, **kwargs):
+            names.append(next(f for f in flags if f.startswith("--")))
+
+    class Parser:
+        def getgroup(self, *args, **kwargs):
+            return Group()
+
+    plugin.pytest_addoption(Parser())
+    return names
+
+
+def test_the_options_table_lists_every_option_of_the_plugin():
+    page = (ROOT / "docs" / "testing-your-runner.md").read_text()
+    table = page.split("\n### Options\n", 1)[1].split("\n## ", 1)[0]
+    rows = [line for line in table.splitlines() if line.startswith("| `")]
+    documented = {flag for row in rows for flag in re.findall(r"`(--[a-z0-9-]+)", row.split(" | ", 1)[0])}
+    missing = [name for name in _plugin_options() if name not in documented]
+    assert not missing, f"options missing from docs/testing-your-runner.md's table: {missing}"

@@ -401,3 +401,39 @@ def test_the_junit_xml_is_named_by_the_targets_own_name_like_its_results(tmp_pat
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     written = sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(("junit-", "results-")))
     assert written == ["junit-reference.xml", "results-reference.json"], written
+
+
+def test_cases_of_sdks_not_asked_for_do_not_narrow_a_run_and_k_does(pytester):
+    pytester.makepyfile(
+        test_mixed="""
+        import apache_beam as beam
+        import pytest
+        from conformance.api import *
+
+        @capability("pardo.basic")
+        def test_map(runner):
+            p = runner.pipeline()
+            check(p | beam.Create([1]), [1])
+            runner.run(p)
+
+        @capability("pardo.basic")
+        def test_other(runner):
+            p = runner.pipeline()
+            check(p | beam.Create([2]), [2])
+            runner.run(p)
+
+        @pytest.mark.sdk("java")
+        @capability("pardo.basic")
+        def test_of_java(runner):
+            pass
+        """
+    )
+    whole = run(pytester, "--target", "reference")
+    assert whole.ret == 0, whole.stdout.str()[-2000:]
+    selection = load_results(pytester, "reference")["selection"]
+    # the Java case is not part of a run without --sdks java: nothing narrowed it
+    assert selection["deselected"] == 0 and selection["narrowed_by"] == [], selection
+    narrowed = run(pytester, "--target", "reference", "-k", "test_map")
+    assert narrowed.ret == 0
+    selection = load_results(pytester, "reference")["selection"]
+    assert selection["deselected"] == 1 and selection["narrowed_by"] == ["-k 'test_map'"], selection

@@ -1,13 +1,12 @@
-"""Packaging as users install it: build the wheel and install it as the README says, into a fresh venv
-outside the checkout, and run the suite (against our job server, started from that venv) and the report
-from an empty directory, with no file of the checkout on the path."""
+"""Packaging as users install it: the wheel built and installed as the README says, into a fresh venv
+outside the checkout (tests/user_venv.py, shared with tests/test_first_hour.py), running the suite
+(against our job server, started from that venv) and the report from an empty directory, with no
+file of the checkout on the path."""
 
-import glob
 import json
 import os
 import subprocess
 import sys
-import venv
 import zipfile
 from pathlib import Path
 
@@ -21,44 +20,35 @@ SELECTION = (
 )
 
 
-def _clean_env(venv_dir: Path) -> dict:
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV", "PYTHONHOME", "PYTHONSTARTUP")}
-    # the fresh venv first; nothing of the checkout or of the tox env on PATH
-    env["PATH"] = os.pathsep.join(
-        [str(venv_dir / "bin")]
-        + [p for p in env.get("PATH", "").split(os.pathsep) if p and not p.startswith(str(ROOT))]
-    )
-    env["PIP_DISABLE_PIP_VERSION_CHECK"] = "1"
-    return env
-
-
 def _run(argv, cwd, env, timeout=900):
     done = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
     assert done.returncode == 0, f"{argv[:4]} exited {done.returncode}:\n{done.stdout[-2000:]}\n{done.stderr[-3000:]}"
     return done.stdout
 
 
-def test_wheel_installs_into_a_fresh_venv_and_runs_from_an_empty_directory(tmp_path):
-    venv_dir, empty = tmp_path / "venv", tmp_path / "empty"
-    empty.mkdir()
-    # the README's commands: build the wheel from the clone (here with this environment's
-    # setuptools, no download), then install it as a user would, from where it was built
-    clone, build, install = [[str(ROOT) if word == CHECKOUT else word for word in c] for c in install_commands()]
-    # the line for a clone installs this checkout (pip builds it as below; here only as far as that)
+def test_the_readmes_clone_line_installs_this_checkout(tmp_path):
+    # the line for a clone installs this checkout (pip builds it as the wheel below; here only as far as that)
+    clone = [str(ROOT) if word == CHECKOUT else word for word in install_commands()[0]]
     dry_run = [sys.executable, "-m", *clone[:2], "--dry-run", "--no-deps", "--no-build-isolation", "-q", *clone[2:]]
     _run(dry_run, tmp_path, os.environ)
-    _run([sys.executable, "-m", *build[:2], "--no-build-isolation", "-q", *build[2:]], tmp_path, os.environ)
-    [built] = glob.glob(install[-1], root_dir=tmp_path)  # the README's dist/beam_runner_conformance-*.whl
-    wheel = tmp_path / built
-    # the account of the Beam model that the cases cite ("SEMANTICS 4") ships beside them
-    with zipfile.ZipFile(wheel) as archive:
+
+
+def test_the_wheel_ships_the_semantics_and_spark_as_an_extra(user_venv):
+    with zipfile.ZipFile(user_venv.wheel) as archive:
+        # the account of the Beam model that the cases cite ("SEMANTICS 4") ships beside them
         assert "conformance/SEMANTICS.md" in archive.namelist()
-    venv.create(venv_dir, with_pip=False, clear=True)
-    python = str(venv_dir / "bin" / "python")
-    env = _clean_env(venv_dir)
-    # this environment's pip installs into the fresh venv (pip --python); dependencies come from
-    # the index (or pip's cache); no byte-compiling, which only costs time here
-    _run([sys.executable, "-m", "pip", "--python", python, "install", "-q", "--no-compile", str(wheel)], empty, env)
+        [metadata] = [n for n in archive.namelist() if n.endswith(".dist-info/METADATA")]
+        requires = [line for line in archive.read(metadata).decode().splitlines() if line.startswith("Requires-Dist:")]
+    # pyspark (about 500 MB) only for the Spark backend: a user testing a runner over gRPC needs none
+    spark = [line for line in requires if line.startswith("Requires-Dist: pyspark")]
+    assert spark and all('extra == "spark"' in line for line in spark), requires
+
+
+def test_wheel_installs_into_a_fresh_venv_and_runs_from_an_empty_directory(user_venv, tmp_path):
+    venv_dir, empty = user_venv.root, tmp_path / "empty"
+    empty.mkdir()
+    python = user_venv.python
+    env = user_venv.env()
 
     script = (
         "import json, sys, conformance, reference_runner; "
