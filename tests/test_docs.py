@@ -1,7 +1,8 @@
 """The documentation agrees with the repository: every "SEMANTICS N" cite names a section of
-conformance/SEMANTICS.md, the README keeps the two commands CI runs, installs the kit in a way that
-works, and every guide is linked."""
+conformance/SEMANTICS.md and every case cites one, the README keeps the two commands CI runs,
+installs the kit in a way that works, and every guide is linked."""
 
+import ast
 import re
 import shlex
 from pathlib import Path
@@ -26,9 +27,9 @@ def _sections() -> set[int]:
     return {int(n) for n in re.findall(r"^## (\d+) ", SEMANTICS.read_text(), re.MULTILINE)}
 
 
-def test_semantics_has_the_nine_sections_the_cases_cite():
-    # numbered 1 to 9 without a gap: a cite, once written, keeps pointing at its section
-    assert _sections() == set(range(1, 10))
+def test_semantics_has_the_ten_sections_the_cases_cite():
+    # numbered 1 to 10 without a gap: a cite, once written, keeps pointing at its section
+    assert _sections() == set(range(1, 11))
 
 
 def test_every_semantics_cite_names_a_section_that_exists():
@@ -44,6 +45,43 @@ def test_every_semantics_cite_names_a_section_that_exists():
                     wrong.append(f"{path.relative_to(ROOT)}:{line}: {match.group(0)!r}")
     assert cites > 100  # the cases cite it throughout; a broken pattern would find none
     assert not wrong, "cites of sections conformance/SEMANTICS.md does not have:\n" + "\n".join(wrong)
+
+
+CASES = ROOT / "conformance" / "cases"
+# case definitions whose expectation is not the kit's to state: each Beam Java ValidatesRunner test
+# asserts its own, and the module says where each one counts
+NOT_THE_KITS_EXPECTATION = {"test_java_vr.py::test_java_vr"}
+
+
+def _case_definitions():
+    """Every test function of the kit's case modules, with its source (decorators, docstring,
+    comments and body): what a reader of the case sees next to its expectation."""
+    for path in sorted(CASES.glob("test_*.py")):
+        text = path.read_text()
+        lines = text.splitlines()
+        for node in ast.parse(text).body:
+            if isinstance(node, ast.FunctionDef) and node.name.startswith("test_"):
+                start = min([d.lineno for d in node.decorator_list] + [node.lineno])
+                yield f"{path.name}::{node.name}", "\n".join(lines[start - 1 : node.end_lineno])
+
+
+def test_every_case_cites_the_section_its_expectation_rests_on():
+    # a module docstring's cite says where the area's expectations come from, not which section
+    # one case's output rests on: each case cites its own, in a comment or its docstring
+    sections = _sections()
+    definitions = dict(_case_definitions())
+    assert len(definitions) > 400  # a broken walk would find none and pass
+    uncited, wrong = [], []
+    for name, source in definitions.items():
+        if name in NOT_THE_KITS_EXPECTATION:
+            continue
+        numbers = [int(n) for m in CITE.finditer(source) for n in re.findall(r"\d+", m.group(1))]
+        if not numbers:
+            uncited.append(name)
+        wrong += [f"{name}: SEMANTICS {n}" for n in numbers if n not in sections]
+    assert not uncited, f"{len(uncited)} cases cite no section of conformance/SEMANTICS.md:\n" + "\n".join(uncited)
+    assert not wrong, "\n".join(wrong)
+    assert NOT_THE_KITS_EXPECTATION <= definitions.keys(), "an exemption names a case that is gone"
 
 
 def test_cites_of_the_file_name_it_by_its_place_in_the_repository():

@@ -14,7 +14,7 @@ from conformance.api import capability, check, group_panes, grouped
 
 @capability("coders.standard")
 def test_bytes_keys_and_values(runner):
-    # beam:coder:bytes:v1 keys and values: empty, NUL, every byte value.
+    # beam:coder:bytes:v1 keys and values: empty, NUL, every byte value (SEMANTICS 1 and 8).
     p = runner.pipeline()
     every_byte = bytes(range(256))
     data = [(b"", b"x"), (b"\x00", every_byte), (b"\xff\xfe", b""), (b"", b"\x00\x00"), (every_byte, b"\x80")]
@@ -36,7 +36,7 @@ def test_bytes_keys_and_values(runner):
 @capability("coders.standard")
 def test_utf8_string_keys_and_values(runner):
     # beam:coder:string_utf8:v1: empty, non-ASCII (2-, 3- and 4-byte UTF-8), NUL and newlines survive;
-    # keys group by their UTF-8 bytes ("é" precomposed and "e\u0301" decomposed are different keys).
+    # keys group by their UTF-8 bytes ("é" precomposed and "e\u0301" decomposed are different keys; SEMANTICS 1 and 8).
     p = runner.pipeline()
     data = [
         ("", ""),
@@ -66,6 +66,7 @@ def test_utf8_string_keys_and_values(runner):
 @capability("coders.standard")
 def test_varint_keys_and_values(runner):
     # beam:coder:varint:v1 covers the full signed 64-bit range: 0, -1, 2**63-1, -2**63 as keys and values.
+    # (SEMANTICS 1 and 8)
     p = runner.pipeline()
     extremes = [0, -1, 2**63 - 1, -(2**63)]
     data = [(k, v) for k in extremes for v in (k, 1, 127, 128, -128)]
@@ -76,7 +77,7 @@ def test_varint_keys_and_values(runner):
 
 @capability("coders.standard")
 def test_double_values(runner):
-    # beam:coder:double:v1 keeps -0.0 (its sign), infinities, NaN, subnormals and the exact bits of 0.1.
+    # beam:coder:double:v1 keeps -0.0 (its sign), infinities, NaN, subnormals and the exact bits of 0.1 (SEMANTICS 1).
     p = runner.pipeline()
     values = [-0.0, 0.0, math.inf, -math.inf, math.nan, 5e-324, 1.7976931348623157e308, 0.1, -2.5]
 
@@ -92,7 +93,7 @@ def test_double_values(runner):
 
 @capability("coders.standard")
 def test_double_keys(runner):
-    # Doubles are deterministic keys: infinities, -0.0 and fractions group by their 8-byte encoding.
+    # Doubles are deterministic keys: infinities, -0.0 and fractions group by their 8-byte encoding (SEMANTICS 1 and 8).
     p = runner.pipeline()
     data = [(math.inf, "a"), (-math.inf, "b"), (0.5, "c"), (-0.0, "d"), (math.inf, "e"), (0.5, "f")]
     out = group_panes(p | beam.Create(data).with_output_types(tuple[float, str]), sort_key=repr) | beam.MapTuple(
@@ -109,7 +110,7 @@ def test_double_keys(runner):
 
 @capability("coders.standard")
 def test_bool_keys_and_values(runner):
-    # beam:coder:bool:v1 keys and values stay booleans (not ints).
+    # beam:coder:bool:v1 keys and values stay booleans (not ints; SEMANTICS 1 and 8).
     p = runner.pipeline()
     data = [(True, False), (False, True), (True, True), (False, False)]
     out = group_panes(p | beam.Create(data).with_output_types(tuple[bool, bool]), sort_key=repr) | beam.MapTuple(
@@ -127,6 +128,7 @@ def test_bool_keys_and_values(runner):
 @capability("coders.standard")
 def test_nested_tuple_keys_and_values(runner):
     # beam:coder:kv:v1 / tuple coders nest: tuple keys group component-wise, nested tuple values survive.
+    # (SEMANTICS 1 and 8)
     p = runner.pipeline()
     Key = tuple[str, int]
     Value = tuple[int, tuple[str, bytes]]
@@ -143,7 +145,7 @@ def test_nested_tuple_keys_and_values(runner):
 
 @capability("coders.standard")
 def test_iterable_values(runner):
-    # beam:coder:iterable:v1 values: empty, short and long iterables keep order and content.
+    # beam:coder:iterable:v1 values: empty, short and long iterables keep order and content (SEMANTICS 1).
     p = runner.pipeline()
     long = list(range(-500, 500))
     data = [("empty", []), ("short", [3, 1, 2]), ("long", long), ("short", [0])]
@@ -159,7 +161,7 @@ def test_iterable_values(runner):
 
 @capability("coders.standard")
 def test_none_and_nullable_values(runner):
-    # beam:coder:nullable:v1 (Optional[int]) values: None and integers both round-trip.
+    # beam:coder:nullable:v1 (Optional[int]) values: None and integers both round-trip (SEMANTICS 1).
     p = runner.pipeline()
     data = [("k", None), ("k", 0), ("k", -7), ("j", None)]
     out = (
@@ -174,7 +176,7 @@ def test_none_and_nullable_values(runner):
 
 @capability("coders.standard")
 def test_none_and_nullable_keys(runner):
-    # A nullable key coder is deterministic: None is a key of its own, distinct from "" and "None".
+    # A nullable key coder is deterministic: None is a key of its own, distinct from "" and "None" (SEMANTICS 1 and 8).
     p = runner.pipeline()
     data = [(None, 1), ("", 2), ("None", 3), (None, 4)]
     out = (
@@ -189,7 +191,7 @@ def test_none_and_nullable_keys(runner):
 
 @capability("coders.standard")
 def test_row_values(runner):
-    # beam:coder:row:v1: beam.Row values (schema inferred from the Rows) round-trip field by field.
+    # beam:coder:row:v1: beam.Row values (schema inferred from the Rows) round-trip field by field (SEMANTICS 1).
     p = runner.pipeline()
     rows = [
         beam.Row(id=1, name="ä", score=0.5),
@@ -208,7 +210,7 @@ def test_row_values(runner):
 
 @capability("coders.standard")
 def test_row_keys(runner):
-    # Rows of deterministic fields are deterministic keys: equal Rows group, different ones do not.
+    # Rows of deterministic fields are deterministic keys: equal Rows group, different ones do not (SEMANTICS 1 and 8).
     p = runner.pipeline()
     data = [(beam.Row(a=1, b="x"), 1), (beam.Row(a=1, b="y"), 2), (beam.Row(a=1, b="x"), 3)]
     out = p | beam.Create(data) | beam.GroupByKey() | beam.MapTuple(lambda k, vs: ((k.a, k.b), sorted(vs)))
@@ -218,7 +220,7 @@ def test_row_keys(runner):
 
 @capability("coders.standard")
 def test_list_values_of_strings(runner):
-    # A list-of-strings value coder keeps order, empty strings and empty lists.
+    # A list-of-strings value coder keeps order, empty strings and empty lists (SEMANTICS 1).
     p = runner.pipeline()
     data = [("k", ["b", "", "a"]), ("k", []), ("j", ["ü"])]
     out = (

@@ -52,7 +52,7 @@ class MinMaxCount(beam.CombineFn):
 
 @capability("combine.globally")
 def test_globally_sum_mean_count(runner):
-    # CombineGlobally reduces the whole (global-window) input to one value.
+    # CombineGlobally reduces the whole (global-window) input to one value (SEMANTICS 8).
     p = runner.pipeline()
     nums = p | beam.Create([1, 2, 3, 4, 10])
     check(nums | "Sum" >> beam.CombineGlobally(sum), created([20]), label="sum")
@@ -64,6 +64,7 @@ def test_globally_sum_mean_count(runner):
 @capability("combine.globally")
 def test_globally_on_empty_input_yields_default(runner):
     # In the global window an empty input yields the CombineFn's default: 0 for sum and count, NaN for mean.
+    # (SEMANTICS 8)
     p = runner.pipeline()
     nums = p | beam.Create([]).with_output_types(int)
     check(nums | "Sum" >> beam.CombineGlobally(sum), created([0]), label="sum")
@@ -79,7 +80,7 @@ def test_globally_on_empty_input_yields_default(runner):
 
 @capability("combine.globally")
 def test_globally_without_defaults_on_empty_input_yields_nothing(runner):
-    # without_defaults(): an empty input produces no output at all.
+    # without_defaults(): an empty input produces no output at all (SEMANTICS 8).
     p = runner.pipeline()
     nums = p | beam.Create([]).with_output_types(int)
     check(nums | beam.CombineGlobally(sum).without_defaults(), [])
@@ -88,7 +89,7 @@ def test_globally_without_defaults_on_empty_input_yields_nothing(runner):
 
 @capability("combine.globally")
 def test_globally_custom_combine_fn(runner):
-    # A CombineFn with a tuple accumulator combines globally to (min, max, count).
+    # A CombineFn with a tuple accumulator combines globally to (min, max, count): SEMANTICS 8.
     p = runner.pipeline()
     out = p | beam.Create([5, -3, 12, 7, 0, 12]) | beam.CombineGlobally(MinMaxCount())
     check(out, created([(-3, 12, 6)]))
@@ -124,7 +125,7 @@ def test_globally_in_fixed_windows_without_defaults(runner):
 
 @capability("combine.per_key")
 def test_per_key_builtins(runner):
-    # CombinePerKey with built-in callables and CombineFns gives one result per key.
+    # CombinePerKey with built-in callables and CombineFns gives one result per key (SEMANTICS 8).
     p = runner.pipeline()
     kvs = p | beam.Create([("a", 3), ("b", 10), ("a", -1), ("a", 4), ("b", 20)])
     check(kvs | "Sum" >> beam.CombinePerKey(sum), grouped([("a", 6), ("b", 30)]), label="sum")
@@ -141,6 +142,7 @@ def test_per_key_builtins(runner):
 @capability("combine.per_key")
 def test_per_key_custom_combine_fn(runner):
     # A custom CombineFn (create/add/merge/extract) per key; results in the global window at its end, one pane.
+    # (SEMANTICS 8)
     p = runner.pipeline()
     data = [("a", 5), ("b", 1), ("a", -2), ("a", 9), ("c", 0)] + [("b", i) for i in range(2, 50)]
     out = p | beam.Create(data) | beam.CombinePerKey(MinMaxCount())
@@ -157,7 +159,7 @@ def test_per_key_custom_combine_fn(runner):
 
 @capability("combine.per_key")
 def test_per_key_to_list_keeps_every_value(runner):
-    # ToList per key keeps duplicates and every value of the key.
+    # ToList per key keeps duplicates and every value of the key (SEMANTICS 8).
     p = runner.pipeline()
     out = (
         p
@@ -171,7 +173,7 @@ def test_per_key_to_list_keeps_every_value(runner):
 
 @capability("combine.per_key")
 def test_combine_values_after_gbk(runner):
-    # CombineValues over GroupByKey output combines each key's iterable.
+    # CombineValues over GroupByKey output combines each key's iterable (SEMANTICS 8).
     p = runner.pipeline()
     out = p | beam.Create([("a", 1), ("b", 2), ("a", 3)]) | beam.GroupByKey() | beam.CombineValues(MinMaxCount())
     check(out, grouped([("a", (1, 3, 2)), ("b", (2, 2, 1))]))
@@ -207,7 +209,7 @@ class ListAccumulatingSum(beam.CombineFn):
 @capability("combine.lifted")
 def test_lifted_combine_in_fixed_windows(runner):
     # A lifted (partially pre-combined) CombinePerKey in Fixed windows is exact per key and window,
-    # stamped at the window end.
+    # stamped at the window end (SEMANTICS 4 and 8).
     p = runner.pipeline()
     data = [(f"k{i % 3}", i) for i in range(300)]
     out = (
@@ -228,7 +230,7 @@ def test_lifted_combine_in_fixed_windows(runner):
 @capability("combine.lifted")
 def test_lifted_combine_with_mutable_accumulator(runner):
     # A CombineFn with a mutable accumulator, merge_accumulators and compact gives the exact result
-    # whichever way the runner splits the work.
+    # whichever way the runner splits the work (SEMANTICS 8).
     p = runner.pipeline()
     data = [(f"k{i % 4}", i) for i in range(2000)]
     out = p | beam.Create(data) | beam.Reshuffle() | beam.CombinePerKey(ListAccumulatingSum())
@@ -301,7 +303,7 @@ class ScaledSum(beam.CombineFn):
 
 @capability("combine.side_inputs")
 def test_combine_per_key_with_singleton_side_input(runner):
-    # A CombineFn receives a side input (AsSingleton) as an extra argument.
+    # A CombineFn receives a side input (AsSingleton) as an extra argument (SEMANTICS 6 and 8).
     p = runner.pipeline()
     offset = p | "Offset" >> beam.Create([100])
     out = (
@@ -315,7 +317,7 @@ def test_combine_per_key_with_singleton_side_input(runner):
 
 @capability("combine.side_inputs")
 def test_combine_globally_with_singleton_side_input(runner):
-    # CombineGlobally with a side-input argument used while adding inputs.
+    # CombineGlobally with a side-input argument used while adding inputs (SEMANTICS 6 and 8).
     p = runner.pipeline()
     factor = p | "Factor" >> beam.Create([3])
     out = p | beam.Create([1, 2, 4]) | beam.CombineGlobally(ScaledSum(), beam.pvalue.AsSingleton(factor))
@@ -325,7 +327,7 @@ def test_combine_globally_with_singleton_side_input(runner):
 
 @capability("combine.side_inputs")
 def test_combine_side_input_computed_from_data(runner):
-    # The side input may itself be a combine over the pipeline's data (here the global count).
+    # The side input may itself be a combine over the pipeline's data (here the global count; SEMANTICS 6 and 8).
     p = runner.pipeline()
     kvs = p | beam.Create([("a", 1), ("a", 2), ("b", 5), ("c", 0)])
     total = kvs | "Count" >> combiners.Count.Globally()
@@ -376,7 +378,7 @@ class SetupCheckingSum(beam.CombineFn):
 
 @capability("combine.lifecycle")
 def test_setup_called_before_use_per_key(runner):
-    # A CombineFn's setup() runs before any of its methods (here every method fails without it).
+    # A CombineFn's setup() runs before any of its methods (here every method fails without it; SEMANTICS 8).
     p = runner.pipeline()
     out = p | beam.Create([("a", 1), ("a", 2), ("b", 3)]) | beam.CombinePerKey(SetupCheckingSum())
     check(out, grouped([("a", 3), ("b", 3)]))
@@ -385,7 +387,7 @@ def test_setup_called_before_use_per_key(runner):
 
 @capability("combine.lifecycle")
 def test_setup_called_before_use_globally(runner):
-    # setup() also precedes use in CombineGlobally, including the default for empty input.
+    # setup() also precedes use in CombineGlobally, including the default for empty input (SEMANTICS 8).
     p = runner.pipeline()
     check(
         p | "Full" >> beam.Create([4, 5]) | "SumFull" >> beam.CombineGlobally(SetupCheckingSum()),
@@ -402,7 +404,7 @@ def test_setup_called_before_use_globally(runner):
 
 @capability("combine.lifecycle")
 def test_setup_called_before_use_in_combine_values_and_windows(runner):
-    # setup() precedes use in CombineValues and in a windowed CombinePerKey.
+    # setup() precedes use in CombineValues and in a windowed CombinePerKey (SEMANTICS 4 and 8).
     p = runner.pipeline()
     kvs = p | beam.Create([("a", 1), ("a", 12), ("b", 3)]) | stamped_by_value()
     combined = kvs | "GBK" >> beam.GroupByKey() | "Values" >> beam.CombineValues(SetupCheckingSum())
@@ -617,7 +619,7 @@ def test_exception_in_add_input_fails_job_with_message(runner):
 
 @capability("combine.failure")
 def test_exception_in_extract_output_fails_job_with_message(runner):
-    # An exception in extract_output (the last step of a combine, after the shuffle) fails the job too.
+    # An exception in extract_output (the last step of a combine, after the shuffle) fails the job too (SEMANTICS 8).
     message = "conformance-boom-in-extract-output-0b9a"
     p = runner.pipeline()
     _ = p | beam.Create([1, 2, 3]) | beam.CombineGlobally(_FailingSum("extract_output", message))

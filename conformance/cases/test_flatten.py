@@ -47,7 +47,7 @@ def test_flatten_of_flattens(runner):
 
 @capability("flatten.basic")
 def test_flatten_keeps_timestamps_windows_and_panes(runner):
-    # Flatten changes nothing about an element: timestamp, window and (unknown) pane are kept.
+    # Flatten changes nothing about an element: timestamp, window and (unknown) pane are kept (SEMANTICS 3).
     p = runner.pipeline()
     a = (
         p

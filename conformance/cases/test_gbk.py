@@ -687,7 +687,7 @@ def test_hundred_thousand_values_under_one_key(runner):
 
 @capability("gbk.empty")
 def test_empty_input_gives_empty_output_and_downstream_pardo_runs(runner):
-    # A GBK over no elements produces no groups; the ParDo after it runs on nothing and the job succeeds.
+    # A GBK over no elements produces no groups; the ParDo after it runs on nothing and the job succeeds (SEMANTICS 3).
     p = runner.pipeline()
     grouped = p | beam.Create([]).with_output_types(tuple[str, int]) | beam.GroupByKey()
     after = grouped | beam.MapTuple(lambda k, vs: (k, sum(vs)))
@@ -698,7 +698,7 @@ def test_empty_input_gives_empty_output_and_downstream_pardo_runs(runner):
 
 @capability("gbk.empty")
 def test_empty_input_in_fixed_windows(runner):
-    # A windowed GBK over no elements produces no groups (no window is ever created, nothing fires).
+    # A windowed GBK over no elements produces no groups (no window is ever created, nothing fires; SEMANTICS 3 and 4).
     p = runner.pipeline()
     out = (
         p
@@ -714,6 +714,7 @@ def test_empty_input_in_fixed_windows(runner):
 @capability("gbk.empty")
 def test_empty_after_filter_next_to_non_empty_key(runner):
     # Filtering a key away entirely leaves no (empty) group for it: GBK emits only keys that had elements.
+    # (SEMANTICS 8 and 10)
     p = runner.pipeline()
     out = (
         p

@@ -102,7 +102,7 @@ def test_fixed_drop_late_data_after_allowed_lateness(runner):
 @capability("lateness.dropping")
 def test_first_element_far_behind_watermark_is_dropped(runner):
     # Java TestStreamTest.testFirstElementLate: watermark 0, element at -1000 s with 5 s
-    # lateness is droppable (-999.001 + 5 < 0) and never appears; the on-time element does.
+    # lateness is droppable (-999.001 + 5 < 0) and never appears; the on-time element does (SEMANTICS 5).
     stream = (
         TestStream()
         .advance_watermark_to(0)
@@ -119,7 +119,7 @@ def test_first_element_far_behind_watermark_is_dropped(runner):
 @capability("lateness.allowed")
 def test_late_data_in_discarding_mode_fires_only_new_elements(runner):
     # Default trigger, discarding, lateness 100: each late element makes a LATE pane holding
-    # only itself; the final pane at expiry is empty (nothing new since the last firing).
+    # only itself; the final pane at expiry is empty (nothing new since the last firing; SEMANTICS 5).
     stream = (
         TestStream()
         .add_elements([keyed_at(1, 1), keyed_at(2, 2)])
@@ -145,7 +145,7 @@ def test_late_data_in_discarding_mode_fires_only_new_elements(runner):
 @capability("lateness.allowed")
 def test_element_exactly_at_lateness_horizon_is_kept(runner):
     # Droppable iff max_timestamp + lateness < watermark: with watermark 14.999 ==
-    # 9.999 + 5 the element at 3 is late but kept, and fires a LATE pane.
+    # 9.999 + 5 the element at 3 is late but kept, and fires a LATE pane (SEMANTICS 5).
     stream = (
         TestStream()
         .add_elements([keyed_at(1, 1)])
@@ -170,7 +170,7 @@ def test_element_exactly_at_lateness_horizon_is_kept(runner):
 @capability("lateness.dropping")
 def test_element_one_ms_past_lateness_horizon_is_dropped(runner):
     # Watermark 15 > 9.999 + 5: window [0,10) is expired (its final pane fires as the
-    # watermark passes the GC time) and the element at 3 is dropped; 13 in [10,20) is kept.
+    # watermark passes the GC time) and the element at 3 is dropped; 13 in [10,20) is kept (SEMANTICS 5).
     stream = (
         TestStream()
         .add_elements([keyed_at(1, 1)])
@@ -196,7 +196,7 @@ def test_element_one_ms_past_lateness_horizon_is_dropped(runner):
 @capability("lateness.dropping")
 def test_zero_lateness_drops_data_behind_watermark(runner):
     # Allowed lateness 0: once the watermark (10) passes [0,10)'s end its on-time pane is
-    # final and a later element at 5 is dropped; 15 in the open window [10,20) is kept.
+    # final and a later element at 5 is dropped; 15 in the open window [10,20) is kept (SEMANTICS 5).
     stream = (
         TestStream()
         .add_elements([keyed_at(1, 1)])
@@ -220,7 +220,7 @@ def test_zero_lateness_drops_data_behind_watermark(runner):
 @capability("lateness.dropping")
 def test_element_behind_watermark_in_open_window_is_not_late(runner):
     # Lateness is judged by the window, not the element: with watermark 5 an element at 2
-    # still belongs to the open window [0,10) and joins its single on-time pane (lateness 0).
+    # still belongs to the open window [0,10) and joins its single on-time pane (lateness 0; SEMANTICS 5).
     stream = (
         TestStream()
         .add_elements([keyed_at(1, 1)])
@@ -239,7 +239,7 @@ def test_late_data_accumulating_then_dropped_after_expiry(runner):
     # Java TestStreamTest.testLateDataAccumulating (Fixed 5 min, early +2 min processing
     # time, late count 1, accumulating, lateness 5 min; the Python SDK always declares
     # EMIT_ALWAYS, Java's FIRE_ALWAYS): on-time {1,2,3}, late panes, final pane {1..5};
-    # the elements arriving after watermark 20 min are dropped.
+    # the elements arriving after watermark 20 min are dropped (SEMANTICS 5).
     stream = (
         TestStream()
         .add_elements([keyed_at(1, 0), keyed_at(2, 0), keyed_at(3, 0)])
@@ -268,7 +268,7 @@ def test_late_data_accumulating_then_dropped_after_expiry(runner):
 @capability("lateness.allowed")
 def test_first_pane_of_window_receiving_only_late_data_is_late(runner):
     # A window whose first element arrives after the watermark passed its end (but within
-    # lateness) fires a first pane that is LATE with index 0 and nonspeculative index 0.
+    # lateness) fires a first pane that is LATE with index 0 and nonspeculative index 0 (SEMANTICS 5).
     stream = TestStream().advance_watermark_to(50).add_elements([keyed_at(3, 3)]).advance_watermark_to_infinity()
     p = runner.pipeline()
     out = group_panes(p | "Stream" >> stream, window.FixedWindows(10), trigger.DefaultTrigger(), ACCUMULATING, 100)

@@ -89,7 +89,7 @@ def test_combine_globally_default_over_accumulating_trigger(runner):
 @capability("library.combine_globally_default")
 def test_combine_globally_default_over_discarding_trigger(runner):
     # Discarding: the latest pane holds what arrived since the previous firing, so the one value is
-    # the sum of some pane (which elements share a pane depends on bundling): one value, 1..55.
+    # the sum of some pane (which elements share a pane depends on bundling): one value, 1..55 (SEMANTICS 5, 6 and 8).
     p = runner.pipeline()
     out = _triggered_global(p | beam.Create(list(range(1, 11))), DISCARDING) | beam.CombineGlobally(sum)
 
@@ -106,7 +106,7 @@ def test_combine_globally_default_over_discarding_trigger(runner):
 @capability("library.combine_globally_default")
 def test_combine_globally_default_over_triggered_empty_input(runner):
     # No input, a repeating trigger: no pane ever fires, so the injection step sees an empty side
-    # input and emits the CombineFn's default once.
+    # input and emits the CombineFn's default once (SEMANTICS 6 and 8).
     p = runner.pipeline()
     empty = p | beam.Create([]).with_output_types(int)
     check(_triggered_global(empty, ACCUMULATING) | beam.CombineGlobally(sum), [el(0, MIN_TIMESTAMP, GLOBAL)])
@@ -118,7 +118,7 @@ def test_combine_globally_in_fixed_windows_needs_without_defaults(runner):
     # Beam documents that a default cannot be assigned to any one window: over non-global windows
     # CombineGlobally must be told without_defaults() (empty windows stay empty) or
     # as_singleton_view() (a reader of an empty window gets the default). Construction refuses
-    # the plain form; the two allowed forms give exactly that per window.
+    # the plain form; the two allowed forms give exactly that per window (SEMANTICS 4, 6 and 8).
     scratch = beam.Pipeline()  # construction only: a refused transform leaves a half-built node
     refused = _stamped(scratch, [(1, 1)]) | beam.WindowInto(window.FixedWindows(10))
     with pytest.raises(ValueError, match="without_defaults"):
@@ -145,7 +145,7 @@ def test_combine_globally_in_fixed_windows_needs_without_defaults(runner):
 def test_combine_globally_view_over_triggered_windows(runner):
     # as_singleton_view over fixed windows with a repeating accumulating trigger: a reader in each
     # window sees the latest pane of its window, complete in a bounded pipeline; a reader whose
-    # window got no data sees the default.
+    # window got no data sees the default (SEMANTICS 6).
     p = runner.pipeline()
     side = _stamped(
         p, [(1, 1), (2, 2), (3, 3), (4, 4), (10, 12), (20, 13), (30, 14)], "Side"
@@ -184,7 +184,7 @@ class _ThirdsWindows(window.NonMergingWindowFn):
 @capability("library.reshuffle")
 def test_reshuffle_keeps_custom_windowfn_for_a_later_group_by_key(runner):
     # Reshuffle returns a PCollection equivalent to its input, windowing strategy included: a
-    # GroupByKey after it, with no WindowInto in between, groups in the user WindowFn's windows.
+    # GroupByKey after it, with no WindowInto in between, groups in the user WindowFn's windows (SEMANTICS 4 and 10).
     p = runner.pipeline()
     data = [("k", 0.5), ("k", 1.5), ("k", 3.2), ("k", 4.0), ("j", 7.5)]
     windowed = (
@@ -226,7 +226,7 @@ def test_reshuffle_keeps_custom_windowfn_for_a_later_group_by_key(runner):
 def test_reshuffle_keeps_timestamp_combiner_and_trigger_of_input(runner):
     # The windowing strategy after a Reshuffle is the input's, not that of Reshuffle's internal
     # GroupByKey (global window, fire always, earliest timestamp): a GroupByKey after it uses the
-    # input's LATEST timestamp combiner in the input's fixed windows, one ON_TIME pane each.
+    # input's LATEST timestamp combiner in the input's fixed windows, one ON_TIME pane each (SEMANTICS 4, 5 and 10).
     p = runner.pipeline()
     data = [("k", 1), ("k", 4), ("k", 12), ("j", 3)]
     out = (
@@ -256,7 +256,7 @@ def test_reshuffle_keeps_timestamp_combiner_and_trigger_of_input(runner):
 def test_group_by_encrypted_key_groups_like_group_by_key(runner):
     # GroupByEncryptedKey groups by key as GroupByKey does (the runner sees only HMACs of the keys
     # and encrypted keys and values). A RawSecret holds a locally generated Fernet key, so no
-    # secret manager is needed. Keys of several types; per window, end-of-window timestamps.
+    # secret manager is needed. Keys of several types; per window, end-of-window timestamps (SEMANTICS 8).
     p = runner.pipeline()
     secret = RawSecret(Secret.generate_secret_bytes())
     data = [("a", 1, 1), (7, 2, 2), ("a", 3, 3), (("t", 1), 4, 4), ("a", 5, 12), (7, 6, 8)]
@@ -303,7 +303,7 @@ _WALL_CLOCK_DURATION = 20
 
 @capability("library.deduplicate")
 def test_deduplicate_event_time_removes_copies_within_duration(runner):
-    # Deduplicate(event_time_duration=1 h): copies within the duration of the first are dropped.
+    # Deduplicate(event_time_duration=1 h): copies within the duration of the first are dropped (SEMANTICS 7).
     p = runner.pipeline()
     out = _stamped(p, _COPIES) | Deduplicate(event_time_duration=Duration(seconds=3600))
     check(out, _each_once_from(_COPIES))
@@ -315,7 +315,7 @@ def test_deduplicate_processing_time_removes_copies_within_duration(runner):
     # Deduplicate(processing_time_duration=20 s): every copy arrives in the first seconds of processing
     # time, so every later copy is dropped. (The model leaves a bounded pipeline's processing-time
     # clock to the runner: a runner on the wall clock, as Prism is, waits for the duration's timer
-    # before the pipeline ends, so the duration is short enough for that too.)
+    # before the pipeline ends, so the duration is short enough for that too; SEMANTICS 7)
     p = runner.pipeline()
     out = _stamped(p, _COPIES) | Deduplicate(processing_time_duration=Duration(seconds=_WALL_CLOCK_DURATION))
     check(out, _each_once_from(_COPIES))
@@ -327,7 +327,7 @@ def test_deduplicate_per_key_per_window(runner):
     # DeduplicatePerKey keeps one (key, value) per key (the first it sees) within the duration;
     # values in different windows are never duplicates of each other. (Processing time: an
     # event-time duration must end within the window, its timer may not outlive the window. The
-    # duration is short enough for a runner whose processing time is the wall clock, see above.)
+    # duration is short enough for a runner whose processing time is the wall clock, see above; SEMANTICS 4 and 7)
     p = runner.pipeline()
     data = [("k", 1, 1), ("k", 2, 3), ("j", 1, 4), ("k", 1, 12)]
     out = (
@@ -352,7 +352,7 @@ def test_deduplicate_per_key_per_window(runner):
 def test_distinct_per_window(runner):
     # Distinct: each distinct element once per window (it is a CombinePerKey on the element, so
     # the output is at the end of its window, in the ON_TIME pane). Equal values of different
-    # types stay apart only if they encode differently; here they are all strings and ints.
+    # types stay apart only if they encode differently; here they are all strings and ints (SEMANTICS 4 and 8).
     p = runner.pipeline()
     data = [("x", 1), ("y", 2), ("x", 3), (1, 4), (1, 5), ("x", 12), ("", 13), ("", 14)]
     out = _stamped(p, data) | beam.WindowInto(window.FixedWindows(10)) | beam.Distinct()
@@ -371,6 +371,7 @@ def test_distinct_per_window(runner):
 
 @capability("library.distinct")
 def test_distinct_in_global_window(runner):
+    # SEMANTICS 8: Distinct groups by encoded value, so each value once, at the end of the global window.
     p = runner.pipeline()
     out = p | beam.Create([3, 1, 3, 2, 1, 3]) | beam.Distinct()
     check(
@@ -387,7 +388,7 @@ def test_distinct_in_global_window(runner):
 def test_top_of_largest_and_smallest_globally(runner):
     # Top.Of(n) / Largest: the n greatest, greatest first; Smallest: the n least, least first;
     # key= orders by a function. In the global window Top.Of merges per-bundle heaps through a
-    # GroupByKey, so its list comes at the end of the global window, ON_TIME.
+    # GroupByKey, so its list comes at the end of the global window, ON_TIME (SEMANTICS 8).
     p = runner.pipeline()
     nums = p | "Nums" >> beam.Create([5, 1, 9, 3, 7, 9, 2])
     words = p | "Words" >> beam.Create(["bb", "a", "dddd", "ccc"])
@@ -418,7 +419,7 @@ def test_top_of_largest_and_smallest_globally(runner):
 
 @capability("library.top")
 def test_top_of_empty_input_is_empty_list(runner):
-    # An empty input still gives one (empty) list in the global window.
+    # An empty input still gives one (empty) list in the global window (SEMANTICS 8).
     p = runner.pipeline()
     empty = p | beam.Create([]).with_output_types(int)
     out = _labelled(of=empty | "Of" >> combiners.Top.Of(3), smallest=empty | "Smallest" >> combiners.Top.Smallest(2))
@@ -429,6 +430,7 @@ def test_top_of_empty_input_is_empty_list(runner):
 @capability("library.top")
 def test_top_per_key_and_per_window(runner):
     # Top.PerKey / LargestPerKey / SmallestPerKey per key; Top.Of(...).without_defaults() per window.
+    # (SEMANTICS 4 and 8)
     p = runner.pipeline()
     kvs = p | "Pairs" >> beam.Create([("a", 3), ("b", 10), ("a", 1), ("a", 4), ("b", 20), ("c", 0)])
     per_key = _labelled(
@@ -473,7 +475,7 @@ def _assert_drawn(sample, population, n):
 @capability("library.sample")
 def test_sample_fixed_size_globally(runner):
     # Sample.FixedSizeGlobally(n): one list of n elements drawn without replacement (all of them if
-    # fewer); which ones is random. Empty input: the default, an empty list.
+    # fewer); which ones is random. Empty input: the default, an empty list (SEMANTICS 8).
     p = runner.pipeline()
     drawn = {"three_of_eight": ([1, 2, 3, 4, 5, 6, 7, 7], 3), "all_of_two": (["x", "y"], 5), "empty": ([], 2)}
     out = _labelled(
@@ -507,7 +509,7 @@ def test_sample_fixed_size_globally(runner):
 @capability("library.sample")
 def test_sample_fixed_size_per_key_and_any(runner):
     # Sample.FixedSizePerKey(n): per key, n of its values without replacement. Sample.Any(n): at
-    # most n input elements, as elements.
+    # most n input elements, as elements (SEMANTICS 8).
     p = runner.pipeline()
     groups = {"a": [1, 2, 3, 4], "b": [9], "c": [5, 5, 6]}
     kvs = p | "Pairs" >> beam.Create([(k, v) for k, vs in groups.items() for v in vs])
@@ -541,7 +543,7 @@ def test_sample_fixed_size_per_key_and_any(runner):
 @capability("library.latest")
 def test_latest_globally_and_per_key(runner):
     # Latest: the element with the greatest timestamp, globally (with its default, None for no
-    # input) and per key; among equal greatest timestamps either may win.
+    # input) and per key; among equal greatest timestamps either may win (SEMANTICS 8).
     p = runner.pipeline()
     timed = _stamped(p, [("first", 1), ("last", 30), ("middle", 7)], "Timed")
     kvs = keyed_input(p, [("a", 1, 5), ("a", 2, 9), ("a", 3, 2), ("b", 4, 1), ("c", 5, 3), ("c", 6, 3)], "Keyed")
@@ -567,7 +569,7 @@ def test_latest_globally_and_per_key(runner):
 
 @capability("library.latest")
 def test_latest_per_window(runner):
-    # Latest.Globally().without_defaults() in fixed windows: the latest element of each window.
+    # Latest.Globally().without_defaults() in fixed windows: the latest element of each window (SEMANTICS 4 and 8).
     p = runner.pipeline()
     timed = _stamped(p, [("a", 1), ("b", 8), ("c", 4), ("d", 15), ("e", 11)])
     out = timed | beam.WindowInto(window.FixedWindows(10)) | combiners.Latest.Globally().without_defaults()
@@ -593,7 +595,7 @@ def _plain_groups():
 @capability("library.co_group_by_key")
 def test_co_group_by_key_dict_of_inputs_with_empty_side(runner):
     # CoGroupByKey over {tag: PCollection}: one output per key of any input, holding every tag, an
-    # empty list where that input had nothing for the key (an input with no elements at all, too).
+    # empty list where that input had nothing for the key (an input with no elements at all, too; SEMANTICS 3 and 8).
     p = runner.pipeline()
     emails = p | "Emails" >> beam.Create([("amy", "a@x"), ("bob", "b@x"), ("amy", "a2@x")])
     phones = p | "Phones" >> beam.Create([("amy", 111), ("carl", 333)])
@@ -617,7 +619,7 @@ def test_co_group_by_key_dict_of_inputs_with_empty_side(runner):
 
 @capability("library.co_group_by_key")
 def test_co_group_by_key_tuple_of_inputs_per_window(runner):
-    # A tuple of inputs gives a tuple of lists; grouping is per key and window.
+    # A tuple of inputs gives a tuple of lists; grouping is per key and window (SEMANTICS 3, 4 and 8).
     p = runner.pipeline()
     left = keyed_input(p, [("k", "l1", 1), ("k", "l2", 12), ("j", "l3", 3)], "Left")
     right = keyed_input(p, [("k", "r1", 5), ("j", "r2", 15)], "Right")
@@ -643,7 +645,7 @@ def test_co_group_by_key_tuple_of_inputs_per_window(runner):
 
 @capability("library.co_group_by_key")
 def test_co_group_by_key_of_no_inputs_is_empty(runner):
-    # With no inputs at all (the pipeline given explicitly), the result is an empty PCollection.
+    # With no inputs at all (the pipeline given explicitly), the result is an empty PCollection (SEMANTICS 3).
     p = runner.pipeline()
     check({} | beam.CoGroupByKey(pipeline=p), [])
     runner.run(p)
@@ -655,7 +657,7 @@ def test_co_group_by_key_of_no_inputs_is_empty(runner):
 @capability("library.partition")
 def test_partition_splits_keeping_timestamps_and_windows(runner):
     # Partition(fn, n): every element goes to exactly the partition fn names, with its timestamp
-    # and window; a partition may stay empty; extra arguments reach fn.
+    # and window; a partition may stay empty; extra arguments reach fn (SEMANTICS 10).
     p = runner.pipeline()
     timed = _stamped(p, [(1, 1), (2, 2), (3, 13), (4, 14), (6, 16)]) | beam.WindowInto(window.FixedWindows(10))
     parts = timed | beam.Partition(lambda v, n, modulus: v % modulus, 4, 3)
@@ -675,7 +677,7 @@ def test_partition_splits_keeping_timestamps_and_windows(runner):
 
 @capability("library.partition")
 def test_partition_out_of_bounds_index_fails_the_job(runner):
-    # A partition function returning an index outside [0, n) fails the job, naming the problem.
+    # A partition function returning an index outside [0, n) fails the job, naming the problem (SEMANTICS 10).
     p = runner.pipeline()
     _ = p | beam.Create([0, 1, 5]) | beam.Partition(lambda v, n: v, 2)
     runner.run_expecting_failure(p, match="out-of-bounds")
@@ -688,7 +690,7 @@ def test_partition_out_of_bounds_index_fails_the_job(runner):
 def test_reify_timestamp_window_and_in_value(runner):
     # Reify.Window puts (value, timestamp, window) in the element; Reify.WindowInValue does it for
     # a KV's value; Reify.TimestampInValue wraps a KV's value in a TimestampedValue; Reify.Timestamp
-    # keeps the element at its timestamp. Every output keeps its timestamp and window.
+    # keeps the element at its timestamp. Every output keeps its timestamp and window (SEMANTICS 4 and 10).
     p = runner.pipeline()
     timed = keyed_input(p, [("a", 1, 1.5), ("b", 2, 12)]) | beam.WindowInto(window.FixedWindows(10))
     w0, w1 = window.IntervalWindow(0, 10), window.IntervalWindow(10, 20)
@@ -725,7 +727,7 @@ def test_reify_timestamp_window_and_in_value(runner):
 @capability("library.with_keys")
 def test_with_keys_constant_callable_and_side_input(runner):
     # WithKeys(k) pairs every element with k; WithKeys(fn) with fn(element), fn may take side
-    # inputs. Timestamps and windows are kept.
+    # inputs. Timestamps and windows are kept (SEMANTICS 6 and 10).
     p = runner.pipeline()
     timed = _stamped(p, [("x", 1), ("yy", 12)]) | beam.WindowInto(window.FixedWindows(10))
     keyed = _labelled(constant=timed | "Constant" >> WithKeys("k"), callable=timed | "Callable" >> WithKeys(len))
@@ -768,7 +770,7 @@ def test_log_elements_passes_elements_through_and_logs_them(runner):
     # LogElements' output is its input, element for element, with timestamp, window and pane (here
     # the ON_TIME pane of a GroupByKey). It logs one line per element, checked when the pipeline's
     # SDK worker ran in this process (its check confirmed itself here); a runner may run user code
-    # elsewhere even with LOOPBACK (the Spark backend's executors do), and its log goes there.
+    # elsewhere even with LOOPBACK (the Spark backend's executors do), and its log goes there (SEMANTICS 10).
     p = runner.pipeline()
     prefix = "library-case-log-elements: "
     grouped = (

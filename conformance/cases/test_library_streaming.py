@@ -53,7 +53,7 @@ def test_combine_globally_default_over_triggered_stream(runner):
     # it waits for the first pane (a triggered side window is ready once a pane fired) and sees
     # that pane alone: 1 + 2. Later panes (10 accumulated) come after it was processed. (Python
     # logs that a default over unbounded, non-default windowing is ill-defined and suggests
-    # without_defaults(); it still builds this expansion, which must not fail.)
+    # without_defaults(); it still builds this expansion, which must not fail; SEMANTICS 6 and 9)
     p = runner.pipeline()
     stream = _elements(TestStream(coder=coders.VarIntCoder()), [(1, 1)], [(2, 2)], [(3, 3)], [(4, 4)])
     out = (
@@ -71,7 +71,7 @@ def test_combine_globally_default_over_triggered_stream(runner):
 @capability("library.combine_globally_default_streaming")
 def test_combine_globally_default_over_empty_stream(runner):
     # An unbounded input that never has an element: no pane fires, the side window becomes ready
-    # when the watermark passes the end of the global window, and the default is emitted once.
+    # when the watermark passes the end of the global window, and the default is emitted once (SEMANTICS 6 and 9).
     p = runner.pipeline()
     stream = TestStream(coder=coders.VarIntCoder()).advance_watermark_to(10).advance_watermark_to_infinity()
     out = (
@@ -154,7 +154,7 @@ def test_triggered_group_by_key_as_side_input_accumulating(runner):
 
 @capability("library.triggered_gbk_side_input")
 def test_triggered_group_by_key_as_side_input_discarding(runner):
-    # Discarding: the latest pane holds only what arrived since the previous firing.
+    # Discarding: the latest pane holds only what arrived since the previous firing (SEMANTICS 5 and 6).
     p, out = _read_grouped_side(runner, DISCARDING)
     check(
         out,
@@ -175,7 +175,7 @@ def test_triggered_group_by_key_as_side_input_discarding(runner):
 @capability("library.reshuffle_streaming")
 def test_reshuffle_keeps_panes_of_triggered_input(runner):
     # Early, on-time and late panes of a triggered GroupByKey keep their PaneInfo, timestamp and
-    # window through a Reshuffle (Beam 2.65+: Reshuffle preserves PaneInfo).
+    # window through a Reshuffle (Beam 2.65+: Reshuffle preserves PaneInfo; SEMANTICS 5 and 10).
     p = runner.pipeline("--allow_unsafe_triggers")
     stream = (
         TestStream()
@@ -218,7 +218,7 @@ def test_reshuffle_keeps_panes_of_triggered_input(runner):
 def test_deduplicate_event_time_over_a_stream(runner):
     # Deduplicate(event_time_duration=10 s): a copy within 10 s of event time after the first is
     # dropped; once the watermark passes the first copy's time + 10 s its record is gone, so a
-    # later copy is emitted again (and its own copies dropped).
+    # later copy is emitted again (and its own copies dropped; SEMANTICS 7 and 9).
     p = runner.pipeline()
     stream = TestStream(coder=coders.StrUtf8Coder())
     stream = _elements(stream, [("a", 1), ("b", 2)], [("a", 5)])
@@ -232,7 +232,7 @@ def test_deduplicate_event_time_over_a_stream(runner):
 def test_deduplicate_processing_time_over_a_stream(runner):
     # Deduplicate(processing_time_duration=10 min): copies arriving 5 s of processing time after
     # the first are dropped. (Whether a copy after the duration is emitted depends on the
-    # runner's processing time meeting the DoFn's wall-clock timer, which the model leaves open.)
+    # runner's processing time meeting the DoFn's wall-clock timer, which the model leaves open; SEMANTICS 7 and 9)
     p = runner.pipeline()
     stream = TestStream(coder=coders.StrUtf8Coder())
     stream = _elements(stream, [("a", 1)]).advance_processing_time(5)
@@ -252,7 +252,7 @@ _PAST = 1_600_000_000  # 2020-09-13: a range long past, so every element is due 
 def test_periodic_impulse_over_a_past_range(runner):
     # PeriodicImpulse(start, stop, interval): one element per interval in [start, stop), its value
     # and event timestamp the fire time; with apply_windowing each in its own fixed window of one
-    # interval, so a per-window count after it fires once per window.
+    # interval, so a per-window count after it fires once per window (SEMANTICS 4 and 10).
     p = runner.pipeline()
     ticks = p | PeriodicImpulse(
         start_timestamp=Timestamp(_PAST), stop_timestamp=Timestamp(_PAST + 5), fire_interval=1, apply_windowing=True
@@ -269,7 +269,7 @@ def test_periodic_impulse_over_a_past_range(runner):
 
 @capability("library.periodic_impulse")
 def test_periodic_impulse_with_data(runner):
-    # With data=[...], the i-th element carries data[i] instead of its timestamp, at the same time.
+    # With data=[...], the i-th element carries data[i] instead of its timestamp, at the same time (SEMANTICS 10).
     p = runner.pipeline()
     out = p | PeriodicImpulse(
         start_timestamp=Timestamp(_PAST), stop_timestamp=Timestamp(_PAST + 1.5), fire_interval=0.5, data=["a", "b", "c"]
@@ -280,7 +280,7 @@ def test_periodic_impulse_with_data(runner):
 
 @capability("library.periodic_impulse")
 def test_periodic_sequence_from_several_inputs(runner):
-    # PeriodicSequence: each input (start, stop, interval) gives its own sequence.
+    # PeriodicSequence: each input (start, stop, interval) gives its own sequence (SEMANTICS 10).
     p = runner.pipeline()
     out = (
         p
@@ -297,7 +297,7 @@ def test_periodic_sequence_from_several_inputs(runner):
 @capability("library.periodic_impulse")
 def test_periodic_impulse_reaching_into_the_future(runner):
     # A range ending about a second and a half after the pipeline is built: elements are emitted as
-    # the wall clock reaches them, none early, and the pipeline ends once the range is done.
+    # the wall clock reaches them, none early, and the pipeline ends once the range is done (SEMANTICS 10).
     start = Timestamp(int(time.time()))  # a whole second: the expected times are exact
     p = runner.pipeline()
     out = (

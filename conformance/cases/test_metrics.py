@@ -88,7 +88,7 @@ def java_vector_pipeline(runner):
 
 @capability("metrics.counters")
 def test_counter_counts_processed_elements(runner):
-    # A counter incremented once per element reports the element count.
+    # A counter incremented once per element reports the element count (SEMANTICS 8).
     counter = Metrics.counter(NS, "elements")
 
     def count(x):
@@ -113,7 +113,7 @@ def test_java_vector_counter_per_step(runner):
 @capability("metrics.counters")
 def test_counters_in_start_and_finish_bundle(runner):
     # Counters written in start/finish_bundle are reported: one start and one finish per bundle,
-    # and the per-bundle element counts added in finish_bundle sum to the input size.
+    # and the per-bundle element counts added in finish_bundle sum to the input size (SEMANTICS 8).
     class CountPerBundle(beam.DoFn):
         def start_bundle(self):
             self.seen = 0
@@ -138,7 +138,7 @@ def test_counters_in_start_and_finish_bundle(runner):
 
 @capability("metrics.counters")
 def test_same_name_in_two_namespaces_is_two_metrics(runner):
-    # Metrics are identified by namespace and name: a namespace filter separates equal names.
+    # Metrics are identified by namespace and name: a namespace filter separates equal names (SEMANTICS 8).
     def counted(namespace):
         counter = Metrics.counter(namespace, "hits")
 
@@ -161,7 +161,7 @@ def test_same_name_in_two_namespaces_is_two_metrics(runner):
 
 @capability("metrics.counters")
 def test_same_name_in_two_steps_reports_each_step(runner):
-    # One namespace and name in two steps: each step reports its own value; they add up.
+    # One namespace and name in two steps: each step reports its own value; they add up (SEMANTICS 8).
     class Hit(beam.DoFn):
         def __init__(self):
             self.counter = Metrics.counter(NS, "shared")
@@ -188,7 +188,7 @@ def test_same_name_in_two_steps_reports_each_step(runner):
 
 @capability("metrics.counters")
 def test_counter_increments_and_decrements(runner):
-    # inc(n) and dec(n) add up: per element +5 then -2 gives 3 per element.
+    # inc(n) and dec(n) add up: per element +5 then -2 gives 3 per element (SEMANTICS 8).
     counter = Metrics.counter(NS, "net")
 
     def adjust(x):
@@ -204,7 +204,7 @@ def test_counter_increments_and_decrements(runner):
 
 @capability("metrics.counters")
 def test_counter_never_incremented_reports_no_count(runner):
-    # A declared but never incremented counter has no count: absent, or reported as 0, never more.
+    # A declared but never incremented counter has no count: absent, or reported as 0, never more (SEMANTICS 8).
     class Declares(beam.DoFn):
         def __init__(self):
             self.unused = Metrics.counter(NS, "never")
@@ -244,7 +244,7 @@ def test_java_vector_bundle_distribution(runner):
 
 @capability("metrics.distributions")
 def test_distribution_of_negative_and_repeated_values(runner):
-    # A distribution keeps exact sum, count, min and max, including negative and repeated values.
+    # A distribution keeps exact sum, count, min and max, including negative and repeated values (SEMANTICS 8).
     dist = Metrics.distribution(NS, "spread")
 
     def record(x):
@@ -269,7 +269,7 @@ def test_java_vector_gauge(runner):
 
 @capability("metrics.gauges")
 def test_gauge_reports_the_last_value_set(runner):
-    # A gauge reports its latest value, not a sum or a maximum: 30 then 7 reports 7.
+    # A gauge reports its latest value, not a sum or a maximum: 30 then 7 reports 7 (SEMANTICS 8).
     gauge = Metrics.gauge(NS, "latest")
 
     def set_twice(x):
@@ -349,7 +349,7 @@ def _recording_pipeline(runner):
 @capability("metrics.string_sets")
 def test_string_set_is_union_over_bundles(runner):
     # A StringSet reports each distinct string added once, whatever bundle added it: here process()
-    # and timer callbacks of one step, which run in different bundles.
+    # and timer callbacks of one step, which run in different bundles (SEMANTICS 8).
     result = runner.run(_recording_pipeline(runner))
     expected = {"process-a", "process-b", "timer-a", "timer-b"}
     assert per_step(result, "string_sets", "labels", "Record") == expected
@@ -359,7 +359,7 @@ def test_string_set_is_union_over_bundles(runner):
 @capability("metrics.string_sets")
 def test_string_sets_per_step_and_namespace(runner):
     # Like every metric, a StringSet is reported per step, namespace and name: two steps adding under
-    # one name report their own sets, a second namespace its own.
+    # one name report their own sets, a second namespace its own (SEMANTICS 8).
     def adder(namespace, prefix):
         labels = Metrics.string_set(namespace, "seen")
 
@@ -387,7 +387,7 @@ def test_string_sets_per_step_and_namespace(runner):
 @capability("metrics.bounded_tries")
 def test_bounded_trie_holds_every_path_added_over_bundles(runner):
     # A BoundedTrie within its bound (100 paths) reports every distinct path added, untruncated
-    # (each as its segments followed by the flag False), whatever bundle added it.
+    # (each as its segments followed by the flag False), whatever bundle added it (SEMANTICS 8).
     result = runner.run(_recording_pipeline(runner))
     expected = {
         ("a", "process", "x", False),

@@ -19,6 +19,7 @@ from conformance.api import GLOBAL, W, capability, check, grouped, sorted_groups
 
 @capability("panes.metadata")
 def test_group_by_key_pane_in_fixed_windows_is_on_time_first_and_last(runner):
+    # SEMANTICS 5: a batch GroupByKey fires one pane per key and window: first, last, ON_TIME, index 0.
     p = runner.pipeline()
     out = (
         p
@@ -36,6 +37,7 @@ def test_group_by_key_pane_in_fixed_windows_is_on_time_first_and_last(runner):
 
 @capability("panes.metadata")
 def test_group_by_key_pane_in_the_global_window_is_on_time_first_and_last(runner):
+    # SEMANTICS 5: a batch GroupByKey fires one pane per key and window: first, last, ON_TIME, index 0.
     p = runner.pipeline()
     out = p | beam.Create([("a", 1), ("a", 2), ("b", 3)]) | beam.GroupByKey() | sorted_groups()
     check(out, grouped([("a", [1, 2]), ("b", [3])], GLOBAL))
@@ -44,6 +46,7 @@ def test_group_by_key_pane_in_the_global_window_is_on_time_first_and_last(runner
 
 @capability("panes.metadata")
 def test_combine_per_key_pane_is_on_time_first_and_last(runner):
+    # SEMANTICS 5 and 8: CombinePerKey emits in the pane its GroupByKey would: first, last, ON_TIME, index 0.
     p = runner.pipeline()
     out = (
         p
@@ -58,6 +61,7 @@ def test_combine_per_key_pane_is_on_time_first_and_last(runner):
 
 @capability("panes.metadata")
 def test_element_wise_transforms_keep_the_grouped_pane(runner):
+    # SEMANTICS 5 and 10: element-wise transforms keep the pane of their input, here a GroupByKey's.
     p = runner.pipeline()
     out = (
         p
@@ -73,6 +77,7 @@ def test_element_wise_transforms_keep_the_grouped_pane(runner):
 
 @capability("panes.metadata")
 def test_count_per_element_pane_is_on_time_first_and_last(runner):
+    # SEMANTICS 5 and 8: Count.PerElement is a CombinePerKey, so its pane is a batch GroupByKey's.
     p = runner.pipeline()
     out = p | beam.Create(["x", "y", "x"]) | combiners.Count.PerElement()
     check(out, grouped([("x", 2), ("y", 1)], GLOBAL))

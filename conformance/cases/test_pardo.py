@@ -42,7 +42,7 @@ _TIMING = {
 
 @capability("pardo.basic")
 def test_map_applies_function_to_every_element(runner):
-    # ParDo basics: Map emits exactly one output per input.
+    # ParDo basics: Map emits exactly one output per input (SEMANTICS 10).
     p = runner.pipeline()
     check(p | beam.Create([1, 2, 3, 3]) | beam.Map(lambda x: x * 10), created([10, 20, 30, 30]))
     runner.run(p)
@@ -50,7 +50,7 @@ def test_map_applies_function_to_every_element(runner):
 
 @capability("pardo.basic")
 def test_flatmap_zero_one_and_many_outputs(runner):
-    # FlatMap: each input yields any number of outputs, including none.
+    # FlatMap: each input yields any number of outputs, including none (SEMANTICS 10).
     p = runner.pipeline()
     out = p | beam.Create([0, 1, 3]) | beam.FlatMap(lambda n: [n] * n)
     check(out, created([1, 3, 3, 3]))
@@ -59,7 +59,7 @@ def test_flatmap_zero_one_and_many_outputs(runner):
 
 @capability("pardo.basic")
 def test_flatmap_emitting_nothing_gives_empty_output(runner):
-    # A ParDo whose every call emits nothing produces an empty PCollection.
+    # A ParDo whose every call emits nothing produces an empty PCollection (SEMANTICS 10).
     p = runner.pipeline()
     check(p | beam.Create([1, 2, 3]) | beam.FlatMap(lambda x: []), [])
     runner.run(p)
@@ -67,7 +67,7 @@ def test_flatmap_emitting_nothing_gives_empty_output(runner):
 
 @capability("pardo.basic")
 def test_flatmap_generator_many_outputs(runner):
-    # FlatMap accepts a generator; one input may fan out to many outputs.
+    # FlatMap accepts a generator; one input may fan out to many outputs (SEMANTICS 10).
     def expand(n):
         for i in range(n):
             yield (n, i)
@@ -90,7 +90,7 @@ class _SplitWords(beam.DoFn):
 
 @capability("pardo.basic")
 def test_pardo_with_dofn_class_and_arguments(runner):
-    # ParDo with a DoFn class: constructor state and extra process arguments reach every call.
+    # ParDo with a DoFn class: constructor state and extra process arguments reach every call (SEMANTICS 10).
     p = runner.pipeline()
     out = p | beam.Create(["a,b", ",c,", ""]) | beam.ParDo(_SplitWords(","), "!")
     check(out, created(["a!", "b!", "c!"]))
@@ -99,7 +99,7 @@ def test_pardo_with_dofn_class_and_arguments(runner):
 
 @capability("pardo.basic")
 def test_maptuple_and_flatmaptuple_unpack_elements(runner):
-    # MapTuple/FlatMapTuple unpack each tuple element into positional arguments.
+    # MapTuple/FlatMapTuple unpack each tuple element into positional arguments (SEMANTICS 10).
     p = runner.pipeline()
     pairs = p | beam.Create([("a", 1), ("b", 2)])
     check(pairs | beam.MapTuple(lambda k, v: f"{k}={v}"), created(["a=1", "b=2"]), label="maptuple")
@@ -109,7 +109,7 @@ def test_maptuple_and_flatmaptuple_unpack_elements(runner):
 
 @capability("pardo.basic")
 def test_filter_keeps_matching_elements(runner):
-    # Filter keeps exactly the elements for which the predicate is true (duplicates included).
+    # Filter keeps exactly the elements for which the predicate is true (duplicates included; SEMANTICS 10).
     p = runner.pipeline()
     out = p | beam.Create([1, 2, 3, 4, 4, 5]) | beam.Filter(lambda x: x % 2 == 0)
     check(out, created([2, 4, 4]))
@@ -118,7 +118,7 @@ def test_filter_keeps_matching_elements(runner):
 
 @capability("pardo.basic")
 def test_chained_pardos_and_fanout_of_one_input(runner):
-    # One PCollection consumed by two ParDos: each consumer sees every element.
+    # One PCollection consumed by two ParDos: each consumer sees every element (SEMANTICS 10).
     p = runner.pipeline()
     src = p | beam.Create([1, 2, 3])
     check(
@@ -146,7 +146,7 @@ class _Classify(beam.DoFn):
 
 @capability("pardo.multi_output")
 def test_declared_tags_with_named_main(runner):
-    # with_outputs('neg', 'odd', main='m'): each tagged output receives exactly its elements.
+    # with_outputs('neg', 'odd', main='m'): each tagged output receives exactly its elements (SEMANTICS 10).
     p = runner.pipeline()
     res = p | beam.Create([-2, -1, 0, 1, 2, 3]) | beam.ParDo(_Classify()).with_outputs("neg", "odd", main="m")
     check(res.m, created([0, 2]), label="main")
@@ -157,7 +157,7 @@ def test_declared_tags_with_named_main(runner):
 
 @capability("pardo.multi_output")
 def test_undeclared_tags_accessed_after_with_outputs(runner):
-    # with_outputs() with no tags: tags used by the DoFn are reachable by attribute/index afterwards.
+    # with_outputs() with no tags: tags used by the DoFn are reachable by attribute/index afterwards (SEMANTICS 10).
     p = runner.pipeline()
     res = p | beam.Create([-2, -1, 0, 1, 2, 3]) | beam.ParDo(_Classify()).with_outputs()
     check(res[None], created([0, 2]), label="main")
@@ -168,7 +168,7 @@ def test_undeclared_tags_accessed_after_with_outputs(runner):
 
 @capability("pardo.multi_output")
 def test_declared_tag_receiving_no_elements_is_empty(runner):
-    # A declared output tag that is never written is an empty PCollection, not missing.
+    # A declared output tag that is never written is an empty PCollection, not missing (SEMANTICS 10).
     p = runner.pipeline()
     res = p | beam.Create([0, 2, 4]) | beam.ParDo(_Classify()).with_outputs("neg", "odd", "unused", main="m")
     check(res.m, created([0, 2, 4]), label="main")
@@ -180,7 +180,7 @@ def test_declared_tag_receiving_no_elements_is_empty(runner):
 
 @capability("pardo.multi_output")
 def test_flatmap_with_tagged_outputs(runner):
-    # Tagged outputs from FlatMap: one input can go to several outputs at once.
+    # Tagged outputs from FlatMap: one input can go to several outputs at once (SEMANTICS 10).
     def route(x):
         yield x
         yield beam.pvalue.TaggedOutput("copy", x * 100)
@@ -205,6 +205,7 @@ class _TagWithTimestamps(beam.DoFn):
 @capability("pardo.multi_output")
 def test_tagged_outputs_carry_timestamps_and_windows(runner):
     # Tagged outputs keep the input's window; TimestampedValue sets their timestamp; main keeps the input's.
+    # (SEMANTICS 10)
     p = runner.pipeline()
     res = (
         p
@@ -229,7 +230,7 @@ class _SeeTimestamp(beam.DoFn):
 
 @capability("pardo.element_context")
 def test_timestamp_param_sees_element_timestamp(runner):
-    # DoFn.TimestampParam is the element's event timestamp; outputs inherit it.
+    # DoFn.TimestampParam is the element's event timestamp; outputs inherit it (SEMANTICS 10).
     p = runner.pipeline()
     out = p | beam.Create([("a", 5), ("b", 12.5), ("c", -3)]) | value_at_time() | beam.ParDo(_SeeTimestamp())
     check(out, [el(("a", 5.0), 5), el(("b", 12.5), 12.5), el(("c", -3.0), -3)])
@@ -238,7 +239,7 @@ def test_timestamp_param_sees_element_timestamp(runner):
 
 @capability("pardo.element_context")
 def test_create_elements_are_global_at_min_timestamp(runner):
-    # Create's elements sit in the global window at the minimum timestamp with the unknown pane.
+    # Create's elements sit in the global window at the minimum timestamp with the unknown pane (SEMANTICS 2).
     p = runner.pipeline()
     out = (
         p
@@ -262,7 +263,7 @@ class _SeeWindow(beam.DoFn):
 
 @capability("pardo.element_context")
 def test_window_param_in_fixed_windows(runner):
-    # DoFn.WindowParam is the element's fixed window [N*size, (N+1)*size).
+    # DoFn.WindowParam is the element's fixed window [N*size, (N+1)*size) (SEMANTICS 4 and 10).
     p = runner.pipeline()
     out = (
         p
@@ -324,7 +325,7 @@ def test_sliding_windows_without_window_param_output_in_every_window(runner):
 
 @capability("pardo.element_context")
 def test_timestamped_value_output_keeps_its_timestamp(runner):
-    # A TimestampedValue output carries the new timestamp; the window stays the input's window.
+    # A TimestampedValue output carries the new timestamp; the window stays the input's window (SEMANTICS 10).
     p = runner.pipeline()
     out = (
         p
@@ -427,6 +428,7 @@ def test_finish_bundle_output_with_timestamp_and_global_window(runner):
 @capability("pardo.finish_bundle")
 def test_finish_bundle_output_after_shuffle(runner):
     # The same after a GroupByKey (a new stage): finish_bundle outputs are neither lost nor duplicated.
+    # (SEMANTICS 8 and 10)
     p = runner.pipeline()
     out = (
         p
@@ -455,7 +457,7 @@ class _CountPerWindowInFinishBundle(beam.DoFn):
 
 @capability("pardo.finish_bundle")
 def test_finish_bundle_output_into_interval_windows(runner):
-    # finish_bundle outputs land in the explicit window given, at the explicit timestamp.
+    # finish_bundle outputs land in the explicit window given, at the explicit timestamp (SEMANTICS 10).
     def predicate(records):
         sums = {}
         for r in records:
@@ -589,6 +591,7 @@ def test_lifecycle_call_order_per_instance(runner):
 @capability("pardo.lifecycle")
 def test_lifecycle_order_across_stages(runner):
     # Lifecycle order holds in a DoFn downstream of a GroupByKey too; each committed bundle reports once.
+    # (SEMANTICS 8 and 10)
     n = 12
 
     def predicate(records):
@@ -688,7 +691,7 @@ def test_exception_in_finish_bundle_fails_job_with_message(runner):
 
 @capability("pardo.failure")
 def test_exception_in_map_after_gbk_fails_job_with_message(runner):
-    # An exception in a lambda of a later stage also fails the job with the user's message.
+    # An exception in a lambda of a later stage also fails the job with the user's message (SEMANTICS 8 and 10).
     message = "conformance-boom-after-gbk-31f6"
 
     def explode(kv):

@@ -61,4 +61,6 @@ def _case_id(case) -> str:
     ],
 )
 def test_pre_optimized(runner, case, shape):
+    # The expectations are the representative cases' own, each citing the section it rests on
+    # (between them SEMANTICS 3, 4, 6, 7, 8 and 10); a shape must not change them.
     case(runner.shaped(shape))

@@ -76,7 +76,7 @@ def _each_once_in_its_window():
 @capability("timers.processing_time_bounded")
 def test_processing_time_timer_in_bounded_pipeline_runs(runner):
     # A stateful DoFn with a processing-time timer in a pipeline without TestStream is run, not
-    # refused, and every buffered element is flushed once, in its window.
+    # refused, and every buffered element is flushed once, in its window (SEMANTICS 7).
     p = runner.pipeline()
     out = (
         keyed_input(p, _TWO_WINDOWS)
@@ -96,7 +96,7 @@ def test_looping_processing_time_timer_lets_bounded_pipeline_finish(runner):
     # re-arm made after the input ended fires, as Prism and the portable Spark/Flink batch
     # runners do); the model does not require it: a processing-time timer of an expired window
     # is ignored (runners-core StatefulDoFnRunner.onTimer), and Dataflow, excluded from that Go
-    # test, ignores them too. We fail those two Go tests on purpose (docs/findings/go-sdk-tests.md, G3).
+    # test, ignores them too. We fail those two Go tests on purpose (docs/findings/go-sdk-tests.md, G3; SEMANTICS 7).
     p = runner.pipeline()
     out = (
         keyed_input(p, _TWO_WINDOWS)
@@ -140,7 +140,7 @@ _SEVEN_AND_TWO = [("a", i) for i in range(7)] + [("b", 10), ("b", 11)]
 @capability("library.group_into_batches")
 def test_group_into_batches_full_batches_then_remainder(runner):
     # GroupIntoBatches(3): a key's batches hold 3 elements until its input ends; the rest go in
-    # one last batch when the window ends (Beam's documentation of GroupIntoBatches).
+    # one last batch when the window ends (Beam's documentation of GroupIntoBatches; SEMANTICS 7).
     p = runner.pipeline()
     batches = p | beam.Create(_SEVEN_AND_TWO) | beam.GroupIntoBatches(3)
     _sizes_and_union(
@@ -154,7 +154,7 @@ def test_group_into_batches_full_batches_then_remainder(runner):
 
 @capability("library.group_into_batches")
 def test_group_into_batches_per_window(runner):
-    # A batch never mixes windows: per key and window, full batches of 2 and one remainder.
+    # A batch never mixes windows: per key and window, full batches of 2 and one remainder (SEMANTICS 4 and 7).
     p = runner.pipeline()
     data = [("a", 1, 1), ("a", 2, 2), ("a", 3, 3), ("a", 12, 12), ("b", 4, 4)]
     batches = keyed_input(p, data) | beam.WindowInto(window.FixedWindows(10)) | beam.GroupIntoBatches(2)
@@ -177,7 +177,7 @@ class _SizeWithWindowStart(beam.DoFn):
 @capability("library.group_into_batches")
 def test_group_into_batches_with_buffering_duration(runner):
     # max_buffering_duration_secs adds a processing-time timer that may flush a batch early: batches
-    # hold at most 3 elements and together every element once.
+    # hold at most 3 elements and together every element once (SEMANTICS 7).
     p = runner.pipeline()
     batches = p | beam.Create(_SEVEN_AND_TWO) | beam.GroupIntoBatches(3, max_buffering_duration_secs=1)
     sizes = batches | "Sizes" >> beam.MapTuple(lambda k, vs: (k, len(list(vs))))
@@ -189,7 +189,7 @@ def test_group_into_batches_with_buffering_duration(runner):
 @capability("library.group_into_batches")
 def test_group_into_batches_with_sharded_key(runner):
     # GroupIntoBatches.WithShardedKey: output keys are ShardedKeys of the input key; batches hold at
-    # most 3 elements of one key, and together every element once.
+    # most 3 elements of one key, and together every element once (SEMANTICS 7).
     p = runner.pipeline()
     batches = (
         p
@@ -206,7 +206,7 @@ def test_group_into_batches_with_sharded_key(runner):
 @capability("library.batch_elements")
 def test_batch_elements_stateful_path(runner):
     # BatchElements with max_batch_duration_secs batches through state and a processing-time timer:
-    # batches of min..max elements (a last, smaller one allowed), every element exactly once.
+    # batches of min..max elements (a last, smaller one allowed), every element exactly once (SEMANTICS 7 and 10).
     p = runner.pipeline()
     batches = (
         p

@@ -188,6 +188,7 @@ def test_global_window_group_by_key_matches_model(runner, examples):
 @given(examples=parts(elements=ELEMENTS, size=st.integers(1, 10), combiner=COMBINERS))
 def test_combine_per_key_matches_model(runner, examples):
     # CombinePerKey = GroupByKey + combine: same keys, windows, output timestamps and pane as the group.
+    # (SEMANTICS 4 and 8)
     def build(p, x, label):
         out = (
             timestamped(p, x["elements"], label)
@@ -226,7 +227,7 @@ def test_flatten_is_multiset_union_matches_model(runner, examples):
 @PROPERTY
 @given(examples=parts(left=DENSE, right=DENSE, gap=st.integers(1, 6)))
 def test_flatten_then_sessions_merge_across_inputs(runner, examples):
-    # Sessions merge over the flattened whole: windows from different inputs of one key merge too.
+    # Sessions merge over the flattened whole: windows from different inputs of one key merge too (SEMANTICS 3 and 4).
     def build(p, x, label):
         sessions = window.Sessions(x["gap"])
         flat = (
@@ -247,7 +248,7 @@ def test_flatten_then_sessions_merge_across_inputs(runner, examples):
 @given(examples=parts(elements=ELEMENTS, size=st.integers(2, 8), period=st.integers(1, 4), fixed=st.integers(1, 10)))
 def test_rewindow_sliding_into_fixed_matches_model(runner, examples):
     # Re-windowing reassigns each (element, window) copy by its timestamp: an element that was in
-    # k sliding windows appears k times in its new fixed window.
+    # k sliding windows appears k times in its new fixed window (SEMANTICS 4).
     def build(p, x, label):
         out = (
             timestamped(p, x["elements"], label)
@@ -286,7 +287,7 @@ def _regroup(p, x, label):
 @given(examples=parts(elements=ELEMENTS, first=st.integers(1, 10), second=st.integers(1, 10)))
 def test_regroup_fixed_groups_in_coarser_windows(runner, examples):
     # A first GroupByKey's outputs sit at their windows' end (END_OF_WINDOW); re-windowed, they are
-    # grouped again by that timestamp.
+    # grouped again by that timestamp (SEMANTICS 4).
     run_parts(runner, examples, _regroup)
 
 
@@ -319,5 +320,5 @@ def test_fixed_windows_before_epoch_end_of_window_matches_model(runner, examples
 @given(examples=parts(elements=PRE_EPOCH, first=st.integers(1, 10), second=st.integers(1, 10)))
 def test_regroup_before_epoch_stays_in_window(runner, examples):
     # A group's END_OF_WINDOW timestamp lies inside its window, so re-windowing by it selects the
-    # window that contains end - 1 ms, never the next one, before the epoch too.
+    # window that contains end - 1 ms, never the next one, before the epoch too (SEMANTICS 1 and 4).
     run_parts(runner, examples, _regroup)

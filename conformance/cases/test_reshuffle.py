@@ -22,7 +22,7 @@ from conformance.api import (
 
 @capability("reshuffle")
 def test_reshuffle_keeps_every_element(runner):
-    # Reshuffle is the identity on the multiset of elements (duplicates included).
+    # Reshuffle is the identity on the multiset of elements (duplicates included; SEMANTICS 10).
     p = runner.pipeline()
     data = ["a", "b", "a", "", "c"] + [f"x{i}" for i in range(200)]
     check(p | beam.Create(data) | beam.Reshuffle(), created(data))
@@ -31,7 +31,7 @@ def test_reshuffle_keeps_every_element(runner):
 
 @capability("reshuffle")
 def test_reshuffle_keeps_min_timestamp_and_global_window(runner):
-    # Elements of Create (MIN_TIMESTAMP, global window) come out of a Reshuffle unchanged.
+    # Elements of Create (MIN_TIMESTAMP, global window) come out of a Reshuffle unchanged (SEMANTICS 2 and 10).
     p = runner.pipeline()
     out = p | beam.Create([1, 2]) | beam.Reshuffle()
     check(out, [el(1, MIN_TIMESTAMP, GLOBAL), el(2, MIN_TIMESTAMP, GLOBAL)])
@@ -40,7 +40,7 @@ def test_reshuffle_keeps_min_timestamp_and_global_window(runner):
 
 @capability("reshuffle")
 def test_reshuffle_keeps_timestamps_in_global_window(runner):
-    # Reshuffle keeps assigned timestamps, negative and large, in the global window.
+    # Reshuffle keeps assigned timestamps, negative and large, in the global window (SEMANTICS 10).
     p = runner.pipeline()
     data = [("a", -5.5), ("b", 0), ("c", 3.25), ("d", 1e9)]
     out = p | beam.Create(data) | stamped_by_value() | beam.Reshuffle()
@@ -51,6 +51,7 @@ def test_reshuffle_keeps_timestamps_in_global_window(runner):
 @capability("reshuffle")
 def test_reshuffle_keeps_fixed_windows(runner):
     # Reshuffle of windowed data keeps each element's timestamp and window (the windowing is restored).
+    # (SEMANTICS 4 and 10)
     p = runner.pipeline()
     data = [("a", 1), ("b", 12), ("c", -3)]
     out = p | beam.Create(data) | stamped_by_value() | beam.WindowInto(window.FixedWindows(10)) | beam.Reshuffle()
@@ -105,7 +106,7 @@ def test_reshuffle_before_session_merging(runner):
 
 @capability("reshuffle")
 def test_reshuffle_per_key_keeps_pairs_and_timestamps(runner):
-    # ReshufflePerKey keeps every key-value pair with its timestamp.
+    # ReshufflePerKey keeps every key-value pair with its timestamp (SEMANTICS 10).
     p = runner.pipeline()
     data = [("a", 1), ("a", 2), ("b", 3)]
     out = p | beam.Create(data) | stamped_by_value() | ReshufflePerKey()
@@ -116,7 +117,7 @@ def test_reshuffle_per_key_keeps_pairs_and_timestamps(runner):
 @capability("reshuffle")
 def test_reshuffle_preserves_pane(runner):
     # Beam CHANGES 2.65 (#34348): Reshuffle preserves PaneInfo. The unknown pane of ungrouped data and the
-    # ON_TIME pane of a global-window GBK's output both come through unchanged.
+    # ON_TIME pane of a global-window GBK's output both come through unchanged (SEMANTICS 5 and 10).
     p = runner.pipeline()
     raw = p | "Raw" >> beam.Create([("k", 1)]) | "ReshuffleRaw" >> beam.Reshuffle()
     check(raw, [el(("k", 1), pane=NO_FIRING)], label="unknown_pane")

@@ -142,7 +142,7 @@ def offsets_of(*counts):
 
 @capability("sdf.initial_splits")
 def test_offset_range_split_in_pieces_emits_every_offset_once(runner):
-    # Initial splits partition the restriction: the union is the whole range, once each.
+    # Initial splits partition the restriction: the union is the whole range, once each (SEMANTICS 10).
     p = runner.pipeline()
     check(p | beam.Create([7, 10, 1, 0]) | beam.ParDo(EmitOffsets()), created(offsets_of(7, 10, 1, 0)))
     runner.run(p)
@@ -150,7 +150,7 @@ def test_offset_range_split_in_pieces_emits_every_offset_once(runner):
 
 @capability("sdf.initial_splits")
 def test_split_into_single_offsets_emits_every_offset_once(runner):
-    # A split may produce as many restrictions as positions; still exactly once each.
+    # A split may produce as many restrictions as positions; still exactly once each (SEMANTICS 10).
     p = runner.pipeline()
     check(p | beam.Create([5, 12]) | beam.ParDo(EmitEachOffsetAlone()), created(offsets_of(5, 12)))
     runner.run(p)
@@ -158,7 +158,7 @@ def test_split_into_single_offsets_emits_every_offset_once(runner):
 
 @capability("sdf.initial_splits")
 def test_custom_split_and_size_into_uneven_pieces(runner):
-    # A provider's own split_and_size (one piece per word) still covers every character once.
+    # A provider's own split_and_size (one piece per word) still covers every character once (SEMANTICS 10).
     texts = ["to be or not", "splittable", "a bc def"]
     p = runner.pipeline()
     out = p | beam.Create(texts) | beam.ParDo(EmitCharacters())
@@ -168,7 +168,7 @@ def test_custom_split_and_size_into_uneven_pieces(runner):
 
 @capability("sdf.initial_splits")
 def test_dofn_as_its_own_restriction_provider(runner):
-    # RestrictionParam() without a provider uses the DoFn itself; halves cover the range once.
+    # RestrictionParam() without a provider uses the DoFn itself; halves cover the range once (SEMANTICS 10).
     p = runner.pipeline()
     out = p | beam.Create([(3, 9), (100, 103), (5, 5)]) | beam.ParDo(SelfProvidingRange())
     check(out, created(list(range(3, 9)) + [100, 101, 102]))
@@ -177,7 +177,7 @@ def test_dofn_as_its_own_restriction_provider(runner):
 
 @capability("sdf.initial_splits")
 def test_outputs_keep_element_timestamp_and_window(runner):
-    # Every piece of a split element carries the element's timestamp and window.
+    # Every piece of a split element carries the element's timestamp and window (SEMANTICS 10).
     p = runner.pipeline()
     out = (
         p
@@ -201,7 +201,7 @@ def test_outputs_keep_element_timestamp_and_window(runner):
 
 @capability("sdf.initial_splits")
 def test_split_outputs_group_downstream(runner):
-    # Outputs of all pieces of one element reach a GroupByKey together, once each.
+    # Outputs of all pieces of one element reach a GroupByKey together, once each (SEMANTICS 8 and 10).
     p = runner.pipeline()
     out = p | beam.Create([4, 6]) | beam.ParDo(EmitOffsets()) | beam.GroupByKey() | sorted_groups()
     check(out, grouped([(4, [0, 1, 2, 3]), (6, [0, 1, 2, 3, 4, 5])]))
@@ -233,7 +233,7 @@ class CheckpointingOffsets(beam.DoFn):
 
 @capability("sdf.self_checkpoint")
 def test_checkpoint_with_resume_delay_emits_every_offset_once(runner):
-    # defer_remainder(delay) hands the rest back for resumption: nothing lost, nothing repeated.
+    # defer_remainder(delay) hands the rest back for resumption: nothing lost, nothing repeated (SEMANTICS 10).
     p = runner.pipeline()
     check(p | beam.Create([5, 3]) | beam.ParDo(CheckpointingOffsets(batch=2, delay=0.05)), created(offsets_of(5, 3)))
     runner.run(p)
@@ -246,7 +246,7 @@ class UnboundedCheckpointingOffsets(CheckpointingOffsets):
 
 @capability("sdf.self_checkpoint")
 def test_unbounded_per_element_sdf_resumes_until_done(runner):
-    # An SDF declared unbounded is resumed after each checkpoint until its restriction is done.
+    # An SDF declared unbounded is resumed after each checkpoint until its restriction is done (SEMANTICS 10).
     p = runner.pipeline()
     out = p | beam.Create([4, 2]) | beam.ParDo(UnboundedCheckpointingOffsets(batch=1, delay=0.02))
     check(out, created(offsets_of(4, 2)))
@@ -255,7 +255,7 @@ def test_unbounded_per_element_sdf_resumes_until_done(runner):
 
 @capability("sdf.self_checkpoint")
 def test_checkpoint_after_every_offset_without_delay(runner):
-    # One position per invocation, resumed immediately: still the whole range exactly once.
+    # One position per invocation, resumed immediately: still the whole range exactly once (SEMANTICS 10).
     p = runner.pipeline()
     check(p | beam.Create([6]) | beam.ParDo(CheckpointingOffsets(batch=1)), created(offsets_of(6)))
     runner.run(p)
@@ -263,7 +263,7 @@ def test_checkpoint_after_every_offset_without_delay(runner):
 
 @capability("sdf.self_checkpoint")
 def test_resumed_residuals_keep_element_timestamp_and_window(runner):
-    # Outputs produced after a resumption carry the original element's timestamp and window.
+    # Outputs produced after a resumption carry the original element's timestamp and window (SEMANTICS 10).
     p = runner.pipeline()
     out = (
         p
@@ -278,7 +278,7 @@ def test_resumed_residuals_keep_element_timestamp_and_window(runner):
 
 @capability("sdf.self_checkpoint")
 def test_checkpointed_outputs_sum_once_downstream(runner):
-    # A downstream CombinePerKey sees every offset once: 0 + 1 + ... + (n - 1) per element.
+    # A downstream CombinePerKey sees every offset once: 0 + 1 + ... + (n - 1) per element (SEMANTICS 8 and 10).
     p = runner.pipeline()
     out = p | beam.Create([10, 7]) | beam.ParDo(CheckpointingOffsets(batch=3, delay=0.01)) | beam.CombinePerKey(sum)
     check(out, grouped([(10, 45), (7, 21)]))
@@ -333,7 +333,7 @@ class MonotonicOffsets(beam.DoFn):
 @capability("sdf.watermark_estimation")
 def test_manual_watermark_drives_fixed_windows(runner):
     # Outputs never behind the manual watermark are on time: each Fixed(3) window fires once,
-    # at its end of window, with all of its values.
+    # at its end of window, with all of its values (SEMANTICS 4, 5 and 10).
     times = [0, 1, 2, 3, 4, 5, 6, 7]
     p = runner.pipeline()
     out = (
@@ -363,7 +363,7 @@ def test_manual_watermark_drives_fixed_windows(runner):
 
 @capability("sdf.watermark_estimation")
 def test_manual_watermark_outputs_keep_their_timestamps(runner):
-    # Timestamps set by the SDF are the outputs' timestamps; the element stays in the global window.
+    # Timestamps set by the SDF are the outputs' timestamps; the element stays in the global window (SEMANTICS 10).
     times = [1, 4, 9, 16]
     p = runner.pipeline()
     out = p | beam.Create([4]) | beam.ParDo(ManualWatermarkOffsets(times, batch=1))
@@ -374,6 +374,7 @@ def test_manual_watermark_outputs_keep_their_timestamps(runner):
 @capability("sdf.watermark_estimation")
 def test_monotonic_watermark_drives_sessions(runner):
     # Monotonically increasing output timestamps 0,1,2,10,11,20 form Sessions(3) [0,5), [10,14), [20,23).
+    # (SEMANTICS 4 and 10)
     times = [0, 1, 2, 10, 11, 20]
     p = runner.pipeline()
     out = (
@@ -397,7 +398,7 @@ def test_monotonic_watermark_drives_sessions(runner):
 
 @capability("sdf.watermark_estimation")
 def test_monotonic_watermark_outputs_keep_their_timestamps(runner):
-    # Each output has the timestamp the SDF gave it, and is in the global window.
+    # Each output has the timestamp the SDF gave it, and is in the global window (SEMANTICS 10).
     times = [3, 5, 8]
     p = runner.pipeline()
     out = p | beam.Create([3]) | beam.ParDo(MonotonicOffsets(times))
@@ -553,14 +554,14 @@ def _run_waiting_sdf(runner, tmp_path, sdf, extra):
 @capability("sdf.watermark_estimation")
 def test_manual_watermark_closes_windows_while_sdf_runs(runner, tmp_path):
     # Set past window [0, 10) by a ManualWatermarkEstimator, the SDF's watermark lets that window fire
-    # (on time, with all its values) before the SDF, waiting for it, goes on.
+    # (on time, with all its values) before the SDF, waiting for it, goes on (SEMANTICS 5 and 10).
     _run_waiting_sdf(runner, tmp_path, _WaitWithManualWatermark(), [])
 
 
 @capability("sdf.watermark_estimation")
 def test_monotonic_watermark_closes_windows_while_sdf_runs(runner, tmp_path):
     # A MonotonicWatermarkEstimator's watermark follows the outputs: after one at 15 the SDF's watermark
-    # is past window [0, 10), which fires before the SDF, waiting for it, goes on.
+    # is past window [0, 10), which fires before the SDF, waiting for it, goes on (SEMANTICS 5 and 10).
     held = pane(first=True, last=True, timing="ON_TIME", index=0, nonspec=0)
     _run_waiting_sdf(runner, tmp_path, _WaitWithMonotonicWatermark(), [el(("held", [0]), 19.999, W(10, 20), held)])
 
@@ -614,7 +615,7 @@ class FinalizeOffsets(beam.DoFn):
 
 @capability("sdf.bundle_finalization")
 def test_callbacks_run_after_the_bundle_commits(runner, tmp_path):
-    # Every callback registered by a successful bundle is invoked once the bundle is committed.
+    # Every callback registered by a successful bundle is invoked once the bundle is committed (SEMANTICS 8).
     p = runner.pipeline()
     check(p | beam.Create(["a", "b", "c"]) | beam.ParDo(FinalizePerElement(str(tmp_path))), created(["a", "b", "c"]))
     runner.run(p)
@@ -623,7 +624,7 @@ def test_callbacks_run_after_the_bundle_commits(runner, tmp_path):
 
 @capability("sdf.bundle_finalization")
 def test_splittable_dofn_callbacks_cover_every_offset(runner, tmp_path):
-    # Callbacks registered from every split piece of a splittable DoFn are all invoked.
+    # Callbacks registered from every split piece of a splittable DoFn are all invoked (SEMANTICS 8 and 10).
     p = runner.pipeline()
     check(p | beam.Create([5, 2]) | beam.ParDo(FinalizeOffsets(str(tmp_path))), created(offsets_of(5, 2)))
     runner.run(p)
@@ -633,7 +634,7 @@ def test_splittable_dofn_callbacks_cover_every_offset(runner, tmp_path):
 
 @capability("sdf.bundle_finalization")
 def test_callbacks_after_group_by_key(runner, tmp_path):
-    # Finalization also works in a stage fed by a GroupByKey: one callback per group.
+    # Finalization also works in a stage fed by a GroupByKey: one callback per group (SEMANTICS 8).
     p = runner.pipeline()
     out = (
         p
@@ -701,7 +702,7 @@ def test_exception_in_restriction_split_fails_job_with_message(runner):
     # comes from the initial split, which runs before process, on a runner that splits; the model
     # lets a runner skip initial splitting and process an element against its whole initial
     # restriction (Beam runs splittable DoFns that way on runners that do not split: BEAM-11472,
-    # apache/beam#13556), so on such a runner it comes from creating that restriction's tracker.
+    # apache/beam#13556), so on such a runner it comes from creating that restriction's tracker (SEMANTICS 8 and 10).
     message = "conformance-boom-in-sdf-split-a3d5"
 
     class Fn(beam.DoFn):

@@ -104,19 +104,26 @@ _FIRST, _SECOND, _THIRD = W(0, 10), W(10, 20), W(20, 30)
 
 # case -> (capability, what the model says the pipeline's last PCollection holds)
 EXPECTED = {
+    # SEMANTICS 10
     "pardo": ("pardo.basic", created(["a", "b", "b", "c", "c"])),
+    # SEMANTICS 3
     "flatten": ("flatten.basic", created(["x", "y", "z"])),
+    # SEMANTICS 5 and 8
     "group_by_key": ("gbk.global", grouped(["a:1,3", "b:2"])),
+    # SEMANTICS 5 and 8
     "combine_per_key": ("combine.per_key", grouped(["a:4", "b:2"])),
+    # SEMANTICS 6
     "side_input": ("side_inputs.singleton", created(["11", "12", "13"])),
+    # SEMANTICS 7
     "state_timer": ("timers.event_time", [el("a:3", 1, GLOBAL), el("b:5", 1, GLOBAL)]),
+    # SEMANTICS 5
     "windowed_trigger": (
         "triggers.batch_accumulating",
         satisfies(_early_count_panes, "per key and window: EARLY panes of 2 or more new elements, then one ON_TIME"),
     ),
     # Each element in [t, t + 1 s); a key's windows that start in the same 10 s bucket merge into
     # their span (the SDK's merge: no runner knows this WindowFn), so a@1 and a@9 share [1 s, 10 s)
-    # and a@11 stays apart though nearer to a@9; one ON_TIME pane per merged window, at its end.
+    # and a@11 stays apart though nearer to a@9; one ON_TIME pane per merged window, at its end (SEMANTICS 4).
     "custom_merging_window": (
         "window.custom_merging",
         [
@@ -127,25 +134,26 @@ EXPECTED = {
         ],
     ),
     # Elements created with their own timestamp, window and pane keep all three through a
-    # Reshuffle (Java's Create.windowedValues; its first PCollection's elements are windowed values).
+    # Reshuffle (Java's Create.windowedValues; its first PCollection's elements are windowed values; SEMANTICS 10).
     "reshuffle_metadata": (
         "reshuffle",
         [el("a", 5, GLOBAL, NO_FIRING), el("b", 7, GLOBAL, pane(False, False, "LATE", 1, 1))],
     ),
     # Java: a Flatten of BigEndianLongCoder and NullableCoder(VarLongCoder) inputs into a
-    # SerializableCoder output; what it holds does not depend on its coders
+    # SerializableCoder output; what it holds does not depend on its coders (SEMANTICS 3)
     "flatten_coders": ("flatten.heterogeneous_coders", created(["1", "2", "3"])),
     # Go: TestStream events at 1 s and 2 s, then the watermark to +infinity; each element at its
-    # event's timestamp, in the global window, with no pane
+    # event's timestamp, in the global window, with no pane (SEMANTICS 9)
     "test_stream": (
         "teststream",
         [el("a", 1, GLOBAL, NO_FIRING), el("b", 2, GLOBAL, NO_FIRING), el("c", 2, GLOBAL, NO_FIRING)],
     ),
+    # SEMANTICS 1 and 9
     "test_stream_int16": ("teststream", [el("-7", 1, GLOBAL, NO_FIRING), el("300", 1, GLOBAL, NO_FIRING)]),
     # Java: ParDos read and write schema'd elements as Rows; the SDK needs the schema coders it
-    # declared on the PCollections between its fused ParDos
+    # declared on the PCollections between its fused ParDos (SEMANTICS 1 and 10)
     "schema_pardo": ("pardo.basic", created(["apple:4", "pear:6"])),
-    # word -> count in map state; phase 1 removes apple, phase 2 clears the map
+    # word -> count in map state; phase 1 removes apple, phase 2 clears the map (SEMANTICS 7)
     "map_state": (
         "state.map",
         _phases("a", _FIRST, "apple=2,pear=1", "pear=1", "")
@@ -153,7 +161,7 @@ EXPECTED = {
         + _phases("b", _THIRD, "apple=1,kiwi=1", "kiwi=1", ""),
     ),
     # the distinct words in set state, and whether it contains apple; phase 1 removes apple,
-    # phase 2 clears the set
+    # phase 2 clears the set (SEMANTICS 7)
     "set_state": (
         "state.set",
         _phases("a", _FIRST, "apple,pear;apple=true", "pear;apple=false", ";apple=false")
@@ -199,6 +207,8 @@ def _progress(line: str) -> None:
 
 @pytest.mark.parametrize("sdk,case", CASES)
 def test_sdk_pipeline(sdk, case, runner, tmp_path):
+    # The expectation is EXPECTED[case], each entry citing the section it rests on (between them
+    # SEMANTICS 1, 3, 4, 5, 6, 7, 8, 9 and 10).
     what = f"the {sdk} pipeline {case!r} (Beam {PROGRAMS[sdk].beam})"
     try:
         endpoint = runner.target.sdk_job_endpoint()

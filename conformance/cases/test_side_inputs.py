@@ -12,7 +12,7 @@ from conformance.api import NO_FIRING, W, capability, check, created, el, groupe
 
 @capability("side_inputs.singleton")
 def test_singleton_value_seen_by_every_element(runner):
-    # AsSingleton over a one-element PCollection gives that value to every main element.
+    # AsSingleton over a one-element PCollection gives that value to every main element (SEMANTICS 6).
     p = runner.pipeline()
     side = p | "Side" >> beam.Create([10])
     out = p | "Main" >> beam.Create([1, 2, 3]) | beam.Map(lambda x, s: x + s, AsSingleton(side))
@@ -32,7 +32,7 @@ def test_singleton_default_used_on_empty_input(runner):
 
 @capability("side_inputs.singleton")
 def test_singleton_default_ignored_when_value_present(runner):
-    # The default applies only to an empty side input: a present value wins.
+    # The default applies only to an empty side input: a present value wins (SEMANTICS 6).
     p = runner.pipeline()
     side = p | "Side" >> beam.Create(["real"])
     out = p | "Main" >> beam.Create([1]) | beam.Map(lambda x, s: (x, s), AsSingleton(side, default_value="dflt"))
@@ -65,7 +65,7 @@ def test_singleton_over_several_values_fails_job(runner):
 
 @capability("side_inputs.singleton")
 def test_singleton_of_structured_value(runner):
-    # A singleton carries arbitrary encodable values (here a dict) unchanged.
+    # A singleton carries arbitrary encodable values (here a dict) unchanged (SEMANTICS 6).
     p = runner.pipeline()
     side = p | "Side" >> beam.Create([{"a": 1, "b": [2, 3]}])
     out = p | "Main" >> beam.Create(["a", "b"]) | beam.Map(lambda k, d: (k, d[k]), AsSingleton(side))
@@ -79,7 +79,7 @@ def test_singleton_of_structured_value(runner):
 
 @capability("side_inputs.iterable")
 def test_iterable_side_input_sees_all_values_and_reiterates(runner):
-    # AsIter yields every side value (multiset); it can be iterated more than once.
+    # AsIter yields every side value (multiset); it can be iterated more than once (SEMANTICS 6).
     def use(x, it):
         first = sorted(it)
         second = sorted(it)
@@ -104,7 +104,7 @@ def test_iterable_side_input_of_empty_create_is_empty(runner):
 
 @capability("side_inputs.iterable")
 def test_iterable_side_input_many_values(runner):
-    # An iterable side input with many elements is delivered completely.
+    # An iterable side input with many elements is delivered completely (SEMANTICS 6).
     p = runner.pipeline()
     side = p | "Side" >> beam.Create(list(range(1000)))
     out = p | "Main" >> beam.Create(["x"]) | beam.Map(lambda x, it: (x, sum(it), len(list(it))), AsIter(side))
@@ -136,7 +136,7 @@ def _aggregate(values):
 @capability("side_inputs.large")
 def test_large_iterable_side_input_is_complete_and_reiterable(runner):
     # 25,000 side values of 242 characters (about 6 MB encoded), made by the pipeline itself: the main
-    # element sees all of them, exactly once each, and again when it iterates a second time.
+    # element sees all of them, exactly once each, and again when it iterates a second time (SEMANTICS 6).
     n = LARGE_CHUNKS * LARGE_PER_CHUNK
     p = runner.pipeline()
     side = p | "Chunks" >> beam.Create(list(range(LARGE_CHUNKS))) | "Expand" >> beam.FlatMap(_large_side_values)
@@ -152,7 +152,7 @@ def test_large_iterable_side_input_is_complete_and_reiterable(runner):
 
 @capability("side_inputs.list")
 def test_list_side_input_supports_len_and_indexing(runner):
-    # AsList is a list of every side value: len() and indexing after sorting are exact.
+    # AsList is a list of every side value: len() and indexing after sorting are exact (SEMANTICS 6).
     def use(i, values):
         ordered = sorted(values)
         return (i, len(values), ordered[i])
@@ -180,7 +180,7 @@ def test_list_side_input_of_empty_flatten_is_empty(runner):
 
 @capability("side_inputs.dict")
 def test_dict_side_input_lookup(runner):
-    # AsDict maps each unique key to its value.
+    # AsDict maps each unique key to its value (SEMANTICS 6).
     p = runner.pipeline()
     side = p | "Side" >> beam.Create([("a", 1), ("b", 2), ("c", 3)])
     out = p | "Main" >> beam.Create(["a", "c", "z"]) | beam.Map(lambda k, d: (k, d.get(k, -1), len(d)), AsDict(side))
@@ -190,7 +190,7 @@ def test_dict_side_input_lookup(runner):
 
 @capability("side_inputs.dict")
 def test_dict_side_input_of_empty_input_is_empty(runner):
-    # An empty PCollection as AsDict is an empty map.
+    # An empty PCollection as AsDict is an empty map (SEMANTICS 6).
     p = runner.pipeline()
     side = p | "Side" >> beam.Create([])
     out = p | "Main" >> beam.Create(["a"]) | beam.Map(lambda k, d: (k, len(d), k in d), AsDict(side))
@@ -200,7 +200,7 @@ def test_dict_side_input_of_empty_input_is_empty(runner):
 
 @capability("side_inputs.dict")
 def test_dict_side_input_with_tuple_keys(runner):
-    # Keys of any encodable type (tuples here) are looked up by value.
+    # Keys of any encodable type (tuples here) are looked up by value (SEMANTICS 6).
     p = runner.pipeline()
     side = p | "Side" >> beam.Create([((1, "x"), "one-x"), ((2, "y"), "two-y")])
     out = p | "Main" >> beam.Create([(1, "x"), (2, "y")]) | beam.Map(lambda k, d: d[k], AsDict(side))
@@ -214,7 +214,7 @@ def test_dict_side_input_with_tuple_keys(runner):
 
 @capability("side_inputs.multimap")
 def test_multimap_side_input_groups_values_per_key(runner):
-    # AsMultiMap maps each key to all its values (unordered; sorted here).
+    # AsMultiMap maps each key to all its values (unordered; sorted here; SEMANTICS 6).
     p = runner.pipeline()
     side = p | "Side" >> beam.Create([("a", 1), ("b", 2), ("a", 3), ("a", 1)])
     out = p | "Main" >> beam.Create(["a", "b"]) | beam.Map(lambda k, m: (k, sorted(m[k])), AsMultiMap(side))
@@ -224,7 +224,7 @@ def test_multimap_side_input_groups_values_per_key(runner):
 
 @capability("side_inputs.multimap")
 def test_multimap_side_input_missing_key_is_empty(runner):
-    # A key absent from the multimap has no values.
+    # A key absent from the multimap has no values (SEMANTICS 6).
     p = runner.pipeline()
     side = p | "Side" >> beam.Create([("a", 1)])
     out = p | "Main" >> beam.Create(["zz"]) | beam.Map(lambda k, m: (k, list(m[k])), AsMultiMap(side))
@@ -356,7 +356,7 @@ def test_fixed_main_sliding_side_uses_earliest_window(runner):
 
 @capability("side_inputs.windowed")
 def test_global_main_global_side(runner):
-    # Global main window with a global side input: the whole side PCollection is visible.
+    # Global main window with a global side input: the whole side PCollection is visible (SEMANTICS 6).
     p = runner.pipeline()
     side = p | "Side" >> beam.Create([5, 6, 7]) | "SideWindows" >> beam.WindowInto(window.GlobalWindows())
     main = p | "Main" >> beam.Create(["m"]) | "MainWindows" >> beam.WindowInto(window.GlobalWindows())
@@ -367,7 +367,7 @@ def test_global_main_global_side(runner):
 
 @capability("side_inputs.windowed")
 def test_list_side_input_per_fixed_window(runner):
-    # A windowed AsList shows only the side values of the mapped window.
+    # A windowed AsList shows only the side values of the mapped window (SEMANTICS 6).
     p = runner.pipeline()
     side = (
         p
@@ -416,7 +416,7 @@ def test_missing_side_window_singleton_uses_default(runner):
 
 @capability("side_inputs.missing_window")
 def test_missing_side_window_explicit_default(runner):
-    # A side window with no data resolves to the singleton's explicit default.
+    # A side window with no data resolves to the singleton's explicit default (SEMANTICS 6).
     p = runner.pipeline()
     side = (
         p
@@ -474,7 +474,7 @@ def test_missing_side_window_collections_are_empty(runner):
 
 @capability("side_inputs.multiple")
 def test_several_side_inputs_with_different_coders(runner):
-    # One ParDo reads ints, strings, tuples and bytes side inputs, each with its own coder.
+    # One ParDo reads ints, strings, tuples and bytes side inputs, each with its own coder (SEMANTICS 1 and 6).
     def use(x, n, words, pairs, blobs):
         return (x, n, sorted(words), pairs[x], sorted(blobs))
 
@@ -502,7 +502,7 @@ def test_several_side_inputs_with_different_coders(runner):
 
 @capability("side_inputs.multiple")
 def test_same_side_input_used_twice(runner):
-    # The same PCollection may back two side inputs (of different kinds) of one ParDo.
+    # The same PCollection may back two side inputs (of different kinds) of one ParDo (SEMANTICS 6).
     p = runner.pipeline()
     side = p | "Side" >> beam.Create([4])
     out = p | "Main" >> beam.Create([1, 2]) | beam.Map(lambda x, a, b: (x, a, list(b)), AsSingleton(side), AsList(side))
@@ -512,7 +512,7 @@ def test_same_side_input_used_twice(runner):
 
 @capability("side_inputs.multiple")
 def test_side_input_shared_by_two_pardos_and_keyword_arg(runner):
-    # A side input shared by two ParDos, once positionally and once as a keyword argument.
+    # A side input shared by two ParDos, once positionally and once as a keyword argument (SEMANTICS 6 and 10).
     p = runner.pipeline()
     side = p | "Side" >> beam.Create([100])
     main = p | "Main" >> beam.Create([1, 2])
@@ -565,7 +565,7 @@ def test_side_input_computed_after_group_by_key(runner):
 
 @capability("side_inputs.readiness")
 def test_side_input_into_main_input_after_group_by_key(runner):
-    # Readiness on both sides of a shuffle: main and side inputs both come out of GroupByKeys.
+    # Readiness on both sides of a shuffle: main and side inputs both come out of GroupByKeys (SEMANTICS 6).
     p = runner.pipeline()
     side = (
         p

@@ -79,7 +79,7 @@ def _global_triggered_sum(side, count, mode):
 def test_accumulating_global_side_input_shows_latest_sum(runner):
     # Repeatedly(AfterCount(1)), accumulating: side panes 1, 3 (1+2), 6 (1+2+3). z arrives before
     # any pane and waits for the first (it must not see an empty singleton); every other main
-    # element sees the latest pane fired before it arrived.
+    # element sees the latest pane fired before it arrived (SEMANTICS 6 and 9).
     stream = _stream(
         ("main", [("z", 0)]),
         ("side", [(1, 1)]),
@@ -100,7 +100,7 @@ def test_accumulating_global_side_input_shows_latest_sum(runner):
 @capability("side_inputs.triggered")
 def test_discarding_global_side_input_shows_latest_pane_only(runner):
     # Repeatedly(AfterCount(1)), discarding: each pane sums only the elements since the previous
-    # firing (1, 2, 3, 4), and a main element sees the latest pane, not a running total.
+    # firing (1, 2, 3, 4), and a main element sees the latest pane, not a running total (SEMANTICS 6 and 9).
     stream = _stream(
         ("main", [("z", 0)]),
         ("side", [(1, 1)]),
@@ -151,11 +151,13 @@ def _pane_list_case(runner, mode, expected):
 
 @capability("side_inputs.triggered")
 def test_list_side_input_shows_latest_accumulated_pane(runner):
+    # SEMANTICS 6 and 9: a reader sees the latest pane fired for its side window before it arrived.
     _pane_list_case(runner, ACCUMULATING, [("a", ["x", "y"]), ("m", ["x", "y"]), ("b", ["w", "x", "y", "z"])])
 
 
 @capability("side_inputs.triggered")
 def test_list_side_input_shows_latest_discarding_pane_only(runner):
+    # SEMANTICS 6 and 9: a reader sees the latest pane fired for its side window before it arrived.
     _pane_list_case(runner, DISCARDING, [("a", ["x", "y"]), ("m", ["x", "y"]), ("b", ["w", "z"])])
 
 
@@ -164,7 +166,7 @@ def test_early_pane_makes_windowed_side_input_ready(runner):
     # Fixed(10) side input, AfterWatermark(early=AfterCount(1)), accumulating, summed per window.
     # a@5 waits for [0,10) until its first (early) pane fires with 1; c@6 arrives after the second
     # early pane (3). b@15 waits for [10,20), which never gets data: once the side watermark
-    # passes 20 it sees the CombineFn's default, 0.
+    # passes 20 it sees the CombineFn's default, 0 (SEMANTICS 6 and 9).
     stream = _stream(
         ("main", [("a", 5)]),
         ("main", [("b", 15)]),
@@ -201,7 +203,7 @@ def test_windowed_side_input_waits_for_watermark(runner):
     # Fixed(10) side input with the default trigger, summed per window: a side window is ready
     # only once the side watermark passes its end. a@2 sees [0,10) = 1+2; b@12 arrives before
     # 4@14 but waits until the watermark passes 20, so it sees 5+4; c@25's side window [20,30)
-    # never gets data and resolves to the default 0 when the watermark passes 30 (end of input).
+    # never gets data and resolves to the default 0 when the watermark passes 30 (end of input; SEMANTICS 6 and 9).
     stream = _stream(
         ("main", [("c", 25)]),
         ("main", [("a", 2)]),
@@ -232,7 +234,7 @@ def test_ungrouped_side_input_waits_for_watermark_and_missing_window_is_empty(ru
     # a window is ready only when the side watermark passes its end, and then shows every element
     # in it. a@5 waits for the watermark to pass 10 and sees s1, s2; b@15 waits for 20 and sees
     # t1; c@25's side window never gets data: when the watermark passes 30 (end of input) c sees
-    # an empty list and iterable.
+    # an empty list and iterable (SEMANTICS 6 and 9).
     stream = _stream(
         ("main", [("c", 25)]),
         ("main", [("a", 5)]),

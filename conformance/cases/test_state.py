@@ -160,7 +160,7 @@ def test_value_counter_per_key(runner):
 @capability("state.value")
 def test_value_unwritten_reads_none_and_write_is_visible(runner):
     # An unwritten value state reads as None; a write is visible to a read later in the same call
-    # and in a later bundle.
+    # and in a later bundle (SEMANTICS 7).
     class Fn(beam.DoFn):
         LAST = ReadModifyWriteStateSpec("last", coders.StrUtf8Coder())
         REPORT = TimerSpec("report", TimeDomain.WATERMARK)
@@ -184,7 +184,7 @@ def test_value_unwritten_reads_none_and_write_is_visible(runner):
 @capability("state.value")
 def test_value_cleared_state_reads_none(runner):
     # A cleared value state reads as None, in the same call, for the next element of the key and in a
-    # later bundle; a value written there is read back by a timer it sets.
+    # later bundle; a value written there is read back by a timer it sets (SEMANTICS 7).
     class Fn(beam.DoFn):
         VALUE = ReadModifyWriteStateSpec("value", coders.VarIntCoder())
         REPORT = TimerSpec("report", TimeDomain.WATERMARK)
@@ -225,7 +225,7 @@ def test_value_cleared_state_reads_none(runner):
 
 @capability("state.bag")
 def test_bag_accumulates_all_values_with_duplicates(runner):
-    # A bag keeps every added value (duplicates included) across the elements of a key and bundles.
+    # A bag keeps every added value (duplicates included) across the elements of a key and bundles (SEMANTICS 7).
     class Fn(beam.DoFn):
         BAG = BagStateSpec("bag", coders.VarIntCoder())
         REPORT = TimerSpec("report", TimeDomain.WATERMARK)
@@ -268,7 +268,7 @@ def test_bag_accumulates_all_values_with_duplicates(runner):
 @capability("state.bag")
 def test_bag_cleared_reads_empty(runner):
     # A cleared bag reads empty, in the same call, for the next element of the key and in a later
-    # bundle; values added there are read back by a timer it sets.
+    # bundle; values added there are read back by a timer it sets (SEMANTICS 7).
     class Fn(beam.DoFn):
         BAG = BagStateSpec("bag", coders.VarIntCoder())
         REPORT = TimerSpec("report", TimeDomain.WATERMARK)
@@ -315,7 +315,7 @@ def test_bag_cleared_reads_empty(runner):
 @capability("state.bag")
 def test_bag_flush_and_clear_every_two_elements(runner):
     # Add after clear starts a fresh bag: 5 elements flushed in pairs give 2 flushes of 2 and 1 left
-    # over, which a timer reads in a later bundle.
+    # over, which a timer reads in a later bundle (SEMANTICS 7).
     class Fn(beam.DoFn):
         BAG = BagStateSpec("bag", coders.VarIntCoder())
         REPORT = TimerSpec("report", TimeDomain.WATERMARK)
@@ -366,7 +366,7 @@ def test_bag_flush_and_clear_every_two_elements(runner):
 @capability("state.combining")
 def test_combining_state_with_callable(runner):
     # Combining state with a callable (sum) reads the combined value of every add of the key, in the
-    # bundle that added and in later ones.
+    # bundle that added and in later ones (SEMANTICS 7).
     class Fn(beam.DoFn):
         TOTAL = CombiningValueStateSpec("total", combine_fn=sum)
         COUNT = CombiningValueStateSpec("count", coders.VarIntCoder(), combiners.CountCombineFn())
@@ -437,7 +437,7 @@ class _MinMaxCount(beam.CombineFn):
 @capability("state.combining")
 def test_combining_state_with_combinefn(runner):
     # Combining state runs a CombineFn: add_input per add, extract_output on read; accumulators
-    # written in one bundle merge with adds in a later one.
+    # written in one bundle merge with adds in a later one (SEMANTICS 7).
     class Fn(beam.DoFn):
         STATS = CombiningValueStateSpec("stats", _MinMaxCount())
         REPORT = TimerSpec("report", TimeDomain.WATERMARK)
@@ -464,7 +464,7 @@ def test_combining_state_with_combinefn(runner):
 @capability("state.combining")
 def test_combining_state_cleared_reads_empty_result(runner):
     # Cleared combining state reads as the CombineFn's output for an empty accumulator (sum: 0), in
-    # the same call, for the next element and in a later bundle.
+    # the same call, for the next element and in a later bundle (SEMANTICS 7).
     class Fn(beam.DoFn):
         TOTAL = CombiningValueStateSpec("total", combine_fn=sum)
         REPORT = TimerSpec("report", TimeDomain.WATERMARK)
@@ -515,7 +515,7 @@ def test_combining_state_cleared_reads_empty_result(runner):
 @capability("state.set")
 def test_set_state_deduplicates(runner):
     # Set state holds each distinct value once; membership reflects earlier adds of the key, in the
-    # bundle that added and in later ones.
+    # bundle that added and in later ones (SEMANTICS 7).
     class Fn(beam.DoFn):
         SEEN = SetStateSpec("seen", coders.StrUtf8Coder())
         COUNT = CombiningValueStateSpec("count", coders.VarIntCoder(), combiners.CountCombineFn())
@@ -560,7 +560,7 @@ def test_set_state_deduplicates(runner):
 @capability("state.set")
 def test_set_state_cleared_reads_empty(runner):
     # A cleared set reads empty, in the same call, for the next element of the key and in a later
-    # bundle; values added there are read back by a timer it sets.
+    # bundle; values added there are read back by a timer it sets (SEMANTICS 7).
     class Fn(beam.DoFn):
         SEEN = SetStateSpec("seen", coders.VarIntCoder())
         REPORT = TimerSpec("report", TimeDomain.WATERMARK)
@@ -643,7 +643,7 @@ def _ordered_list_input(p):
 
 @capability("state.ordered_list")
 def test_ordered_list_reads_in_sort_key_order(runner):
-    # Ordered list state reads back sorted by sort key, whatever the add order (equal keys: any order).
+    # Ordered list state reads back sorted by sort key, whatever the add order (equal keys: any order; SEMANTICS 7).
     def full(ol):
         items = list(ol.read())
         return [_secs(t) for t, _ in items], sorted((_secs(t), v) for t, v in items)
@@ -657,7 +657,7 @@ def test_ordered_list_reads_in_sort_key_order(runner):
 
 @capability("state.ordered_list")
 def test_ordered_list_read_range_is_half_open(runner):
-    # read_range(min, limit) returns the entries with min <= sort key < limit, in order.
+    # read_range(min, limit) returns the entries with min <= sort key < limit, in order (SEMANTICS 7).
     def full(ol):
         return (
             [v for _, v in ol.read_range(Timestamp(15), Timestamp(35))],
@@ -673,7 +673,7 @@ def test_ordered_list_read_range_is_half_open(runner):
 
 @capability("state.ordered_list")
 def test_ordered_list_clear_range_persists(runner):
-    # clear_range(min, limit) removes [min, limit) only, and the removal persists past the call.
+    # clear_range(min, limit) removes [min, limit) only, and the removal persists past the call (SEMANTICS 7).
     class Fn(beam.DoFn):
         LIST = OrderedListStateSpec("list", coders.StrUtf8Coder())
         PRUNE = TimerSpec("prune", TimeDomain.WATERMARK)
@@ -704,7 +704,7 @@ def test_ordered_list_clear_range_persists(runner):
 @capability("state.ordered_list")
 def test_ordered_list_cleared_reads_empty(runner):
     # A cleared ordered list reads empty, in the same call, for the next element of the key and in a
-    # later bundle; entries added there are read back, in order, by a timer it sets.
+    # later bundle; entries added there are read back, in order, by a timer it sets (SEMANTICS 7).
     class Fn(beam.DoFn):
         LIST = OrderedListStateSpec("list", coders.VarIntCoder())
         REPORT = TimerSpec("report", TimeDomain.WATERMARK)
@@ -808,7 +808,7 @@ def test_value_state_partitioned_per_fixed_window(runner):
 @capability("state.windowed")
 def test_state_partitioned_per_sliding_window(runner):
     # An element in several sliding windows updates each window's own state cell.
-    # Sliding(15, 5): t=7 -> [-5,10), [0,15), [5,20); t=12 -> [0,15), [5,20), [10,25).
+    # Sliding(15, 5): t=7 -> [-5,10), [0,15), [5,20); t=12 -> [0,15), [5,20), [10,25) (SEMANTICS 4 and 7).
     p = runner.pipeline()
     out = (
         keyed_input(p, [("k", 0, 7), ("k", 0, 12)])
@@ -916,7 +916,7 @@ def test_state_readable_until_window_end(runner):
 
 @capability("state.expiry")
 def test_state_readable_until_end_of_allowed_lateness(runner):
-    # With allowed lateness 5 s, state of window [0,10) lives until 14.999; a timer then still reads it.
+    # With allowed lateness 5 s, state of window [0,10) lives until 14.999; a timer then still reads it (SEMANTICS 7).
     p = runner.pipeline()
     out = (
         keyed_input(p, [("k", 0, 1), ("k", 0, 8), ("k", 0, 15)])
@@ -929,7 +929,7 @@ def test_state_readable_until_end_of_allowed_lateness(runner):
 
 @capability("state.expiry")
 def test_state_readable_at_end_of_global_window(runner):
-    # In the global window state lives to the end of the global window: a timer there reads it.
+    # In the global window state lives to the end of the global window: a timer there reads it (SEMANTICS 7).
     p = runner.pipeline()
     out = keyed_input(p, [("k", 0, 1), ("k", 0, 50), ("j", 0, 7)]) | beam.ParDo(_ReportAtExpiry(0))
     check(out, [el(("k", 2), END_OF_GLOBAL_WINDOW, GLOBAL), el(("j", 1), END_OF_GLOBAL_WINDOW, GLOBAL)])

@@ -25,6 +25,7 @@ def _tv(value, seconds):
 
 @capability("teststream")
 def test_elements_arrive_with_their_timestamps(runner):
+    # SEMANTICS 9: each element comes out at its event's timestamp, in the global window, with no pane.
     stream = (
         TestStream()
         .add_elements([_tv("a", 1), _tv("b", 2)])
@@ -41,7 +42,7 @@ def test_elements_arrive_with_their_timestamps(runner):
 def test_watermark_advance_fires_the_windows_it_passes_before_later_elements(runner):
     """Elements of [0,10), then a watermark advance to 10 (past the window's max timestamp 9.999):
     that window fires its one on-time pane with just them; the element at 15, added after the
-    advance, goes to [10,20), which fires when the stream's watermark reaches infinity."""
+    advance, goes to [10,20), which fires when the stream's watermark reaches infinity (SEMANTICS 5 and 9)."""
     stream = (
         TestStream()
         .advance_watermark_to(0)
@@ -58,6 +59,7 @@ def test_watermark_advance_fires_the_windows_it_passes_before_later_elements(run
 
 @capability("teststream")
 def test_several_test_streams_in_one_pipeline_are_flattened(runner):
+    # SEMANTICS 3 and 9: a Flatten of two TestStreams holds every element of both, each at its own timestamp.
     left = TestStream().add_elements([_tv("l1", 1)]).advance_watermark_to_infinity()
     right = TestStream().add_elements([_tv("r1", 2), _tv("r2", 3)]).advance_watermark_to_infinity()
     p = runner.pipeline()
@@ -74,7 +76,7 @@ def test_a_test_stream_with_two_outputs_feeds_each_its_own_elements_and_watermar
     with l1 alone. "right"'s watermark stays behind, so r2@5, added after left's advance, is on
     time on "right" and joins r1 in [0,10). A runner that moved both outputs with left's
     watermark would drop r2 (or fire it late); one that gave an element to the wrong output would
-    show it there."""
+    show it there (SEMANTICS 9)."""
     stream = (
         TestStream(output_tags={"left", "right"})
         .add_elements([_tv("l1", 1)], tag="left")

@@ -67,7 +67,7 @@ def test_event_time_timer_output_stamped_at_firing_time_in_element_window(runner
 
 @capability("timers.event_time")
 def test_event_time_timer_in_global_window(runner):
-    # A timer set in the global window fires at its time, output stamped with it, in the global window.
+    # A timer set in the global window fires at its time, output stamped with it, in the global window (SEMANTICS 7).
     p = runner.pipeline()
     out = keyed_input(p, [("k", 100, 5), ("j", 42, 50)]) | beam.ParDo(_TimerAtValue())
     check(out, [el(("k", 100.0), 100, GLOBAL), el(("j", 42.0), 42, GLOBAL)])
@@ -214,7 +214,7 @@ def test_two_timers_setting_each_other(runner):
 
 @capability("timers.event_time")
 def test_timer_callback_flushes_buffered_state_per_window(runner):
-    # Buffering in state and flushing at window end: one output per key and window, holding its elements.
+    # Buffering in state and flushing at window end: one output per key and window, holding its elements (SEMANTICS 7).
     class Fn(beam.DoFn):
         BUF = BagStateSpec("buf", coders.VarIntCoder())
         FLUSH = TimerSpec("flush", TimeDomain.WATERMARK)
@@ -273,7 +273,7 @@ def test_event_time_timer_fires_once_the_watermark_is_past_it_not_at_it(runner):
     watermark; the programming guide: timers fire "when the input watermark ... passes" their time.
     Probes after each step read (in state) whether the callback ran: TestStream applies each
     event once the effects of the earlier ones are processed, so a timer that fired in a step is
-    seen by the probe after it."""
+    seen by the probe after it (SEMANTICS 7 and 9)."""
     stream = (
         TestStream()
         .advance_watermark_to(0)
@@ -322,7 +322,7 @@ def test_setting_timer_again_overwrites_it(runner):
 
 @capability("timers.clear_reset")
 def test_timer_reset_by_later_elements_fires_once(runner):
-    # Each element resets the key's timer to (latest element time + 10); it fires once, after all of them.
+    # Each element resets the key's timer to (latest element time + 10); it fires once, after all of them (SEMANTICS 7).
     class Fn(beam.DoFn):
         LATEST = ReadModifyWriteStateSpec("latest", coders.VarIntCoder())
         SEEN = ReadModifyWriteStateSpec("seen", coders.VarIntCoder())
@@ -369,7 +369,7 @@ def test_cleared_timer_does_not_fire(runner):
 
 @capability("timers.clear_reset")
 def test_timer_set_after_clear_fires(runner):
-    # clear() then set(): the later set wins and the timer fires once.
+    # clear() then set(): the later set wins and the timer fires once (SEMANTICS 7).
     class Fn(beam.DoFn):
         FIRE = TimerSpec("fire", TimeDomain.WATERMARK)
 
@@ -390,7 +390,7 @@ def test_timer_set_after_clear_fires(runner):
 
 @capability("timers.strict_ordering")
 def test_timer_cleared_by_an_earlier_timer(runner):
-    # A timer at 20 clears a pending timer at 50 of the same key: only the one at 20 fires.
+    # A timer at 20 clears a pending timer at 50 of the same key: only the one at 20 fires (SEMANTICS 7).
     class Fn(beam.DoFn):
         TARGET = TimerSpec("target", TimeDomain.WATERMARK)
         CANCEL = TimerSpec("cancel", TimeDomain.WATERMARK)
@@ -416,7 +416,7 @@ def test_timer_cleared_by_an_earlier_timer(runner):
 
 @capability("timers.strict_ordering")
 def test_timer_moved_earlier_by_another_timer(runner):
-    # A timer at 20 resets a pending timer at 50 to 30: it fires once, at 30.
+    # A timer at 20 resets a pending timer at 50 to 30: it fires once, at 30 (SEMANTICS 7).
     class Fn(beam.DoFn):
         TARGET = TimerSpec("target", TimeDomain.WATERMARK)
         MOVE = TimerSpec("move", TimeDomain.WATERMARK)
@@ -464,7 +464,7 @@ class _Loop(beam.DoFn):
 
 @capability("timers.looping")
 def test_looping_timer_rearms_until_bound(runner):
-    # A timer re-arming itself from its callback fires again each time, until the bound (5) stops it.
+    # A timer re-arming itself from its callback fires again each time, until the bound (5) stops it (SEMANTICS 7).
     p = runner.pipeline()
     out = keyed_input(p, [("k", 5, 0)]) | beam.ParDo(_Loop())
     check(out, [el(("k", i), 10 * i) for i in range(1, 6)])
@@ -473,7 +473,7 @@ def test_looping_timer_rearms_until_bound(runner):
 
 @capability("timers.looping")
 def test_looping_timers_of_different_keys_are_independent(runner):
-    # Looping timers of two keys run side by side with their own state and bounds.
+    # Looping timers of two keys run side by side with their own state and bounds (SEMANTICS 7).
     p = runner.pipeline()
     out = keyed_input(p, [("a", 3, 1), ("b", 2, 4)]) | beam.ParDo(_Loop())
     check(out, [el(("a", 1), 11), el(("a", 2), 21), el(("a", 3), 31), el(("b", 1), 14), el(("b", 2), 24)])
@@ -483,7 +483,7 @@ def test_looping_timers_of_different_keys_are_independent(runner):
 @capability("timers.looping")
 def test_looping_timer_in_fixed_window_stays_in_window(runner):
     # A loop re-arming every 3 s while the next firing stays inside the window: element at 1 in [0,10)
-    # fires at 4 and 7 (10 would leave the window), every firing in [0,10).
+    # fires at 4 and 7 (10 would leave the window), every firing in [0,10) (SEMANTICS 7).
     class Fn(beam.DoFn):
         N = ReadModifyWriteStateSpec("n", coders.VarIntCoder())
         LOOP = TimerSpec("loop", TimeDomain.WATERMARK)
@@ -544,7 +544,7 @@ class _OrderedFamily(_Family):
 
 @capability("timers.families")
 def test_timer_family_tags_fire_independently(runner):
-    # Timers of one family with different dynamic tags are independent timers: each fires at its own time.
+    # Timers of one family with different dynamic tags are independent timers: each fires at its own time (SEMANTICS 7).
     p = runner.pipeline()
     data = [("k", [("x", 30), ("y", 10), ("z", 20)], 1), ("j", [("x", 15)], 1)]
     out = keyed_input(p, data) | beam.ParDo(_Family())
@@ -564,7 +564,7 @@ def test_timer_family_tags_fire_in_timestamp_order(runner):
 
 @capability("timers.families")
 def test_timer_family_reset_and_clear_apply_per_tag(runner):
-    # Re-setting a tag overwrites only that tag's timer; clearing a tag cancels only that tag.
+    # Re-setting a tag overwrites only that tag's timer; clearing a tag cancels only that tag (SEMANTICS 7).
     p = runner.pipeline()
     data = [("k", [("x", 10), ("y", 20), ("z", 25), ("x", 40), ("z", None)], 1)]
     out = keyed_input(p, data) | beam.ParDo(_Family())
@@ -602,7 +602,7 @@ def test_timer_output_keeps_window_for_downstream_grouping(runner):
     # output watermark at 15, not before the window's end (9.999), so the model lets the GroupByKey
     # fire [0,10)'s on-time pane with the element before the timer fires; the timer's output then
     # comes in a late pane of the same window (within the lateness, never dropped). Either way both
-    # land in [0,10).
+    # land in [0,10) (SEMANTICS 7).
     class Fn(beam.DoFn):
         FIRE = TimerSpec("fire", TimeDomain.WATERMARK)
 
@@ -695,7 +695,7 @@ class _ProcessingTimer(beam.DoFn):
 @capability("timers.processing_time")
 def test_processing_time_timer_fires_in_element_window(runner):
     # A processing-time timer whose time has come (set for processing time 1, clock advanced to 20) fires
-    # once, in the window of the element that set it.
+    # once, in the window of the element that set it (SEMANTICS 7 and 9).
     stream = (
         TestStream()
         .advance_watermark_to(0)
@@ -714,6 +714,7 @@ def test_processing_time_timer_waits_for_processing_time(runner):
     # A processing-time timer set for processing time 10 (TestStream processing time starts at 0; Python
     # sets processing-time timers in absolute time) has not fired after advancing 5 s, has after 15 s.
     # The timer's time is written as text, so that it and the probes are (str, str) pairs of one coder.
+    # (SEMANTICS 7 and 9)
     stream = (
         TestStream()
         .advance_watermark_to(0)
@@ -855,7 +856,7 @@ def test_time_sorted_input_waits_out_the_allowed_lateness(runner):
     testRequiresTimeSortedInputWithLateDataAndAllowedLateness). Global window, lateness 20 s:
     5 arrives, the watermark goes to 10, then 3, 1 and 8 arrive late but within the lateness; at
     watermark 40 the four are released in order; 15 arriving then is 20 s too late (15 + 20 < 40).
-    Each element reports the element processed before it (0 for the first)."""
+    Each element reports the element processed before it (0 for the first; SEMANTICS 7)."""
 
     class Fn(beam.DoFn):
         LAST = ReadModifyWriteStateSpec("last", coders.VarIntCoder())

@@ -53,6 +53,8 @@ def _stream(t: transcripts.Transcript) -> TestStream:
     ],
 )
 def test_transcript(runner, t):
+    # SEMANTICS 5: the panes each step fires are the ones the transcript writes down for it, by the
+    # trigger, pane and lateness rules of that section.
     # --allow_unsafe_triggers: transcripts include triggers that finish (AfterCount alone),
     # which Python refuses at construction by default; the flag is not sent to the runner.
     p = runner.pipeline("--allow_unsafe_triggers")

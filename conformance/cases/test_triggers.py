@@ -90,7 +90,7 @@ def test_default_trigger_fires_one_final_on_time_pane_per_window(runner):
 @capability("triggers.event_time")
 def test_default_trigger_fires_merged_sessions_at_watermark(runner):
     # Default trigger over Sessions(10): a@1 and b@2 merge into [1,12), c@15 stays alone in
-    # [15,25); one final ON_TIME pane per session when the watermark passes its end.
+    # [15,25); one final ON_TIME pane per session when the watermark passes its end (SEMANTICS 4 and 5).
     stream = _one_per_step(TestStream(), [("a", 1), ("b", 2), ("c", 15)]).advance_watermark_to_infinity()
     p = _pipeline(runner)
     out = group_panes(p | "Stream" >> stream, window.Sessions(10), trigger.DefaultTrigger(), DISCARDING)
@@ -140,7 +140,7 @@ def test_on_time_pane_fires_even_when_empty_after_early_panes(runner):
 def test_early_on_time_and_late_firings_with_final_pane_at_expiry(runner):
     # AfterWatermark(early=AfterCount(3), late=AfterCount(2)), discarding, lateness 1000
     # (after Python test_fixed_watermark_with_early_late, one element per step): early abc,
-    # def; on-time gh; late vw, xy; the pending z is the final pane when the window expires.
+    # def; on-time gh; late vw, xy; the pending z is the final pane when the window expires (SEMANTICS 5).
     stream = _one_per_step(TestStream(), zip("abcdefgh", range(8), strict=True))
     stream = _one_per_step(stream.advance_watermark_to(150), zip("vwxyz", range(5), strict=True))
     stream = stream.advance_watermark_to_infinity()
@@ -326,7 +326,7 @@ def test_after_count_fires_once_then_finishes(runner):
 @capability("triggers.count")
 def test_after_count_never_reached_emits_final_pane_at_expiry(runner):
     # A window whose AfterCount(3) never fired still emits its contents when it is garbage
-    # collected (the Python FnApiRunner drops this pane, Prism emits it: SEMANTICS, peers).
+    # collected (the Python FnApiRunner drops this pane, Prism emits it: SEMANTICS 5, peers).
     stream = _one_per_step(TestStream(), [(1, 1), (2, 2)]).advance_watermark_to_infinity()
     p = _pipeline(runner)
     out = group_panes(p | "Stream" >> stream, window.FixedWindows(10), trigger.AfterCount(3), ACCUMULATING)
@@ -337,7 +337,7 @@ def test_after_count_never_reached_emits_final_pane_at_expiry(runner):
 @capability("triggers.count")
 def test_after_count_per_key_in_global_window(runner):
     # Python test_after_count_streaming: AfterCount(3) in the global window fires {1,2,3}
-    # per key and finishes, so A's later 4,5,6 are dropped.
+    # per key and finishes, so A's later 4,5,6 are dropped (SEMANTICS 5).
     stream = (
         TestStream()
         .add_elements([keyed_at(v, 0, key="A") for v in (1, 2, 3)])
@@ -364,7 +364,7 @@ def test_after_count_per_key_in_global_window(runner):
 def test_early_processing_time_panes_of_window(runner):
     # Java TestStreamTest.testEarlyPanesOfWindow: Fixed(30 min), early AfterProcessingTime(5 min),
     # accumulating; each 6-minute processing-time advance fires an early pane (sums 1, 3, 6),
-    # then the watermark fires the final on-time pane {1,2,3}.
+    # then the watermark fires the final on-time pane {1,2,3} (SEMANTICS 5 and 9).
     stream = (
         TestStream()
         .add_elements([keyed_at(1, 1)])
@@ -393,7 +393,7 @@ def test_early_processing_time_panes_of_window(runner):
 @capability("triggers.processing_time")
 def test_after_processing_time_fires_once_then_finishes(runner):
     # AfterProcessingTime(10) fires 10 s (processing time) after the pane's first element and
-    # finishes (Python test_after_processing_time): {1,2} is final, 3 arrives to a closed window.
+    # finishes (Python test_after_processing_time): {1,2} is final, 3 arrives to a closed window (SEMANTICS 5 and 9).
     stream = (
         TestStream()
         .add_elements([keyed_at(1, 1)])
@@ -414,7 +414,7 @@ def test_after_processing_time_fires_once_then_finishes(runner):
 def test_repeatedly_after_processing_time_discarding(runner):
     # Repeatedly(AfterProcessingTime(5)) re-arms from the first element of each new pane:
     # {1,2} fires 6 s after 1, {3} fires 6 s after 3; at the end of the window the final
-    # ON_TIME pane is empty (discarding, nothing new; OnTimeBehavior FIRE_ALWAYS).
+    # ON_TIME pane is empty (discarding, nothing new; OnTimeBehavior FIRE_ALWAYS; SEMANTICS 5 and 9).
     stream = (
         TestStream()
         .add_elements([keyed_at(1, 1)])
@@ -443,7 +443,7 @@ def test_repeatedly_after_processing_time_discarding(runner):
 def test_processing_time_firing_after_window_expiry_is_ignored(runner):
     # Java GroupByKeyTest.testCombiningAccumulatingProcessingTime: the window expires at
     # watermark 100 (final pane {2,5}, EARLIEST -> 2); its processing-time timer coming due
-    # afterwards must not produce a second output.
+    # afterwards must not produce a second output (SEMANTICS 5).
     stream = (
         TestStream()
         .advance_watermark_to(0)
@@ -471,7 +471,7 @@ def test_processing_time_firing_after_window_expiry_is_ignored(runner):
 @capability("triggers.composite")
 def test_after_all_count_and_watermark_over_sessions(runner):
     # Python test_sessions_after_all: AfterAll(AfterCount(2), AfterWatermark()) on Sessions(10)
-    # fires once, when both children have fired: one pane {a,b,c} for [1,13), final.
+    # fires once, when both children have fired: one pane {a,b,c} for [1,13), final (SEMANTICS 5).
     stream = _one_per_step(TestStream(), [("a", 1), ("b", 2), ("c", 3)]).advance_watermark_to_infinity()
     p = _pipeline(runner)
     trig = trigger.AfterAll(trigger.AfterCount(2), trigger.AfterWatermark())
@@ -483,7 +483,7 @@ def test_after_all_count_and_watermark_over_sessions(runner):
 @capability("triggers.composite")
 def test_after_any_fires_with_first_child_and_finishes(runner):
     # Python test_fixed_after_first: AfterAny(AfterCount(2), AfterWatermark()) fires {a,b}
-    # as soon as the count child fires, and finishes: c is dropped.
+    # as soon as the count child fires, and finishes: c is dropped (SEMANTICS 5).
     stream = _one_per_step(TestStream(), [("a", 1), ("b", 2), ("c", 3)]).advance_watermark_to_infinity()
     p = _pipeline(runner)
     trig = trigger.AfterAny(trigger.AfterCount(2), trigger.AfterWatermark())
@@ -496,7 +496,7 @@ def test_after_any_fires_with_first_child_and_finishes(runner):
 def test_after_any_watermark_child_finishes_before_late_data(runner):
     # Python test_fixed_after_first (late data): AfterAny(AfterCount(5), AfterWatermark())
     # fires the on-time pane {a,b,c} and finishes; x,y,z (within lateness 100) are dropped
-    # because the window is closed.
+    # because the window is closed (SEMANTICS 5).
     stream = _one_per_step(TestStream(), [("a", 1), ("b", 2), ("c", 3)]).advance_watermark_to(50)
     stream = _one_per_step(stream, [("x", 1), ("y", 2), ("z", 3)]).advance_watermark_to_infinity()
     p = _pipeline(runner)
@@ -509,7 +509,7 @@ def test_after_any_watermark_child_finishes_before_late_data(runner):
 @capability("triggers.composite")
 def test_after_each_runs_children_in_sequence(runner):
     # AfterEach(AfterCount(2), AfterCount(3)): the first child fires at 2 elements, the second
-    # counts the next 3 and fires at 5; AfterEach then finishes and 6 is dropped.
+    # counts the next 3 and fires at 5; AfterEach then finishes and 6 is dropped (SEMANTICS 5).
     stream = _one_per_step(TestStream(), [(t, t) for t in range(1, 7)]).advance_watermark_to_infinity()
     p = _pipeline(runner)
     trig = trigger.AfterEach(trigger.AfterCount(2), trigger.AfterCount(3))
@@ -552,7 +552,7 @@ def test_repeatedly_after_any_count_or_watermark(runner):
 @capability("triggers.composite")
 def test_repeatedly_after_any_count_or_processing_time(runner):
     # Repeatedly(AfterAny(AfterCount(2), AfterProcessingTime(5))), discarding: {1,2} fires by
-    # count, {3} by processing time (6 s later); the window's final ON_TIME pane is empty.
+    # count, {3} by processing time (6 s later); the window's final ON_TIME pane is empty (SEMANTICS 5 and 9).
     stream = (
         TestStream()
         .add_elements([keyed_at(1, 1)])
@@ -615,7 +615,7 @@ def test_accumulating_panes_hold_everything_so_far(runner):
 @capability("triggers.accumulating")
 def test_repeatedly_after_count_accumulating(runner):
     # Repeatedly(AfterCount(2)), accumulating: {1,2}, {1,2,3,4}, then the final pane at the
-    # end of the window holds all five elements.
+    # end of the window holds all five elements (SEMANTICS 5).
     stream = _one_per_step(TestStream(), [(t, t) for t in range(1, 6)]).advance_watermark_to_infinity()
     p = _pipeline(runner)
     out = group_panes(
@@ -658,7 +658,7 @@ def test_discarding_panes_hold_only_elements_since_last_firing(runner):
 
 @capability("triggers.discarding")
 def test_repeatedly_after_count_discarding(runner):
-    # Repeatedly(AfterCount(2)), discarding: {1,2}, {3,4}, and the final pane {5}.
+    # Repeatedly(AfterCount(2)), discarding: {1,2}, {3,4}, and the final pane {5} (SEMANTICS 5).
     stream = _one_per_step(TestStream(), [(t, t) for t in range(1, 6)]).advance_watermark_to_infinity()
     p = _pipeline(runner)
     out = group_panes(
@@ -679,7 +679,7 @@ def test_repeatedly_after_count_discarding(runner):
 def test_discarding_mode_java_vector(runner):
     # Java TestStreamTest.testDiscardingMode: Fixed(1 s), early AfterCount(2), late Never,
     # discarding, lateness 5 s: early {firstPane, alsoFirstPane}, on-time {onTimePane}, and
-    # the two late elements only in the final pane at expiry.
+    # the two late elements only in the final pane at expiry (SEMANTICS 5).
     stream = (
         TestStream()
         .advance_watermark_to(0)
@@ -710,7 +710,7 @@ def test_discarding_mode_java_vector(runner):
 def test_pane_info_through_early_on_time_late_and_final_panes(runner):
     # PaneInfo over a window's life: EARLY panes (nonspeculative -1), the ON_TIME pane (even
     # with nothing new since the last early pane), a LATE pane, and the final pane when the
-    # watermark passes max_timestamp + lateness (39.999 < 50); index counts every firing.
+    # watermark passes max_timestamp + lateness (39.999 < 50); index counts every firing (SEMANTICS 5).
     stream = _one_per_step(TestStream(), [(1, 1), (2, 2)]).advance_watermark_to(15)
     stream = _one_per_step(stream, [(3, 3), (4, 4), (5, 5)]).advance_watermark_to(50)
     stream = stream.advance_watermark_to_infinity()
@@ -733,7 +733,7 @@ def test_pane_info_through_early_on_time_late_and_final_panes(runner):
 @capability("triggers.pane_info")
 def test_on_time_pane_after_early_pane_is_last_with_zero_lateness(runner):
     # With allowed lateness 0 the ON_TIME pane is the final one: first=False (an early pane
-    # fired before), index 1, nonspeculative index 0, last=True.
+    # fired before), index 1, nonspeculative index 0, last=True (SEMANTICS 5).
     stream = TestStream().add_elements([keyed_at(1, 1)]).advance_watermark_to(20).advance_watermark_to_infinity()
     p = _pipeline(runner)
     trig = trigger.AfterWatermark(early=trigger.AfterCount(1))
@@ -752,7 +752,7 @@ def test_on_time_pane_after_early_pane_is_last_with_zero_lateness(runner):
 def test_pane_indices_are_per_key_and_window(runner):
     # Pane indices count the firings of one key in one window: interleaved keys a and b and
     # a second window of a each start at index 0 (first) and end with their own final
-    # on-time pane, empty here because early panes already discarded everything.
+    # on-time pane, empty here because early panes already discarded everything (SEMANTICS 5).
     stream = (
         TestStream()
         .add_elements([keyed_at(1, 1, key="a")])
@@ -839,7 +839,7 @@ def test_empty_on_time_and_final_panes_are_left_out_if_nonempty_is_asked(runner)
     # ReduceFnRunner.needToEmit). So neither the empty on-time pane at watermark 50 nor the empty
     # final pane at collection is emitted, and no emitted pane is last. The on-time firing still
     # happened: 3's pane is LATE (Java's PaneInfoTracker: the output watermark is past the window),
-    # index 1, nonspeculative index 0 (the first non-early pane emitted).
+    # index 1, nonspeculative index 0 (the first non-early pane emitted; SEMANTICS 5).
     p, out = _empty_pane_panes(
         runner,
         beam_runner_api_pb2.OnTimeBehavior.FIRE_IF_NONEMPTY,
@@ -859,7 +859,7 @@ def test_empty_on_time_and_final_panes_are_left_out_if_nonempty_is_asked(runner)
 def test_empty_on_time_pane_fires_but_empty_final_pane_is_left_out_by_java_defaults(runner):
     # Java's default strategy: OnTimeBehavior FIRE_ALWAYS, ClosingBehavior EMIT_IF_NONEMPTY. The
     # empty on-time pane is emitted; the empty final pane at collection is not, so 3's LATE pane
-    # is the window's last emitted pane without being marked last.
+    # is the window's last emitted pane without being marked last (SEMANTICS 5).
     p, out = _empty_pane_panes(
         runner, beam_runner_api_pb2.OnTimeBehavior.FIRE_ALWAYS, beam_runner_api_pb2.ClosingBehavior.EMIT_IF_NONEMPTY
     )
@@ -878,7 +878,7 @@ def test_empty_on_time_pane_fires_but_empty_final_pane_is_left_out_by_java_defau
 def test_repeatedly_after_count_leaves_out_the_empty_final_pane_if_nonempty_is_asked(runner):
     # The Go SDK's TestTriggerRepeat, one element per step: Repeatedly(AfterCount(2)) in the global
     # window under the Go SDK's EMIT_IF_NONEMPTY fires [1,2], [3,4], [5,6]; when the window is
-    # collected nothing is new, so there is no fourth, empty, pane.
+    # collected nothing is new, so there is no fourth, empty, pane (SEMANTICS 5).
     stream = _one_per_step(TestStream(), [(v, v) for v in range(1, 7)]).advance_watermark_to_infinity()
     p = _pipeline(runner)
     windowed = (

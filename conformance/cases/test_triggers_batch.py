@@ -127,7 +127,7 @@ def _describe(trigger_text, mode_text):
 def test_repeated_count_trigger_fires_early_panes_in_batch(runner):
     # Repeatedly(AfterCount(2)), discarding: windows with 2 or more elements may fire EARLY panes (2 or
     # more new elements each) before the end of input; every window ends with its final pane (ON_TIME,
-    # is_last) when the watermark passes its end, which is its garbage-collection time.
+    # is_last) when the watermark passes its end, which is its garbage-collection time (SEMANTICS 5).
     p, out = _panes(runner, trigger.Repeatedly(trigger.AfterCount(2)), DISCARDING)
     check(out, satisfies(_verify(2, accumulating=False), _describe("Repeatedly(AfterCount(2))", "discarding")))
     runner.run(p)
@@ -136,7 +136,7 @@ def test_repeated_count_trigger_fires_early_panes_in_batch(runner):
 @capability("triggers.batch_count")
 def test_early_count_firings_then_on_time_pane_in_batch(runner):
     # AfterWatermark(early=AfterCount(3)), discarding: any EARLY panes hold at least 3 elements, then the
-    # ON_TIME pane (is_last, allowed lateness 0) when the watermark passes the end.
+    # ON_TIME pane (is_last, allowed lateness 0) when the watermark passes the end (SEMANTICS 5).
     p, out = _panes(runner, trigger.AfterWatermark(early=trigger.AfterCount(3)), DISCARDING)
     check(
         out, satisfies(_verify(3, accumulating=False), _describe("AfterWatermark(early=AfterCount(3))", "discarding"))
@@ -147,7 +147,7 @@ def test_early_count_firings_then_on_time_pane_in_batch(runner):
 @capability("triggers.batch_accumulating")
 def test_accumulating_panes_nest_in_batch(runner):
     # Accumulating, AfterWatermark(early=AfterCount(2)): each pane of a window holds every element of
-    # the pane before it and at least 2 more; the ON_TIME pane holds every element of the window.
+    # the pane before it and at least 2 more; the ON_TIME pane holds every element of the window (SEMANTICS 5).
     p, out = _panes(runner, trigger.AfterWatermark(early=trigger.AfterCount(2)), ACCUMULATING)
     check(
         out,
@@ -162,7 +162,7 @@ def test_accumulating_panes_nest_in_batch(runner):
 @capability("triggers.batch_accumulating")
 def test_accumulating_repeated_count_panes_nest_in_batch(runner):
     # Accumulating, Repeatedly(AfterCount(3)): nested panes, each at least 3 elements more than the one
-    # before; the final pane holds every element of the window.
+    # before; the final pane holds every element of the window (SEMANTICS 5).
     p, out = _panes(runner, trigger.Repeatedly(trigger.AfterCount(3)), ACCUMULATING)
     check(
         out,
@@ -174,7 +174,7 @@ def test_accumulating_repeated_count_panes_nest_in_batch(runner):
 @capability("triggers.batch_discarding")
 def test_discarding_panes_are_disjoint_and_complete_in_batch(runner):
     # Discarding, AfterWatermark(early=AfterCount(2)): the panes of a window are disjoint and together
-    # hold every element of the window exactly once (a value added twice is there twice).
+    # hold every element of the window exactly once (a value added twice is there twice; SEMANTICS 5).
     p, out = _panes(runner, trigger.AfterWatermark(early=trigger.AfterCount(2)), DISCARDING)
     check(
         out,

@@ -173,7 +173,7 @@ _POINTS = [(Point(1, 2), 10), (Point(3, 4), 20), (Point(1, 2), 30), (Point(5, 6)
 
 @capability("coders.opaque_user_types")
 def test_user_type_keys_group_by_encoding(runner):
-    # GroupByKey by encoded key bytes: equal Points (same encoding) form one group.
+    # GroupByKey by encoded key bytes: equal Points (same encoding) form one group (SEMANTICS 1 and 8).
     p = runner.pipeline()
     out = (
         p
@@ -190,7 +190,7 @@ def test_user_type_keys_group_by_encoding(runner):
 
 @capability("coders.opaque_user_types")
 def test_user_type_values_through_group_and_combine(runner):
-    # Values of a user type cross a GroupByKey and a lifted CombinePerKey as opaque bytes.
+    # Values of a user type cross a GroupByKey and a lifted CombinePerKey as opaque bytes (SEMANTICS 1 and 8).
     p = runner.pipeline()
     points = p | beam.Create([("a", Point(1, 1)), ("a", Point(2, 3)), ("b", Point(4, 5))]).with_output_types(
         tuple[str, Point]
@@ -222,7 +222,7 @@ class _SumPoints(beam.CombineFn):
 
 @capability("coders.opaque_user_types")
 def test_user_type_keys_in_stateful_dofn_with_timer(runner):
-    # State and timers are per user-type key: the runner keys them by bytes, never decoding one.
+    # State and timers are per user-type key: the runner keys them by bytes, never decoding one (SEMANTICS 1 and 7).
     class Collect(beam.DoFn):
         SEEN = BagStateSpec("seen", coders.VarIntCoder())
         FLUSH = TimerSpec("flush", TimeDomain.WATERMARK)
@@ -243,7 +243,7 @@ def test_user_type_keys_in_stateful_dofn_with_timer(runner):
 
 @capability("coders.opaque_user_types")
 def test_user_type_side_inputs(runner):
-    # A list and a dict side input of user types: served to the SDK as the bytes it wrote.
+    # A list and a dict side input of user types: served to the SDK as the bytes it wrote (SEMANTICS 1 and 6).
     p = runner.pipeline()
     points = p | "Points" >> beam.Create([Point(1, 2), Point(3, 4)]).with_output_types(Point)
     by_name = p | "Named" >> beam.Create([("p", Point(7, 8))]).with_output_types(tuple[str, Point])
@@ -263,7 +263,7 @@ def test_user_type_side_inputs(runner):
 @capability("coders.opaque_user_types")
 def test_user_types_of_two_coders_flattened_then_grouped(runner):
     # A Flatten of Points and TextPoints (two user coders) into Points, then a GroupByKey: the SDK
-    # re-encodes the TextPoints, the runner only moves and groups bytes.
+    # re-encodes the TextPoints, the runner only moves and groups bytes (SEMANTICS 1 and 3).
     p = runner.pipeline()
     points = p | "Points" >> beam.Create([("k", Point(1, 2))]).with_output_types(tuple[str, Point])
     texts = (
@@ -284,7 +284,7 @@ def test_user_types_of_two_coders_flattened_then_grouped(runner):
 @capability("coders.opaque_user_types")
 def test_window_of_a_user_type_groups_and_keeps_its_window(runner):
     # A WindowFn with a window class and coder of the user's own: the runner learns each window's
-    # max timestamp without decoding it (custom_window) and groups per window by its bytes.
+    # max timestamp without decoding it (custom_window) and groups per window by its bytes (SEMANTICS 1 and 4).
     p = runner.pipeline()
     data = [("k", 1), ("k", 3), ("k", 2), ("k", 61), ("j", 5)]
     out = (
@@ -318,7 +318,7 @@ def test_user_types_from_a_test_stream(runner):
     # encoded elements as they are, windows them and groups them by bytes. The output is typed as
     # in every case here: untyped, it would get a pickling coder, and pickle writes a Point's class
     # by reference, which no SDK worker outside this process can import (EXTERNAL, PROCESS, Spark's).
-    # The one TestStream of the suite whose coder is not standard: a user type is the subject.
+    # The one TestStream of the suite whose coder is not standard: a user type is the subject (SEMANTICS 1 and 9).
     stream = (
         TestStream(
             coder=coders.TupleCoder([coders.StrUtf8Coder(), _types.PointCoder()]),

@@ -199,6 +199,7 @@ def test_create_emits_at_min_timestamp_in_global_window(runner):
 @capability("window.timestamp_control")
 def test_timestamped_value_from_map_sets_timestamp(runner):
     # Returning TimestampedValue from a Map sets the element's timestamp (ms precision, negative allowed).
+    # (SEMANTICS 1 and 10)
     p = runner.pipeline()
     out = p | beam.Create([("a", 1.234), ("b", -5.0), ("c", 1e6)]) | stamped_by_value()
     check(
@@ -224,6 +225,7 @@ class _EmitAtSeveralTimes(beam.DoFn):
 @capability("window.timestamp_control")
 def test_timestamped_value_yielded_from_dofn_then_fixed_gbk(runner):
     # A DoFn yielding beam.window.TimestampedValue sets each output's timestamp; Fixed windows then follow it.
+    # (SEMANTICS 4 and 10)
     p = runner.pipeline()
     out = (
         p
@@ -247,6 +249,7 @@ def test_timestamped_value_yielded_from_dofn_then_fixed_gbk(runner):
 @capability("window.timestamp_control")
 def test_timestamp_param_sees_assigned_timestamp(runner):
     # A downstream DoFn's TimestampParam is the timestamp assigned upstream (here in another fused or unfused step).
+    # (SEMANTICS 10)
     p = runner.pipeline()
     out = (
         p
@@ -261,7 +264,7 @@ def test_timestamp_param_sees_assigned_timestamp(runner):
 
 @capability("window.timestamp_control")
 def test_window_into_uses_timestamp_not_value(runner):
-    # WindowInto assigns windows from the element's timestamp, never from its value.
+    # WindowInto assigns windows from the element's timestamp, never from its value (SEMANTICS 4).
     p = runner.pipeline()
     out = (
         p
@@ -334,7 +337,7 @@ class BucketMergingWindows(window.WindowFn):
 
 @capability("window.custom")
 def test_custom_parity_windowfn_with_gbk(runner):
-    # A user WindowFn's assignment is honoured by GBK, including overlapping windows of different sizes.
+    # A user WindowFn's assignment is honoured by GBK, including overlapping windows of different sizes (SEMANTICS 4).
     p = runner.pipeline()
     data = [("k", t) for t in (0.1, 0.9, 1.5, 2.0, 3.3, 3.9, 4.5)]
     out = (
@@ -360,7 +363,7 @@ def test_custom_parity_windowfn_with_gbk(runner):
 
 @capability("window.custom")
 def test_custom_windowfn_assigning_two_windows(runner):
-    # A user WindowFn may assign several windows; the element is grouped in each of them.
+    # A user WindowFn may assign several windows; the element is grouped in each of them (SEMANTICS 4).
     p = runner.pipeline()
     data = [("k", t) for t in (2.2, 3.5, 3.7, 5.0)]
     out = (
@@ -387,6 +390,7 @@ def test_custom_windowfn_assigning_two_windows(runner):
 @capability("window.custom_merging")
 def test_custom_merging_windowfn_with_gbk(runner):
     # A user merging WindowFn (UsesCustomWindowMerging): GBK merges windows per key exactly as merge() says.
+    # (SEMANTICS 4)
     p = runner.pipeline()
     data = [("k", 1), ("k", 3.5), ("k", 8), ("k", 12), ("k", 19.5), ("j", 4)]
     out = (

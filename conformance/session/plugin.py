@@ -675,7 +675,7 @@ def _nothing_selected_hint(session) -> str | None:
         "no case was selected: -k matches a case's id (e.g. -k impulse/one_element) or its test name, "
         "and `beam-conformance cases` (or pytest --list-cases) lists the ids. A case added to a clone's "
         "conformance/cases/ is collected only from an editable install (pip install -e); otherwise keep "
-        "it in a folder of your own (docs/writing-a-case.md, 'Where a case lives')"
+        "it in a folder of your own (docs/writing-a-case.md, 'Where it goes, and its id')"
     )
 
 
