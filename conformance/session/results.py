@@ -141,12 +141,17 @@ def write(
         "cases": records,
     }
     path = os.path.join(results_dir, results_file_name(target["name"], suite))
+    dump(document, path)
+    return path
+
+
+def dump(document: dict, path: str) -> None:
+    """Write a results document to ``path`` as the session writes it (replacing it at once)."""
     tmp = path + ".tmp"
     with open(tmp, "w") as f:
         json.dump(document, f, indent=1, sort_keys=False)
         f.write("\n")
     os.replace(tmp, path)
-    return path
 
 
 def results_file_name(target: str, suite: str = "cases") -> str:

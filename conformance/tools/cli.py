@@ -17,7 +17,7 @@ from conformance import capabilities
 from conformance.java_vr import SUITES
 from conformance.session import results
 from conformance.session.expectations import Expectations, ExpectationsError
-from conformance.tools import baseline, diff
+from conformance.tools import baseline, diff, merge
 from conformance.tools.report import beam_comparison, beam_yaml, html, markdown, matrix
 
 OUTPUTS = {
@@ -172,6 +172,22 @@ def _diff(args) -> int:
         names = ", ".join(c.id for d in diffs for c in d.regressions)
         print(f"beam-conformance diff: {regressions} regression(s): {names}", file=sys.stderr)
     return 1 if regressions else 0
+
+
+def _merge(args) -> int:
+    """Merge partial runs' records into a results file (in place unless -o)."""
+    try:
+        document = merge.merge_files(args.results, args.partial, args.output, replace=args.replace)
+    except (OSError, ValueError) as e:
+        print(f"beam-conformance merge: {e}", file=sys.stderr)
+        return 2
+    last = document["merged_runs"][-1]
+    summary = ", ".join(f"{n} {k}" for k, n in document["summary"].items() if n)
+    print(
+        f"wrote {args.output or args.results}: {len(document['cases'])} cases of {document['target']} ({summary}); "
+        f"the last run merged gave {len(last['added'])} new and {len(last['replaced'])} replaced"
+    )
+    return 0
 
 
 def _fetch(args) -> int:
@@ -335,6 +351,20 @@ def main(argv: list[str] | None = None) -> int:
     dif.add_argument("--markdown", metavar="FILE.md", help="also write the Markdown here")
     dif.add_argument("--json", metavar="FILE.json", help="also write the JSON here")
     dif.set_defaults(func=_diff)
+    mer = sub.add_parser(
+        "merge",
+        help="merge a partial run's case records (e.g. cases new since the last full run) into a results file",
+        description="The merged file keeps RESULTS.json's run description, counts its summary again and lists "
+        "each merged run (its dates, wall time, selection, and the cases it added or replaced) under "
+        "merged_runs. Both runs must be of one target and suite, with the same versions and expectations file.",
+    )
+    mer.add_argument("results", metavar="RESULTS.json", help="the results file to merge into (e.g. a committed one)")
+    mer.add_argument("partial", metavar="PARTIAL.json", nargs="+", help="results of runs to merge into it, in order")
+    mer.add_argument("-o", "--output", metavar="OUT.json", help="write the merged file here (default: RESULTS.json)")
+    mer.add_argument(
+        "--replace", action="store_true", help="a case already in RESULTS.json takes the partial run's record"
+    )
+    mer.set_defaults(func=_merge)
     fetch = sub.add_parser(
         "fetch",
         help="fetch targets' artifacts (Prism through go install, Beam's Java job servers through Maven, "
