@@ -109,6 +109,25 @@ def test_the_all_selection_leaves_out_multimap_state_tests_naming_the_java_harne
     assert selections.left_out(selections.ALL, class_name, "testValueStateSimple", categories - {multimap}) is None
 
 
+def test_the_time_cap_is_the_targets_own_unless_given():
+    from conformance.java_vr import suite
+    from conformance.session.targets.reference import ReferenceTarget
+    from conformance.session.targets.spark import SparkTarget
+
+    class Config:
+        def __init__(self, given):
+            self.given = given
+
+        def getoption(self, name):
+            assert name == "java_vr_timeout"
+            return self.given
+
+    # the Spark backend's TestStream-heavy ParDoTests take minutes each on local[2]
+    assert suite.timeout_of(Config(None), SparkTarget) == SparkTarget.java_vr_timeout == 600
+    assert suite.timeout_of(Config(None), ReferenceTarget) == driver.DEFAULT_TIMEOUT_S  # the kit's default
+    assert suite.timeout_of(Config(45.0), SparkTarget) == 45.0  # --java-vr-timeout overrides both
+
+
 def test_gradle_patterns():
     match = selections.pattern_matches
     cls = "org.apache.beam.sdk.transforms.CombineTest$BasicTests"
