@@ -14,7 +14,7 @@ def java_vr_jvm(request, conformance_target):
         suite.build(conformance_target),
         conformance_target,
         suite.profile_of(config, conformance_target),
-        config.getoption("java_vr_timeout"),
+        suite.timeout_of(config, conformance_target),
     )
     yield holder
     holder.close()

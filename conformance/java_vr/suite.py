@@ -62,10 +62,11 @@ def add_options(group) -> None:
     group.addoption(
         "--java-vr-timeout",
         type=float,
-        default=driver.DEFAULT_TIMEOUT_S,
+        default=None,
         metavar="SECONDS",
-        help=f"java-vr: time cap of one Java test (default {driver.DEFAULT_TIMEOUT_S:g}); a test past it "
-        "fails ('timed out after N s'), its JVM is killed and the next test gets a fresh one",
+        help="java-vr: time cap of one Java test (default: the target's own, e.g. 600 for spark, else "
+        f"{driver.DEFAULT_TIMEOUT_S:g}); a test past it fails ('timed out after N s'), its JVM is killed and "
+        "the next test gets a fresh one",
     )
 
 
@@ -91,6 +92,15 @@ def profile_of(config, target) -> selections.Profile:
         raise pytest.UsageError(f"target {target.name!r} names an unknown Java VR profile {name!r}") from None
 
 
+def timeout_of(config, target) -> float:
+    """The time cap of one Java test: --java-vr-timeout, else the target's own (Target.java_vr_timeout),
+    else the kit's default."""
+    given = config.getoption("java_vr_timeout")
+    if given is not None:
+        return given
+    return getattr(target, "java_vr_timeout", None) or driver.DEFAULT_TIMEOUT_S
+
+
 def _progress(line: str) -> None:
     print(f"beam-conformance: {line}", file=sys.__stderr__, flush=True)
 
@@ -113,7 +123,7 @@ def params(config, target) -> list:
     launcher = build(target)
     listed = driver.listing(launcher, _progress)
     profile = profile_of(config, target)
-    hard_cap = config.getoption("java_vr_timeout") + driver.START_TIMEOUT_S + 60
+    hard_cap = timeout_of(config, target) + driver.START_TIMEOUT_S + 60
     out, unplaced = [], []
     for test in listed.tests:
         try:
@@ -221,5 +231,5 @@ def describe(config, target) -> dict:
         "profile_description": profile.description,
         "profile_source": profile.cite(),
         "pipeline_options": driver.pipeline_options("<target's endpoint>", profile.pipeline_options),
-        "timeout_s": config.getoption("java_vr_timeout"),
+        "timeout_s": timeout_of(config, target),
     }

@@ -59,6 +59,10 @@ class Target:
     #: the Beam release whose Java ValidatesRunner tests run against this target (None: the kit's
     #: pin, conformance/peers/pins.py BEAM_JAVA_VR); a Beam job server runs those of its own release
     java_vr_beam: str | None = None
+    #: seconds one Java ValidatesRunner test may take on this target when --java-vr-timeout is not
+    #: given (None: the kit's default, conformance/java_vr/driver.py DEFAULT_TIMEOUT_S); a backend
+    #: whose jobs are slower sets its own, from tests measured on it
+    java_vr_timeout: float | None = None
 
     def __init__(self, spec: str, settings: TargetSettings):
         self.spec = spec

@@ -22,6 +22,12 @@ class SparkTarget(Target):
         f"any of: spark:{target_syntax(SparkSettings, TARGET_OPTIONS)}"
     )
     in_process_worker = False  # bundles run in Spark's Python workers: checks confirm through metrics
+    # Beam's TestStream-heavy Java ParDoTests (--java-vr-selection all) take minutes each on local[2]:
+    # testRequiresTimeSortedInputWithTestStream, ...WithLateData, ...WithLateDataAndAllowedLateness,
+    # testTwoRequiresTimeSortedInputWithLateData 149-164 s and testWatermarkUpdateMidBundle 88 s on
+    # two loaded cores (2026-12-02), too close to the kit's 180 s cap to pass on a busier machine. The
+    # price: the known failure ViewTest.testTriggeredLatestSingleton (findings T2) fails after 600 s
+    java_vr_timeout = 600.0
 
     def __init__(self, spec, settings):
         super().__init__(spec, settings)
