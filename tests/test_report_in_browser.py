@@ -9,6 +9,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -334,21 +335,17 @@ def _axe_script() -> str:
             npm = shutil.which("npm")
             if npm is None:
                 _unavailable("npm is not installed, so axe-core cannot be fetched (apt-get install npm)")
-            done = subprocess.run(
-                [
-                    npm,
-                    "install",
-                    "--prefix",
-                    str(cache),
-                    "--no-audit",
-                    "--no-fund",
-                    "--loglevel=error",
-                    f"axe-core@{AXE_VERSION}",
-                ],
-                capture_output=True,
-                text=True,
-                timeout=300,
-            )
+            command = [npm, "install", "--prefix", str(cache), "--no-audit", "--no-fund", "--loglevel=error"]
+            # quick retries: the registry has failed this machine's TLS handshake now and then
+            # ("self-signed certificate in certificate chain") and answered the next try
+            command += ["--fetch-retries=4", "--fetch-retry-mintimeout=2000", "--fetch-retry-maxtimeout=8000"]
+            for attempt in range(3):
+                done = subprocess.run(
+                    [*command, f"axe-core@{AXE_VERSION}"], capture_output=True, text=True, timeout=300
+                )
+                if done.returncode == 0 and script.exists():
+                    break
+                time.sleep(5 * (attempt + 1))
             if done.returncode != 0 or not script.exists():
                 _unavailable(f"npm could not install axe-core@{AXE_VERSION}: {done.stderr.strip()[-500:]}")
     return script.read_text()
