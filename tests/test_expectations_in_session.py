@@ -98,13 +98,15 @@ def test_a_file_chosen_by_name_warns_when_written_for_another_runner_version(sui
 
 
 def test_the_warning_names_both_versions_and_is_quiet_when_they_agree():
-    from conformance.session.expectations import Expectations
+    from conformance.session.expectations import NAMED_BY_OPTION, Expectations
 
-    by_name = Expectations([], "flink.yaml", runner_version="Beam 2.62.0, Flink 1.19.0", chosen_by_name=True)
+    by_name = Expectations(
+        [], "flink.yaml", runner_version="Beam 2.62.0, Flink 1.19.0", how="chosen by the target's name"
+    )
     warning = by_name.version_warning("Beam 2.77.0, Flink 1.19.3")
     assert "'Beam 2.62.0, Flink 1.19.0'" in warning and "the runner reports 'Beam 2.77.0, Flink 1.19.3'" in warning
     assert by_name.version_warning("Beam 2.62.0, Flink 1.19.0") is None
-    named = Expectations([], "flink.yaml", runner_version="Beam 2.62.0, Flink 1.19.0", chosen_by_name=False)
+    named = Expectations([], "flink.yaml", runner_version="Beam 2.62.0, Flink 1.19.0", how=NAMED_BY_OPTION)
     assert named.version_warning("Beam 2.77.0") is None
 
 
@@ -116,7 +118,7 @@ def test_every_committed_file_written_for_a_versioned_target_says_which_version(
 
     for name in ("flink", "beam-spark-job-server", "prism"):
         target = targets.create(name, targets.TargetSettings())
-        loaded = Expectations.load(f"{EXPECTATIONS_DIR}/{name}.yaml", chosen_by_name=True)
+        loaded = Expectations.load(f"{EXPECTATIONS_DIR}/{name}.yaml", how="shipped with the kit")
         assert loaded.runner_version, name
         assert loaded.version_warning(target.describe().get("runner_version")) is None, name
 

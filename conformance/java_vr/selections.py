@@ -312,8 +312,8 @@ ALL_EXCLUDED = {
     "conversion as apache/beam#32001); the Python cases metrics/committed_* judge a runner's committed metrics",
     BEAM + "UsesMultimapState": "needs a Java SDK harness that binds MultimapState: Beam's (2.65.0, and 2.62.0 "
     "for the job servers of that release) refuses it whatever the runner does, FnApiStateAccessor.bindMultimap "
-    'throwing UnsupportedOperationException("Multimap is not currently supported with Fn API."), TODO '
-    "apache/beam#23616 (read in beam-sdks-java-harness-2.65.0-sources.jar and -2.62.0-sources.jar, "
+    'throwing UnsupportedOperationException("Multimap is not currently supported with Fn API."), its comment '
+    "pointing to apache/beam#23616 (read in beam-sdks-java-harness-2.65.0-sources.jar and -2.62.0-sources.jar, "
     "FnApiStateAccessor.java); Beam's ULR, Flink and Prism tasks exclude the category too",
 }
 

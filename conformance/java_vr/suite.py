@@ -98,7 +98,7 @@ def timeout_of(config, target) -> float:
     given = config.getoption("java_vr_timeout")
     if given is not None:
         return given
-    return getattr(target, "java_vr_timeout", None) or driver.DEFAULT_TIMEOUT_S
+    return target.java_vr_timeout or driver.DEFAULT_TIMEOUT_S
 
 
 def _progress(line: str) -> None:

@@ -65,6 +65,8 @@ import yaml
 from conformance import capabilities
 
 JAVA_VR_PREFIX = "java_vr/"
+# how a file named on the command line was chosen (Expectations.how; any other way is by the target's name)
+NAMED_BY_OPTION = "named by --expectations"
 # how a case a ``skip`` entry keeps from running is reported (its results record's message starts so)
 NOT_RUN = "known failure, not run: "
 _TOP_LEVEL = {"target", "description", "runner_version", "include", "known_failures"}
@@ -142,7 +144,6 @@ class Expectations:
         entries: list[KnownFailure],
         path: str | None = None,
         runner_version: str | None = None,
-        chosen_by_name: bool = False,
         how: str = "",
     ):
         self.entries = entries
@@ -151,8 +152,12 @@ class Expectations:
         self.path = path
         # the runner's release the file says it was written for (None: it does not say)
         self.runner_version = runner_version
-        # picked as conformance/expectations/<target-name>.yaml, not named by --expectations
-        self.chosen_by_name = chosen_by_name
+
+    @property
+    def chosen_by_name(self) -> bool:
+        """Picked as conformance/expectations/<target-name>.yaml (``how`` says where), not named by
+        --expectations (nor made without saying how)."""
+        return self.path is not None and self.how not in ("", NAMED_BY_OPTION)
 
     @classmethod
     def empty(cls, why: str = "none") -> Expectations:
@@ -160,7 +165,7 @@ class Expectations:
         return cls([], how=why)
 
     @classmethod
-    def load(cls, path: str, _depth: int = 0, chosen_by_name: bool = False, how: str = "") -> Expectations:
+    def load(cls, path: str, _depth: int = 0, how: str = "") -> Expectations:
         try:
             with open(path) as f:
                 data = yaml.safe_load(f) or {}
@@ -177,7 +182,7 @@ class Expectations:
         version = data.get("runner_version")
         if version is not None and not isinstance(version, str):
             raise ExpectationsError(f"{path}: 'runner_version' must be a string, not {version!r}")
-        return cls(entries, path, version, chosen_by_name, how)
+        return cls(entries, path, version, how)
 
     def lookup(self, case_id: str, capability_id: str) -> KnownFailure | None:
         """The first entry that covers the case (case entries win over capability entries)."""

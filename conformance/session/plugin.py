@@ -19,7 +19,13 @@ from conformance.authoring.case_runner import CaseFailure, CaseRunner, PipelineC
 from conformance.java_vr import suite as java_vr
 from conformance.session import batching, results, streaming_cases, targets
 from conformance.session.entry_check import EntryCheck
-from conformance.session.expectations import NOT_RUN, Expectations, ExpectationsError, KnownFailure
+from conformance.session.expectations import (
+    NAMED_BY_OPTION,
+    NOT_RUN,
+    Expectations,
+    ExpectationsError,
+    KnownFailure,
+)
 
 DEFAULT_TARGET = "reference"
 DEFAULT_CASE_TIMEOUT = 180.0
@@ -426,7 +432,7 @@ def _load_expectations(config) -> Expectations:
     path = config.getoption("expectations")
     if path and path.lower() == "none":
         return Expectations.empty("none, as --expectations none asks")
-    how = "named by --expectations"
+    how = NAMED_BY_OPTION
     if path is None:
         try:
             name = config.stash[_TARGET].name
@@ -440,7 +446,7 @@ def _load_expectations(config) -> Expectations:
             )
         path, how = chosen
     try:
-        return Expectations.load(path, chosen_by_name=how != "named by --expectations", how=how)
+        return Expectations.load(path, how=how)
     except ExpectationsError as e:
         raise pytest.UsageError(str(e)) from None
 
