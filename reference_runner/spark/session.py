@@ -18,7 +18,11 @@ class PySparkMissing(ImportError):
     """pyspark is not installed: the Spark backend is the kit's ``spark`` extra."""
 
 
-INSTALL_HINT = "pip install 'beam-runner-conformance[spark]' (or, from a clone, pip install '/path/to/clone[spark]')"
+# no package index serves the kit: it is installed again from the clone or the wheel, with the extra
+INSTALL_HINT = (
+    "install the kit again with its spark extra: pip install '/path/to/clone[spark]', "
+    "or pip install 'dist/beam_runner_conformance-<version>-py3-none-any.whl[spark]'"
+)
 
 
 def require_pyspark() -> None:
