@@ -565,7 +565,7 @@ GROUPS = sorted({c.group for c in CAPABILITIES})
 # Markers that are not capability groups but select cases all the same.
 EXTRA_MARKERS = {
     "streaming": "needs unbounded execution (TestStream, processing time, unbounded SDF)",
-    "property": "property-based case checked against conformance.authoring.model",
+    "property": "property-based case checked against conformance.model",
 }
 
 

@@ -1,12 +1,12 @@
-"""Unit tests of conformance.authoring.model against the vectors in conformance/SEMANTICS.md (sections 3 and 4).
+"""Unit tests of conformance.model.batch against the vectors in conformance/SEMANTICS.md (sections 3 and 4).
 
 Units follow the vectors: Java tests count milliseconds, the Python transcripts count whole
 units with windows written [start, max_timestamp]; the model works on any integer unit.
 """
 
-from conformance.authoring import model
-from conformance.authoring.elements import END_OF_GLOBAL_WINDOW_MS
-from conformance.authoring.model import EARLIEST, END_OF_WINDOW, GLOBAL, LATEST, Elem, Interval
+from conformance.model import batch as model
+from conformance.model.batch import EARLIEST, END_OF_WINDOW, GLOBAL, LATEST, ON_TIME_ONLY, Elem, Interval
+from conformance.model.time import END_OF_GLOBAL_WINDOW_MS
 
 
 def test_fixed_windows_with_and_without_offset():
@@ -45,9 +45,9 @@ def test_sessions_vector_from_java_gbk_test():
     groups = model.group_by_key(elems, model.Sessions(4))
     assert sorted(groups, key=repr) == sorted(
         [
-            Elem(("foo", [1, 4]), 7, Interval(1, 8)),
-            Elem(("bar", [3]), 6, Interval(3, 7)),
-            Elem(("foo", [9]), 12, Interval(9, 13)),
+            Elem(("foo", [1, 4]), 7, Interval(1, 8), ON_TIME_ONLY),
+            Elem(("bar", [3]), 6, Interval(3, 7), ON_TIME_ONLY),
+            Elem(("foo", [9]), 12, Interval(9, 13), ON_TIME_ONLY),
         ],
         key=repr,
     )
@@ -91,7 +91,9 @@ def test_java_earliest_and_latest_in_ten_minute_window():
 
 def test_global_window_end_of_window_timestamp():
     elems = model.create([(("k", 1), 5)])
-    assert model.group_by_key(elems, model.GlobalWindows()) == [Elem(("k", [1]), END_OF_GLOBAL_WINDOW_MS, GLOBAL)]
+    assert model.group_by_key(elems, model.GlobalWindows()) == [
+        Elem(("k", [1]), END_OF_GLOBAL_WINDOW_MS, GLOBAL, ON_TIME_ONLY)
+    ]
 
 
 def test_grouping_uses_encoded_key_identity():
@@ -105,8 +107,8 @@ def test_combine_per_key_keeps_group_timestamps_and_windows():
     fixed = model.FixedWindows(10)
     elems = model.create([(("k", 1), 1), (("k", 2), 4), (("j", 5), 12)], fixed)
     assert sorted(model.combine_per_key(elems, fixed, sum, LATEST)) == [
-        Elem(("j", 5), 12, Interval(10, 20)),
-        Elem(("k", 3), 4, Interval(0, 10)),
+        Elem(("j", 5), 12, Interval(10, 20), ON_TIME_ONLY),
+        Elem(("k", 3), 4, Interval(0, 10), ON_TIME_ONLY),
     ]
 
 
@@ -122,4 +124,4 @@ def test_rewindowing_sliding_output_duplicates_per_window():
     elems = model.create([("x", 7)], sliding)
     assert len(elems) == 2
     rewindowed = model.window_into(elems, model.FixedWindows(10))
-    assert rewindowed == [Elem("x", 7, Interval(0, 10))] * 2
+    assert rewindowed == [Elem("x", 7, Interval(0, 10), None)] * 2

@@ -58,7 +58,8 @@ def test_unused_entries_are_reported():
         ),
         (
             {"known_failures": [{"case": "a/b", "reason": "r", "isue": "x"}]},
-            "did you mean 'issue'.*allowed keys: capability, case, flaky, issue, lies_in, property, reason, skip",
+            "did you mean .issue.*allowed keys: capability, case, flaky, issue, lies_in, property, reason, "
+            "signature, skip",
         ),
         ({"known_failures": [{"case": "a/b", "reason": "r", "lies_in": "TestStream order"}]}, "names no property"),
         ({"known_failures": "a/b"}, "must be a list"),
@@ -122,3 +123,14 @@ def test_lies_in_names_the_property_a_failure_lies_in():
     (entry,) = parse({"known_failures": [{"case": "a/*", "reason": "r", "lies_in": "TestStream event order"}]})
     assert entry.lies_in == "TestStream event order"
     assert parse({"known_failures": [{"case": "a/*", "reason": "r"}]})[0].lies_in is None
+
+
+def test_a_signature_entry_covers_a_generated_deviation_of_that_signature():
+    entries = parse(
+        {"known_failures": [{"signature": "pane timing @ *", "reason": "the runner's ON_TIME rule"}]}, "x.yaml"
+    )
+    exp = Expectations(entries, "x.yaml")
+    covered = exp.judge(None, True, None, "pane timing @ GroupByKey+TestStream+WindowInto")
+    assert covered.outcome == "expected-failure" and covered.entry is entries[0]
+    assert exp.judge(None, True, None, "pane contents @ GroupByKey+TestStream").outcome == "failed"
+    assert not entries[0].matches("generated/pipeline[s1-00001]", "triggers.count")  # decided after the run

@@ -168,6 +168,8 @@ class PipelineCapture:
 
 
 class CaseRunner:
+    # True for the runner of a case built into a job shared with other cases (session/batching.py)
+    shares_job = False
     """Builds and runs the pipelines of one case on one target."""
 
     def __init__(self, target: Target, streaming: bool, capture: PipelineCapture | None = None):
@@ -366,11 +368,7 @@ class CaseRunner:
 
     def _confirm(self, check_ids: list[str], metrics: dict) -> None:
         __tracebackhide__ = True
-        reported = {
-            m.key.metric.name
-            for m in metrics["counters"]
-            if m.key.metric.namespace == checks.CONFIRM_NAMESPACE and ((m.committed or 0) > 0 or (m.attempted or 0) > 0)
-        }
+        reported = reported_checks(metrics)
         unconfirmed = [
             c
             for c in check_ids
@@ -479,6 +477,15 @@ def _transform_names(proto: beam_runner_api_pb2.Pipeline | None) -> dict[str, st
     if proto is None:
         return {}
     return {tid: t.unique_name for tid, t in proto.components.transforms.items() if t.unique_name}
+
+
+def reported_checks(metrics: dict) -> set[str]:
+    """The ids of the checks whose passing the runner's metrics report."""
+    return {
+        m.key.metric.name
+        for m in metrics["counters"]
+        if m.key.metric.namespace == checks.CONFIRM_NAMESPACE and ((m.committed or 0) > 0 or (m.attempted or 0) > 0)
+    }
 
 
 def all_metrics(result) -> dict:

@@ -20,11 +20,8 @@ from typing import Any
 
 from conformance.authoring.case_errors import MalformedExpectation
 from conformance.capabilities import PANE_METADATA
+from conformance.model.time import END_OF_GLOBAL_WINDOW_MS, MAX_TIMESTAMP_MS, MIN_TIMESTAMP_MS
 
-# Millisecond values of Beam's time constants.
-MIN_TIMESTAMP_MS = -9223372036854775
-MAX_TIMESTAMP_MS = 9223372036854775
-END_OF_GLOBAL_WINDOW_MS = 9223371950454775
 _TIMINGS = ("EARLY", "ON_TIME", "LATE", "UNKNOWN")
 
 

@@ -1,4 +1,4 @@
-"""Property-based cases: random inputs, expected output from conformance.authoring.model.
+"""Property-based cases: random inputs, expected output from conformance.model.
 
 Each example runs one pipeline holding PARTS independent sub-pipelines, each over its own random
 keys, values and integer-second timestamps (up to 60 elements), and compares every output's value,
@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from conformance.api import GLOBAL, ON_TIME_ONLY, W, capability, check_all, el, property_examples, sorted_groups
-from conformance.authoring import model
+from conformance.model import batch as model
 
 PROPERTY = settings(
     max_examples=property_examples(),  # --property-examples

@@ -123,6 +123,8 @@ class _Member:
 class MemberRunner(CaseRunner):
     """The ``runner`` a case's body gets while it is built into a shared job."""
 
+    shares_job = True
+
     def __init__(self, target, streaming: bool, member: _Member):
         super().__init__(target, streaming)
         self.member = member

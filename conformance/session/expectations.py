@@ -19,6 +19,8 @@ File format (YAML)::
       - case: "timers/some_case"
         reason: "fails only in some runs: ..."
         flaky: true                   # optional: a pass is accepted too (nondeterministic runner bug)
+      - signature: "pane timing @ GroupByKey+TestStream+WindowInto"   # a generated pipeline's
+        reason: "..."                 # deviation (-m generated), by its signature or a glob over them
       - case: "lateness/*"
         reason: "the runner's TestStream lets later elements overtake a watermark advance"
         lies_in: TestStream event order   # optional: the failure lies in this property (a name of
@@ -70,7 +72,7 @@ NAMED_BY_OPTION = "named by --expectations"
 # how a case a ``skip`` entry keeps from running is reported (its results record's message starts so)
 NOT_RUN = "known failure, not run: "
 _TOP_LEVEL = {"target", "description", "runner_version", "include", "known_failures"}
-_ENTRY_KEYS = {"case", "capability", "property", "reason", "issue", "skip", "flaky", "lies_in"}
+_ENTRY_KEYS = {"case", "capability", "property", "signature", "reason", "issue", "skip", "flaky", "lies_in"}
 # what a property entry cannot say: it decides after a run, on a failure, and names no case
 _NOT_FOR_PROPERTY = ("skip", "flaky", "lies_in")
 
@@ -94,6 +96,8 @@ class KnownFailure:
     property_name: str | None = None
     # its place in its file's known_failures (from 1), for messages that name it
     number: int = 0
+    # a signature entry: the generated pipelines' deviation it covers (a signature or a glob over them)
+    signature: str | None = None
 
     def for_java_vr(self) -> bool:
         """Does this entry speak of Beam's Java ValidatesRunner tests (not of the kit's cases)?"""
@@ -101,7 +105,11 @@ class KnownFailure:
 
     def matches(self, case_id: str, capability_id: str) -> bool:
         """Does it cover this case before it runs? (A property entry decides after, on its failure.)"""
-        if self.property_name is not None or case_id.startswith(JAVA_VR_PREFIX) != self.for_java_vr():
+        if (
+            self.property_name is not None
+            or self.signature is not None
+            or case_id.startswith(JAVA_VR_PREFIX) != self.for_java_vr()
+        ):
             return False
         if self.case is not None:
             return self.matches_id(case_id)
@@ -123,6 +131,8 @@ class KnownFailure:
             return f"case {self.case!r}"
         if self.capability is not None:
             return f"capability {self.capability}"
+        if self.signature is not None:
+            return f"signature {self.signature!r}"
         return f"property {self.property_name}"
 
     def where(self) -> str:
@@ -193,11 +203,22 @@ class Expectations:
         """The property entry covering a failure whose every deviation lies in ``prop``."""
         return next((entry for entry in self.entries if entry.property_name == prop), None)
 
-    def judge(self, known: KnownFailure | None, failed: bool, cross_cutting: str | None) -> Judgement:
+    def for_signature(self, signature: str) -> KnownFailure | None:
+        """The signature entry covering a generated pipeline's deviation of that signature."""
+        return next(
+            (e for e in self.entries if e.signature is not None and fnmatch.fnmatchcase(signature, e.signature)), None
+        )
+
+    def judge(
+        self, known: KnownFailure | None, failed: bool, cross_cutting: str | None, signature: str | None = None
+    ) -> Judgement:
         """The verdict on a case that ran, given the entry ``lookup`` found for it before (None:
-        none) and the property its failure lies in wholly, if any."""
+        none), the property its failure lies in wholly, if any, and a generated pipeline's
+        deviation signature, if any."""
         if known is None and failed and cross_cutting is not None:
             known = self.for_property(cross_cutting)
+        if known is None and failed and signature is not None:
+            known = self.for_signature(signature)
         if known is None:
             return Judgement("failed" if failed else "passed", None)
         if failed:
@@ -267,6 +288,8 @@ def detected_property(record: dict) -> str | None:
 def _decides(entry: KnownFailure, record: dict) -> bool:
     if entry.property_name is not None:
         return record.get("cross_cutting") == entry.property_name and record.get("known_failure") == entry.describe()
+    if entry.signature is not None:
+        return fnmatch.fnmatchcase(record.get("signature") or "", entry.signature)
     return entry.matches(record["id"], record["capability"])
 
 
@@ -289,8 +312,15 @@ def parse(data, source: str = "<data>") -> list[KnownFailure]:
         if extra:
             raise ExpectationsError(f"{where}: {_unknown_keys(extra, _ENTRY_KEYS)}")
         case, capability, prop = item.get("case"), item.get("capability"), item.get("property")
-        if sum(x is not None for x in (case, capability, prop)) != 1:
-            raise ExpectationsError(f"{where}: give exactly one of 'case' or 'capability', or a 'property'")
+        signature = item.get("signature")
+        if sum(x is not None for x in (case, capability, prop, signature)) != 1:
+            raise ExpectationsError(
+                f"{where}: give exactly one of 'case' or 'capability', or a 'property', or a 'signature'"
+            )
+        if signature is not None and (not isinstance(signature, str) or any(item.get(k) for k in _NOT_FOR_PROPERTY)):
+            raise ExpectationsError(
+                f"{where}: a 'signature' is a deviation's signature (a string) and cannot {'/'.join(_NOT_FOR_PROPERTY)}"
+            )
         reason = item.get("reason")
         if not isinstance(reason, str) or not reason.strip():
             raise ExpectationsError(f"{where}: every known failure needs a 'reason'")
@@ -319,6 +349,7 @@ def parse(data, source: str = "<data>") -> list[KnownFailure]:
                 lies_in,
                 property_name,
                 n,
+                signature,
             )
         )
     return entries

@@ -16,6 +16,7 @@ import reference_runner  # noqa: F401  (first: it imports Beam quietly, referenc
 from conformance import api, capabilities
 from conformance.authoring import checks, shapes
 from conformance.authoring.case_runner import CaseFailure, CaseRunner, PipelineCapture
+from conformance.generated import cases as generated_cases
 from conformance.java_vr import suite as java_vr
 from conformance.session import batching, results, streaming_cases, targets
 from conformance.session.entry_check import EntryCheck
@@ -163,6 +164,27 @@ def pytest_addoption(parser):
     )
     group.addoption("--no-results", action="store_true", help="do not write results-<target>.json")
     group.addoption(
+        "--generated-examples",
+        type=int,
+        default=generated_cases.DEFAULT_EXAMPLES,
+        help="with -m generated: how many generated pipelines to draw and judge against the model "
+        f"(default {generated_cases.DEFAULT_EXAMPLES})",
+    )
+    group.addoption(
+        "--generated-seed",
+        type=int,
+        default=generated_cases.DEFAULT_SEED,
+        help="with -m generated: the seed the pipelines are drawn from; a seed gives the same pipelines "
+        f"on every machine (default {generated_cases.DEFAULT_SEED})",
+    )
+    group.addoption(
+        "--generated-shrink-runs",
+        type=int,
+        default=generated_cases.DEFAULT_SHRINK_RUNS,
+        help="with -m generated: at most this many runs of smaller candidates when shrinking a deviating "
+        f"pipeline to a minimal program (default {generated_cases.DEFAULT_SHRINK_RUNS})",
+    )
+    group.addoption(
         "--capture-pipelines",
         default=None,
         metavar="DIR",
@@ -229,6 +251,9 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "capability(id): the capability a conformance case exercises")
     config.addinivalue_line("markers", "sdk(name): a case whose pipeline another SDK wrote (runs with --sdks)")
     config.addinivalue_line("markers", "java_vr(case_id): one of Beam's Java ValidatesRunner tests (--suite java-vr)")
+    config.addinivalue_line(
+        "markers", "generated: a pipeline the kit generated, judged by its model (collected only with -m generated)"
+    )
     for group in capabilities.GROUPS:
         config.addinivalue_line("markers", f"{group}: conformance cases of the {group} capabilities")
     for name, text in capabilities.EXTRA_MARKERS.items():
@@ -551,6 +576,8 @@ def pytest_ignore_collect(collection_path, config):
     other case modules only for cases and all."""
     if collection_path.parent.name != "cases" or collection_path.parent.parent.name != "conformance":
         return None
+    if collection_path.name == GENERATED_MODULE:
+        return None if asks_for_generated(config) else True
     if collection_path.name == java_vr.MODULE:
         return None if java_vr.runs_java(config) else True
     if collection_path.name.startswith("test_") and collection_path.suffix == ".py" and not java_vr.runs_cases(config):
@@ -558,7 +585,21 @@ def pytest_ignore_collect(collection_path, config):
     return None
 
 
+GENERATED_MODULE = "test_generated.py"
+
+
+def asks_for_generated(config) -> bool:
+    """Generated pipelines are their own selection: collected when -m names them."""
+    return "generated" in (config.getoption("markexpr", "") or "")
+
+
 def pytest_generate_tests(metafunc):
+    if "generated_program" in metafunc.fixturenames:
+        config = metafunc.config
+        metafunc.parametrize(
+            "generated_program",
+            generated_cases.params(config.getoption("generated_seed"), config.getoption("generated_examples")),
+        )
     if "java_vr_test" in metafunc.fixturenames:
         config = metafunc.config
         try:
@@ -624,6 +665,9 @@ def pytest_collection_modifyitems(session, config, items):
 
 
 def _is_streaming(item, cap: capabilities.Capability) -> bool:
+    drawn = getattr(getattr(item, "callspec", None), "params", {}).get("generated_program")
+    if drawn is not None:
+        return drawn.program.streaming  # from the generated program itself
     if cap.streaming:
         return True
     if item.get_closest_marker("java_vr") is not None:
@@ -799,6 +843,12 @@ def pytest_pyfunc_call_finish(pyfuncitem):
     return result
 
 
+def _suite_of(item) -> str:
+    if item.get_closest_marker("java_vr") is not None:
+        return "java-vr"
+    return "generated" if item.get_closest_marker("generated") is not None else "cases"
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item, call):
     outcome = yield
@@ -824,7 +874,7 @@ def pytest_runtest_makereport(item, call):
             kind, message = "skipped", _skip_reason(report)
         else:
             judged = item.config.stash[_EXPECTATIONS].judge(
-                known, report.failed, getattr(failure, "cross_cutting", None)
+                known, report.failed, getattr(failure, "cross_cutting", None), getattr(failure, "signature", None)
             )
             kind, known = judged.outcome, judged.entry
         if kind == "expected-failure" and known is not None:
@@ -852,7 +902,7 @@ def pytest_runtest_makereport(item, call):
     cap = case.capability
     report.user_properties.extend(
         [
-            ("suite", "java-vr" if item.get_closest_marker("java_vr") is not None else "cases"),
+            ("suite", _suite_of(item)),
             ("case_id", case.id),
             ("capability", cap.id),
             ("beam_category", cap.beam_category),
@@ -871,6 +921,8 @@ def pytest_runtest_makereport(item, call):
     listed = getattr(getattr(item, "callspec", None), "params", {}).get("java_vr_test")
     if listed is not None and hasattr(listed, "categories"):
         report.user_properties.append(("java_categories", java_vr.short_categories(listed.categories)))
+    if getattr(failure, "signature", None):
+        report.user_properties.append(("signature", failure.signature))
     if kind in ("failed", "expected-failure") and getattr(failure, "cross_cutting", None):
         report.user_properties.extend([("cross_cutting", failure.cross_cutting), ("judged", failure.judged)])
     elif kind == "expected-failure" and known is not None and known.lies_in:

@@ -1,0 +1,72 @@
+"""Generated pipelines: the model stays independent of our runner, the reference runner agrees
+with it on a fixed-seed sample, and one-bug copies of the reference runner (planted_runners.py,
+registered through register()) are caught and shrunk to a small program."""
+
+import ast
+import os
+import sys
+
+import pytest
+
+from conformance.authoring.case_runner import CaseRunner
+from conformance.generated import grammar, running, sampling
+from conformance.session import targets
+
+sys.path.insert(0, os.path.dirname(__file__))
+import planted_runners  # noqa: E402
+
+MODEL = os.path.join(os.path.dirname(__file__), "..", "conformance", "model")
+
+
+def test_the_model_imports_no_runner():
+    for name in sorted(os.listdir(MODEL)):
+        if not name.endswith(".py"):
+            continue
+        tree = ast.parse(open(os.path.join(MODEL, name)).read())
+        for node in ast.walk(tree):
+            modules = [a.name for a in node.names] if isinstance(node, ast.Import) else []
+            if isinstance(node, ast.ImportFrom):
+                modules = [node.module or ""]
+            for module in modules:
+                assert module.startswith("conformance.model") or module.split(".")[0] in sys.stdlib_module_names, (
+                    f"conformance/model/{name} imports {module}: the model imports only itself and the standard library"
+                )
+
+
+def _first_deviation(kind, programs, drawn=None):
+    target = targets.create(kind, targets.TargetSettings())
+    target.start()
+    try:
+        for i, p in enumerate(programs):
+            rule = running.run(CaseRunner(target, p.streaming), p)
+            if rule is not None:
+                minimal, _ = sampling.shrink(
+                    1,
+                    drawn or len(programs),
+                    p,
+                    lambda c, rule=rule: running.run(CaseRunner(target, c.streaming), c) == rule,
+                    strategy=grammar.triggered_programs(),
+                    max_runs=60,
+                )
+                return i, rule, minimal
+        return None
+    finally:
+        target.stop()
+
+
+def test_reference_agrees_with_the_model_on_a_fixed_seed_sample():
+    programs = sampling.sample(1, 60)
+    assert _first_deviation("reference", programs) is None
+
+
+@pytest.mark.parametrize(
+    "planted, within",
+    [(planted_runners.LatenessIgnored, 25), (planted_runners.CountOneLate, 8)],
+    ids=["lateness", "count"],
+)
+def test_a_planted_bug_is_caught_and_shrunk(planted, within):
+    programs = sampling.sample(1, 200, grammar.triggered_programs())[: within + 1]  # as drawn 200 at a time
+    found = _first_deviation(planted.name, programs, drawn=200)
+    assert found is not None, f"{planted.name}: no deviation in {within + 1} generated pipelines"
+    index, rule, minimal = found
+    assert index <= within and minimal.size <= 6, (index, rule, minimal.transforms())
