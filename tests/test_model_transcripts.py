@@ -31,13 +31,7 @@ COMBINERS = {
 
 def windowfn(text: str, unit: int):
     name, args = re.fullmatch(r"(\w+)\((.*)\)", text.strip()).groups()
-    values = [int(a) * unit for a in args.split(",") if a.strip()]
-    return {
-        "FixedWindows": windows.FixedWindows,
-        "SlidingWindows": windows.SlidingWindows,
-        "Sessions": windows.Sessions,
-        "GlobalWindows": windows.GlobalWindows,
-    }[name](*values)
+    return windows.by_name(name, [int(a) * unit for a in args.split(",") if a.strip()])
 
 
 def by_step(replay: streaming.Replay) -> dict[int, list]:

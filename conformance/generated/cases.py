@@ -13,10 +13,6 @@ from conformance.authoring.case_runner import CaseFailure, CaseRunner
 from conformance.generated import repro, running, sampling
 from conformance.generated.programs import Program, primary_capability
 
-DEFAULT_EXAMPLES = 50
-DEFAULT_SEED = 1
-DEFAULT_SHRINK_RUNS = 100
-
 
 @dataclass(frozen=True)
 class Drawn:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from conformance.generated import steps as st
-from conformance.model import batch, streaming, triggers
+from conformance.model import streaming, triggers
 from conformance.model.batch import END_OF_WINDOW, Elem
 
 MS = st.MS
@@ -259,11 +259,3 @@ def primary_capability(caps: list[str]) -> str:
         if c in caps:
             return c
     return caps[0] if caps else "pardo.basic"
-
-
-def exact_records(expectation: Exact) -> list[tuple]:
-    """The model's elements as (value, timestamp ms, window, pane or None)."""
-    return [(e.value, e.timestamp, e.window, e.pane) for e in expectation.elems]
-
-
-__all__ = ["Create", "Exact", "Program", "Replayed", "Stream", "Triggered", "batch"]

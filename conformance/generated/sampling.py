@@ -26,18 +26,16 @@ _SETTINGS = dict(
 )
 
 
-def sample(seed: int, n: int, strategy=None, keep: Callable[[Program], bool] | None = None) -> list[Program]:
-    """The first ``n`` programs hypothesis draws from ``seed`` (those ``keep`` accepts)."""
+def sample(seed: int, n: int, strategy=None) -> list[Program]:
+    """The first ``n`` programs hypothesis draws from ``seed``."""
     drawn: list[Program] = []
     strategy = grammar.programs() if strategy is None else strategy
-    budget = n if keep is None else n * 20
 
     @hypothesis_seed(seed)
-    @settings(max_examples=budget, phases=(Phase.generate,), **_SETTINGS)
+    @settings(max_examples=n, phases=(Phase.generate,), **_SETTINGS)
     @given(strategy)
     def collect(program):
-        if len(drawn) < n and (keep is None or keep(program)):
-            drawn.append(program)
+        drawn.append(program)
 
     collect()
     return drawn
@@ -53,24 +51,22 @@ def shrink(
     failing: Program,
     fails: Callable[[Program], bool],
     strategy=None,
-    keep: Callable[[Program], bool] | None = None,
     max_runs: int = 150,
 ) -> tuple[Program, int]:
     """The smallest program hypothesis's shrinker reaches from ``failing`` (drawn from ``seed``
     among the first ``n``) for which ``fails`` still holds, and how many candidates it ran.
     ``fails`` runs a candidate; it is called at most ``max_runs`` times."""
     strategy = grammar.programs() if strategy is None else strategy
-    budget = n if keep is None else n * 20
     state = {"reached": False, "runs": 0, "best": failing}
 
     @hypothesis_seed(seed)
-    @settings(max_examples=budget, phases=(Phase.generate, Phase.shrink), **_SETTINGS)
+    @settings(max_examples=n, phases=(Phase.generate, Phase.shrink), **_SETTINGS)
     @given(strategy)
     def replay(program):
         if not state["reached"]:
             # generation before the failing program runs nothing; the failing one fails as found
             state["reached"] = failing_now = program == failing
-        elif state["runs"] >= max_runs or (keep is not None and not keep(program)):
+        elif state["runs"] >= max_runs:
             failing_now = False
         else:
             state["runs"] += 1

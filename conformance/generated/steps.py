@@ -10,6 +10,7 @@ declares has standard coders (KV, string, varint, iterable): a runner of any SDK
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import ClassVar
@@ -44,7 +45,6 @@ class Flow:
     elems: list[Elem]
     windowfn: object = field(default_factory=windows.GlobalWindows)
     timestamp_combiner: str = END_OF_WINDOW
-    grouped: bool = False  # some grouping happened upstream (timestamps are then pane timestamps)
 
 
 class Source:
@@ -66,7 +66,7 @@ class Source:
         return var
 
 
-class Step:
+class Step(ABC):
     """One transform of a generated pipeline."""
 
     kind: ClassVar[str] = ""  # its name in signatures and reports
@@ -74,11 +74,13 @@ class Step:
     # element-wise steps keep windows, timestamps and panes, and may sit anywhere
     elementwise: ClassVar[bool] = False
 
+    @abstractmethod
     def render(self, src: Source, pc: str) -> str:
-        raise NotImplementedError
+        """Writes the lines that apply the step to ``pc``; returns the variable of its output."""
 
+    @abstractmethod
     def apply(self, flow: Flow) -> Flow:
-        raise NotImplementedError
+        """What the model makes of the step."""
 
     def capabilities(self) -> set[str]:
         return {self.capability}
@@ -178,25 +180,15 @@ class WindowSpec:
 
     shape: tuple
 
+    _NAMES = {"fixed": "FixedWindows", "sliding": "SlidingWindows", "sessions": "Sessions", "global": "GlobalWindows"}
+
     def model(self):
         kind, *args = self.shape
-        ms = [a * MS for a in args]
-        return {
-            "fixed": windows.FixedWindows,
-            "sliding": windows.SlidingWindows,
-            "sessions": windows.Sessions,
-            "global": windows.GlobalWindows,
-        }[kind](*ms)
+        return windows.by_name(self._NAMES[kind], [a * MS for a in args])
 
     def source(self) -> str:
         kind, *args = self.shape
-        name = {
-            "fixed": "FixedWindows",
-            "sliding": "SlidingWindows",
-            "sessions": "Sessions",
-            "global": "GlobalWindows",
-        }[kind]
-        return f"window.{name}({', '.join(map(str, args))})"
+        return f"window.{self._NAMES[kind]}({', '.join(map(str, args))})"
 
     @property
     def capability(self) -> str:
@@ -240,10 +232,6 @@ class WindowInto(Step):
         return caps
 
 
-def _after_group(flow: Flow, elems: list[Elem]) -> Flow:
-    return replace(flow, elems=elems, grouped=True)
-
-
 @dataclass(frozen=True)
 class GroupAndReduce(Step):
     reducer: str
@@ -258,7 +246,7 @@ class GroupAndReduce(Step):
     def apply(self, flow):
         fn = user_fn("vs", self.reducer)
         groups = batch.group_by_key(flow.elems, flow.windowfn, flow.timestamp_combiner)
-        return _after_group(flow, [g._replace(value=(g.value[0], fn(g.value[1]))) for g in groups])
+        return replace(flow, elems=[g._replace(value=(g.value[0], fn(g.value[1]))) for g in groups])
 
     def capabilities(self):
         return {"gbk.global"}
@@ -278,8 +266,9 @@ class CombinePerKey(Step):
         return src.emit(f"{pc} | {src.name('CombinePerKey')} >> beam.CombinePerKey({self.fn}())")
 
     def apply(self, flow):
-        return _after_group(
-            flow, batch.combine_per_key(flow.elems, flow.windowfn, _COMBINE_MODEL[self.fn], flow.timestamp_combiner)
+        return replace(
+            flow,
+            elems=batch.combine_per_key(flow.elems, flow.windowfn, _COMBINE_MODEL[self.fn], flow.timestamp_combiner),
         )
 
 
@@ -302,7 +291,7 @@ class CombineGlobally(Step):
     def apply(self, flow):
         values = [e._replace(value=e.value[1]) for e in flow.elems]
         combined = batch.combine_globally(values, flow.windowfn, _COMBINE_MODEL[self.fn], flow.timestamp_combiner)
-        return _after_group(flow, [e._replace(value=("all", e.value)) for e in combined])
+        return replace(flow, elems=[e._replace(value=("all", e.value)) for e in combined])
 
 
 @dataclass(frozen=True)
@@ -353,8 +342,9 @@ class CoGroup(Step):
         for step in self.branch:
             other = step.apply(other)
         joined = batch.co_group_by_key({"l": flow.elems, "r": other.elems}, flow.windowfn, flow.timestamp_combiner)
-        return _after_group(
-            flow, [g._replace(value=(g.value[0], sum(g.value[1]["l"]) * 100 + len(g.value[1]["r"]))) for g in joined]
+        return replace(
+            flow,
+            elems=[g._replace(value=(g.value[0], sum(g.value[1]["l"]) * 100 + len(g.value[1]["r"]))) for g in joined],
         )
 
     def capabilities(self):
@@ -454,10 +444,30 @@ class Accumulate(Step):
         return src.emit(f"{pc} | {src.name('Stateful')} >> beam.ParDo(Accumulate()).with_output_types(KV)")
 
     def apply(self, flow):
-        return _after_group(flow, stateful.accumulate(flow.elems))
+        return replace(flow, elems=stateful.accumulate(flow.elems))
 
     def capabilities(self):
         return {"state.bag", "state.combining", "state.value", "timers.event_time", "timers.output_timestamp"}
+
+
+def _best_of(name: str, pick: str) -> str:
+    """A typed CombineFn keeping the ``pick`` (max or min) of its inputs."""
+    return f"""
+@beam.typehints.with_input_types(int)
+@beam.typehints.with_output_types(int)
+class {name}(beam.CombineFn):
+    def create_accumulator(self):
+        return None
+
+    def add_input(self, best, value):
+        return value if best is None else {pick}(best, value)
+
+    def merge_accumulators(self, bests):
+        return {pick}((b for b in bests if b is not None), default=None)
+
+    def extract_output(self, best):
+        return best
+"""
 
 
 # in the order they are written: the stateful DoFn's combining state uses Sum
@@ -478,38 +488,8 @@ class Sum(beam.CombineFn):
     def extract_output(self, total):
         return total
 """,
-    "Max": """
-@beam.typehints.with_input_types(int)
-@beam.typehints.with_output_types(int)
-class Max(beam.CombineFn):
-    def create_accumulator(self):
-        return None
-
-    def add_input(self, best, value):
-        return value if best is None else max(best, value)
-
-    def merge_accumulators(self, bests):
-        return max((b for b in bests if b is not None), default=None)
-
-    def extract_output(self, best):
-        return best
-""",
-    "Min": """
-@beam.typehints.with_input_types(int)
-@beam.typehints.with_output_types(int)
-class Min(beam.CombineFn):
-    def create_accumulator(self):
-        return None
-
-    def add_input(self, best, value):
-        return value if best is None else min(best, value)
-
-    def merge_accumulators(self, bests):
-        return min((b for b in bests if b is not None), default=None)
-
-    def extract_output(self, best):
-        return best
-""",
+    "Max": _best_of("Max", "max"),
+    "Min": _best_of("Min", "min"),
     "Accumulate": """
 class Accumulate(beam.DoFn):
     BAG = userstate.BagStateSpec("bag", beam.coders.VarIntCoder())

@@ -105,10 +105,6 @@ class Replay:
     facts: dict  # (key identity, window) -> WindowFacts
     strategy: Strategy
 
-    def exact(self, facts: WindowFacts) -> list[Firing]:
-        kid = key_identity(facts.key)
-        return [f for f in self.firings if key_identity(f.key) == kid and f.window == facts.window]
-
 
 def replay(events: list, strategy: Strategy) -> Replay:
     return _Replayer(strategy).run(events)

@@ -20,6 +20,7 @@ and later elements of the window are dropped).
 from __future__ import annotations
 
 import ast
+from abc import ABC, abstractmethod
 from dataclasses import dataclass
 
 
@@ -35,11 +36,12 @@ class Moment:
         return self.watermark > self.max_timestamp
 
 
-class Trigger:
+class Trigger(ABC):
     """A trigger description."""
 
+    @abstractmethod
     def new_state(self) -> TriggerState:
-        raise NotImplementedError
+        """The state one key and window keep."""
 
     def children(self) -> tuple[Trigger, ...]:
         return ()
@@ -54,10 +56,9 @@ class Trigger:
         """Whether some part fires on a count of elements (so the panes depend on bundling)."""
         return any(isinstance(t, AfterCount) for t in self.walk())
 
-    @property
-    def can_finish(self) -> bool:
-        """Whether the trigger can finish before its window is collected (data may be dropped)."""
-        raise NotImplementedError
+    #: whether the trigger can finish before its window is collected (later data is dropped);
+    #: every trigger says so of itself
+    can_finish: bool
 
     @property
     def fires_on_time(self) -> bool:
@@ -66,20 +67,22 @@ class Trigger:
         return False
 
 
-class TriggerState:
-    def on_element(self, m: Moment) -> None:
+class TriggerState(ABC):
+    def on_element(self, m: Moment) -> None:  # noqa: B027 - most triggers ignore elements
         pass
 
+    @abstractmethod
     def should_fire(self, m: Moment) -> bool:
-        raise NotImplementedError
+        """Whether the trigger fires now."""
 
+    @abstractmethod
     def on_fire(self, m: Moment) -> bool:
         """Fire; True when the trigger has now finished."""
-        raise NotImplementedError
 
     def merged(self, others: list[TriggerState]) -> TriggerState:
-        """The state of a merged window (Sessions) from this one and ``others``."""
-        raise NotImplementedError(f"{type(self).__name__} has no merge rule in the model")
+        """The state of a merged window (Sessions) from this one and ``others``. AfterEach has no
+        merge rule in the model: the grammar never puts it under a merging WindowFn."""
+        raise ValueError(f"the model has no rule for merging windows under {type(self).__name__}")
 
 
 # --- once-triggers ----------------------------------------------------------------------------
@@ -168,7 +171,7 @@ class _NeverState(TriggerState):
     def should_fire(self, m):
         return False
 
-    def on_fire(self, m):  # pragma: no cover - never asked
+    def on_fire(self, m):  # never asked: it never should fire
         return False
 
     def merged(self, others):

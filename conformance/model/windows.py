@@ -107,6 +107,21 @@ class Sessions:
         return result
 
 
+WINDOW_FNS = {
+    "FixedWindows": FixedWindows,
+    "SlidingWindows": SlidingWindows,
+    "Sessions": Sessions,
+    "GlobalWindows": GlobalWindows,
+}
+
+
+def by_name(name: str, args: list[int]):
+    """A WindowFn by Beam's Python class name and its parameters (in the model's time unit)."""
+    if name not in WINDOW_FNS:
+        raise ValueError(f"not a standard WindowFn the model knows: {name!r} (known: {', '.join(WINDOW_FNS)})")
+    return WINDOW_FNS[name](*args)
+
+
 def side_window(side_windowfn, main_window):
     """The side window a main-input element in ``main_window`` reads: the one the side input's
     WindowFn assigns to the main window's max timestamp, the earliest-starting one for sliding

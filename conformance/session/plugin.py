@@ -13,10 +13,9 @@ from pathlib import Path
 import pytest
 
 import reference_runner  # noqa: F401  (first: it imports Beam quietly, reference_runner/beam_import.py)
-from conformance import api, capabilities
+from conformance import api, capabilities, generated
 from conformance.authoring import checks, shapes
 from conformance.authoring.case_runner import CaseFailure, CaseRunner, PipelineCapture
-from conformance.generated import cases as generated_cases
 from conformance.java_vr import suite as java_vr
 from conformance.session import batching, results, streaming_cases, targets
 from conformance.session.entry_check import EntryCheck
@@ -166,23 +165,23 @@ def pytest_addoption(parser):
     group.addoption(
         "--generated-examples",
         type=int,
-        default=generated_cases.DEFAULT_EXAMPLES,
+        default=generated.DEFAULT_EXAMPLES,
         help="with -m generated: how many generated pipelines to draw and judge against the model "
-        f"(default {generated_cases.DEFAULT_EXAMPLES})",
+        f"(default {generated.DEFAULT_EXAMPLES})",
     )
     group.addoption(
         "--generated-seed",
         type=int,
-        default=generated_cases.DEFAULT_SEED,
+        default=generated.DEFAULT_SEED,
         help="with -m generated: the seed the pipelines are drawn from; a seed gives the same pipelines "
-        f"on every machine (default {generated_cases.DEFAULT_SEED})",
+        f"on every machine (default {generated.DEFAULT_SEED})",
     )
     group.addoption(
         "--generated-shrink-runs",
         type=int,
-        default=generated_cases.DEFAULT_SHRINK_RUNS,
+        default=generated.DEFAULT_SHRINK_RUNS,
         help="with -m generated: at most this many runs of smaller candidates when shrinking a deviating "
-        f"pipeline to a minimal program (default {generated_cases.DEFAULT_SHRINK_RUNS})",
+        f"pipeline to a minimal program (default {generated.DEFAULT_SHRINK_RUNS})",
     )
     group.addoption(
         "--capture-pipelines",
@@ -595,6 +594,8 @@ def asks_for_generated(config) -> bool:
 
 def pytest_generate_tests(metafunc):
     if "generated_program" in metafunc.fixturenames:
+        from conformance.generated import cases as generated_cases  # only a -m generated run needs it
+
         config = metafunc.config
         metafunc.parametrize(
             "generated_program",
