@@ -6,6 +6,7 @@ works from any project that installed the kit.
 
 from __future__ import annotations
 
+import argparse
 import os
 import time
 from pathlib import Path
@@ -164,7 +165,7 @@ def pytest_addoption(parser):
     group.addoption("--no-results", action="store_true", help="do not write results-<target>.json")
     group.addoption(
         "--generated-examples",
-        type=int,
+        type=_at_least_one,
         default=generated.DEFAULT_EXAMPLES,
         help="with -m generated: how many generated pipelines to draw and judge against the model "
         f"(default {generated.DEFAULT_EXAMPLES})",
@@ -178,7 +179,7 @@ def pytest_addoption(parser):
     )
     group.addoption(
         "--generated-shrink-runs",
-        type=int,
+        type=_at_least_one,
         default=generated.DEFAULT_SHRINK_RUNS,
         help="with -m generated: at most this many runs of smaller candidates when shrinking a deviating "
         f"pipeline to a minimal program (default {generated.DEFAULT_SHRINK_RUNS})",
@@ -585,6 +586,17 @@ def pytest_ignore_collect(collection_path, config):
 
 
 GENERATED_MODULE = "test_generated.py"
+
+
+def _at_least_one(text: str) -> int:
+    """A count option's value: a whole number, 1 or more (argparse names the option on refusal)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be 1 or more, not {value}")
+    return value
 
 
 def asks_for_generated(config) -> bool:
