@@ -16,6 +16,10 @@ def _case_capabilities() -> dict[str, list[str]]:
             # Beam's Java tests, parametrized at collection: conformance/java_vr/placement.py gives
             # each its capability (checked there against the taxonomy, and in tests/test_java_vr.py)
             continue
+        if module_info.name == "test_generated":
+            # generated pipelines, parametrized at collection: each counts under its program's primary
+            # capability (conformance/generated/programs.py; checked below, test_generated_capabilities_are_known)
+            continue
         module = importlib.import_module(f"conformance.cases.{module_info.name}")
         for name, func in inspect.getmembers(module, inspect.isfunction):
             if not name.startswith("test_") or func.__module__ != module.__name__:
@@ -55,3 +59,11 @@ def test_every_capability_has_cases_or_says_why_not():
 def test_every_row_has_a_capability():
     rows_used = {c.row for c in capabilities.CAPABILITIES}
     assert rows_used == {r.name for r in capabilities.ROWS}
+
+
+def test_generated_capabilities_are_known():
+    from conformance.generated import programs, sampling
+
+    assert set(programs.PRIMARY) <= set(capabilities.BY_ID)
+    for program in sampling.sample(1, 200):
+        assert set(program.capabilities()) <= set(capabilities.BY_ID), program.capabilities()
