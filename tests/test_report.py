@@ -409,3 +409,57 @@ def test_the_page_notes_the_kits_own_columns_and_tables_the_targets():
     assert table.count('<th scope="rowgroup"') == 3
     # without a runner of the kit's there is no note
     assert 'class="own-note"' not in html.render(matrix.build(docs[2:]))
+
+
+def generated_doc(target):
+    """A run of generated pipelines: passes, two deviations of one signature (one known), one of another."""
+    pipelines = [
+        case("generated/pipeline[s1-00000]", "gbk.fixed", "passed"),
+        {
+            **case("generated/pipeline[s1-00001]", "triggers.count", "failed", "model deviation [pane timing] ..."),
+            "signature": "pane timing @ GroupByKey+TestStream+WindowInto",
+            "counts_against": "triggers.count",
+        },
+        {
+            **case("generated/pipeline[s1-00002]", "lateness.allowed", "failed", "model deviation [pane timing] ..."),
+            "signature": "pane timing @ GroupByKey+TestStream+WindowInto",
+            "counts_against": "triggers.count",
+        },
+        {
+            **case("generated/pipeline[s1-00003]", "state.bag", "expected-failure", known="known: state leaks"),
+            "signature": "contents @ Create+StatefulDoFn",
+            "counts_against": "state.bag",
+        },
+        case("generated/pipeline[s1-00004]", "gbk.fixed", "skipped", "not run: the run's time budget"),
+    ]
+    doc = results_doc(target, pipelines)
+    doc["suite"] = "generated"
+    doc["selection"] = {"generated": {"seed": 1, "examples": 5, "capabilities": [], "minutes": 2.0}}
+    return doc
+
+
+def test_generated_runs_are_a_section_of_their_own(tmp_path):
+    # a target's generated run beside its cases' run: the column stays the cases', the section lists signatures
+    built = matrix.build([results_doc("mine", [case("gbk/a", "gbk.fixed", "passed")]), generated_doc("mine")])
+    assert [c.name for c in built.columns] == ["mine"]
+    assert built.row_cell("Fixed windows", "mine").verdict == "Yes"
+    [run] = built.generated
+    assert run.ran == 4 and run.drawn_text == "seed 1, 5 drawn, within 2 min"
+    assert [(d.signature, d.pipelines, d.row, d.known) for d in run.deviations] == [
+        ("pane timing @ GroupByKey+TestStream+WindowInto", 2, "Count triggers", None),
+        ("contents @ Create+StatefulDoFn", 1, "Stateful Processing", "known: state leaks"),
+    ]
+    results_dir = tmp_path / "r"
+    results_dir.mkdir()
+    cases_run = results_doc("mine", [case("gbk/a", "gbk.fixed", "passed")])
+    (results_dir / "results-mine.json").write_text(json.dumps(cases_run))
+    (results_dir / "results-mine.generated.json").write_text(json.dumps(generated_doc("mine")))
+    assert main(["report", "--results-dir", str(results_dir), "--out", str(tmp_path)]) == 0
+    md = (tmp_path / "capability-matrix.md").read_text()
+    assert "## Generated pipelines" in md and "### Deviations on mine" in md
+    assert "| `pane timing @ GroupByKey+TestStream+WindowInto` | 2 | Count triggers (`triggers.count`) |" in md
+    html = (tmp_path / "capability-matrix.html").read_text()
+    assert 'id="generated-heading"' in html and "pane timing @ GroupByKey+TestStream+WindowInto" in html
+    as_json = json.loads((tmp_path / "capability-matrix.json").read_text())
+    assert as_json["generated"][0]["pipelines_run"] == 4
+    assert as_json["generated"][0]["deviations"][0]["row"] == "Count triggers"

@@ -5,38 +5,69 @@ hypothesis, name the deviation by its signature and write the minimal program as
 from __future__ import annotations
 
 import os
+import time
 from dataclasses import dataclass
 
 import pytest
 
 from conformance.authoring.case_runner import CaseFailure, CaseRunner
-from conformance.generated import repro, running, sampling
+from conformance.generated import DEFAULT_SHRINK_RUNS, grammar, repro, running, sampling, selection
 from conformance.generated.programs import Program, primary_capability
+
+
+def strategy(wanted: tuple[str, ...] = ()):
+    """What a run draws from: every program, or those touching the ``wanted`` capabilities. The
+    draw and the shrink of one run use the same strategy, or the shrink would not replay the draw."""
+    everything = grammar.programs()
+    return everything if not wanted else everything.filter(lambda p: selection.touches(p.capabilities(), wanted))
+
+
+@dataclass(frozen=True)
+class Judging:
+    """How a run judges its programs: the shrink's budget, where repro programs go, and when the
+    run's time budget ends (time.time(); None: no budget). Carried by every drawn program, so that
+    a case takes nothing but the runner and its program, and may share a job (--batch-size)."""
+
+    shrink_runs: int = DEFAULT_SHRINK_RUNS
+    repro_dir: str = os.path.join("reports", "generated")
+    deadline: float | None = None
 
 
 @dataclass(frozen=True)
 class Drawn:
-    """One program of a run: drawn ``index``-th of ``examples`` from ``seed``."""
+    """One program of a run: drawn ``index``-th of ``examples`` from ``seed`` (among the programs
+    touching ``wanted``, when the run is narrowed to capabilities)."""
 
     program: Program
     seed: int
     index: int
     examples: int
+    wanted: tuple[str, ...] = ()
+    judging: Judging = Judging()
 
     @property
     def id(self) -> str:
         return f"s{self.seed}-{self.index:05d}"
 
+    @property
+    def case_id(self) -> str:
+        return f"generated/pipeline[{self.id}]"
 
-def params(seed: int, examples: int) -> list:
-    drawn = sampling.sample(seed, examples)
+
+def params(seed: int, examples: int, wanted: tuple[str, ...] = (), judging: Judging = Judging()) -> list:
+    drawn = [
+        Drawn(p, seed, i, examples, wanted, judging)
+        for i, p in enumerate(sampling.sample(seed, examples, strategy(wanted)))
+    ]
+    if not drawn:
+        raise ValueError(f"the generator draws no program touching {', '.join(wanted)}")
     return [
         pytest.param(
-            Drawn(p, seed, i, examples),
-            id=Drawn(p, seed, i, examples).id,
-            marks=[pytest.mark.capability(primary_capability(p.capabilities())), pytest.mark.generated],
+            d,
+            id=d.id,
+            marks=[pytest.mark.capability(primary_capability(d.program.capabilities())), pytest.mark.generated],
         )
-        for i, p in enumerate(drawn)
+        for d in drawn
     ]
 
 
@@ -51,13 +82,22 @@ _FOUND: dict[str, list[tuple[frozenset, str, Program]]] = {}
 
 
 class GeneratedDeviation(CaseFailure):
-    def __init__(self, message: str, signature: str, summary: str):
+    """A generated program's deviation: its signature, and the capability its minimal program is
+    counted under (the row of the matrix the deviation counts against)."""
+
+    def __init__(self, message: str, signature: str, counts_against: str, summary: str):
         super().__init__(message, summary=summary)
         self.signature = signature
+        self.counts_against = counts_against
 
 
-def judge(runner: CaseRunner, drawn: Drawn, shrink_runs: int, repro_dir: str, case_id: str) -> None:
+def judge(runner: CaseRunner, drawn: Drawn) -> None:
+    """Run ``drawn`` and judge it; on a deviation, shrink it and raise GeneratedDeviation. A program
+    whose turn comes after the run's deadline (--generated-minutes) is skipped unrun."""
     __tracebackhide__ = True
+    deadline = drawn.judging.deadline
+    if deadline is not None and time.time() > deadline:
+        pytest.skip("not run: the run's time budget (--generated-minutes) was spent before its turn")
     pipeline = runner.pipeline(*running.OPTIONS)
     running.add_program(pipeline, drawn.program, "generated")
     try:
@@ -78,11 +118,12 @@ def judge(runner: CaseRunner, drawn: Drawn, shrink_runs: int, repro_dir: str, ca
             drawn.examples,
             drawn.program,
             lambda candidate: running.run(runner, candidate) == rule,
-            max_runs=shrink_runs,
+            strategy=strategy(drawn.wanted),
+            max_runs=drawn.judging.shrink_runs,
         )
         signature = signature_of(rule, minimal)
         _FOUND.setdefault(rule, []).append((frozenset(minimal.transforms()), signature, minimal))
-    path = repro.write(repro_dir, minimal, signature, case_id)
+    path = repro.write(drawn.judging.repro_dir, minimal, signature, drawn.case_id)
     shrunk = (
         f"shrunk to {minimal.size} transforms in {runs} runs"
         if runs
@@ -92,5 +133,6 @@ def judge(runner: CaseRunner, drawn: Drawn, shrink_runs: int, repro_dir: str, ca
         f"deviation {signature} ({shrunk}; standalone program: {os.path.relpath(path)}):\n"
         f"{text}\n\nminimal program:\n{minimal.source_text()}\nthe model's output for it:\n{repro.model_text(minimal)}",
         signature,
+        primary_capability(minimal.capabilities()),
         summary=f"deviation {signature}",
     )

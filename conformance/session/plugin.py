@@ -6,7 +6,6 @@ works from any project that installed the kit.
 
 from __future__ import annotations
 
-import argparse
 import os
 import time
 from pathlib import Path
@@ -42,6 +41,7 @@ _TARGET = pytest.StashKey["_SessionTarget"]()
 _BATCHES = pytest.StashKey[batching.Batches]()
 _NOTHING_SELECTED = pytest.StashKey[str]()
 _NOT_ASKED_FOR = pytest.StashKey[bool]()
+_GENERATED_DEADLINE = pytest.StashKey[float]()
 
 
 def pytest_addoption(parser):
@@ -165,7 +165,7 @@ def pytest_addoption(parser):
     group.addoption("--no-results", action="store_true", help="do not write results-<target>.json")
     group.addoption(
         "--generated-examples",
-        type=_at_least_one,
+        type=generated.at_least_one,
         default=generated.DEFAULT_EXAMPLES,
         help="with -m generated: how many generated pipelines to draw and judge against the model "
         f"(default {generated.DEFAULT_EXAMPLES})",
@@ -179,10 +179,27 @@ def pytest_addoption(parser):
     )
     group.addoption(
         "--generated-shrink-runs",
-        type=_at_least_one,
+        type=generated.at_least_one,
         default=generated.DEFAULT_SHRINK_RUNS,
         help="with -m generated: at most this many runs of smaller candidates when shrinking a deviating "
         f"pipeline to a minimal program (default {generated.DEFAULT_SHRINK_RUNS})",
+    )
+    group.addoption(
+        "--generated-minutes",
+        type=generated.positive_minutes,
+        default=None,
+        metavar="M",
+        help="with -m generated: a time budget for the run, counted from its start; a pipeline whose turn "
+        "comes after it is skipped unrun, with that reason (default: no budget, every drawn pipeline runs)",
+    )
+    group.addoption(
+        "--generated-capabilities",
+        type=generated.capability_names,
+        default=(),
+        metavar="LIST",
+        help="with -m generated: draw only pipelines that touch one of these capabilities, a comma-separated "
+        "list of capability ids (triggers.count), their groups (triggers) or matrix rows ('Count triggers'); "
+        "beam-conformance capabilities lists them (default: every pipeline the generator draws)",
     )
     group.addoption(
         "--capture-pipelines",
@@ -275,6 +292,8 @@ def pytest_configure(config):
     config.stash[_RECORDER] = _Recorder(config)
     config.pluginmanager.register(config.stash[_RECORDER], "beam-conformance-recorder")
     config.stash[_STARTED] = time.time()
+    if config.getoption("generated_minutes") is not None:
+        config.stash[_GENERATED_DEADLINE] = config.stash[_STARTED] + 60 * config.getoption("generated_minutes")
     config.stash[_EXPECTATIONS] = _load_expectations(config)
     config.pluginmanager.register(
         EntryCheck(
@@ -588,15 +607,10 @@ def pytest_ignore_collect(collection_path, config):
 GENERATED_MODULE = "test_generated.py"
 
 
-def _at_least_one(text: str) -> int:
-    """A count option's value: a whole number, 1 or more (argparse names the option on refusal)."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be 1 or more, not {value}")
-    return value
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node):
+    """--generated-minutes counts from the controller's start: its deadline goes to every xdist worker."""
+    node.workerinput["beam_conformance_generated_deadline"] = node.config.stash.get(_GENERATED_DEADLINE, None)
 
 
 def asks_for_generated(config) -> bool:
@@ -611,7 +625,18 @@ def pytest_generate_tests(metafunc):
         config = metafunc.config
         metafunc.parametrize(
             "generated_program",
-            generated_cases.params(config.getoption("generated_seed"), config.getoption("generated_examples")),
+            generated_cases.params(
+                config.getoption("generated_seed"),
+                config.getoption("generated_examples"),
+                config.getoption("generated_capabilities"),
+                generated_cases.Judging(
+                    config.getoption("generated_shrink_runs"),
+                    os.path.join(config.getoption("results_dir"), "generated"),
+                    config.workerinput.get("beam_conformance_generated_deadline")
+                    if hasattr(config, "workerinput")
+                    else config.stash.get(_GENERATED_DEADLINE, None),
+                ),
+            ),
         )
     if "java_vr_test" in metafunc.fixturenames:
         config = metafunc.config
@@ -935,7 +960,7 @@ def pytest_runtest_makereport(item, call):
     if listed is not None and hasattr(listed, "categories"):
         report.user_properties.append(("java_categories", java_vr.short_categories(listed.categories)))
     if getattr(failure, "signature", None):
-        report.user_properties.append(("signature", failure.signature))
+        report.user_properties.extend([("signature", failure.signature), ("counts_against", failure.counts_against)])
     if kind in ("failed", "expected-failure") and getattr(failure, "cross_cutting", None):
         report.user_properties.extend([("cross_cutting", failure.cross_cutting), ("judged", failure.judged)])
     elif kind == "expected-failure" and known is not None and known.lies_in:
@@ -1121,7 +1146,11 @@ class _Recorder:
                 expectations_path=expectations.path,
                 records=records,
                 started=self.config.stash[_STARTED],
-                selection=self.java_vr_selection() if java else self.selection(),
+                selection=self.java_vr_selection()
+                if java
+                else self.generated_selection()
+                if suite_name == "generated"
+                else self.selection(),
                 suite=suite_name,
             )
             self.results_paths.append(path)
@@ -1131,6 +1160,19 @@ class _Recorder:
         for record in self.records.values():
             suites.setdefault(record.get("suite", "cases"), []).append(record)
         return suites
+
+    def generated_selection(self) -> dict:
+        """How the generated pipelines were drawn: from which seed, how many, narrowed to what, in what time."""
+        option = self.config.getoption
+        return {
+            **self.selection(),
+            "generated": {
+                "seed": option("generated_seed"),
+                "examples": option("generated_examples"),
+                "capabilities": list(option("generated_capabilities")),
+                "minutes": option("generated_minutes"),
+            },
+        }
 
     def java_vr_selection(self) -> dict:
         """How the Java run was chosen: Beam's profile or all, and the tests -k/-m left out."""
@@ -1149,8 +1191,15 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     named = _named_target(config)
     for suite_name, records in recorder.by_suite().items():
         counts = results.summarize(records)
-        label = " (Beam's Java ValidatesRunner tests)" if suite_name == "java-vr" else ""
+        label = {"java-vr": " (Beam's Java ValidatesRunner tests)", "generated": " (generated pipelines)"}.get(
+            suite_name, ""
+        )
         terminalreporter.write_line(f"target {named}{label}: " + ", ".join(f"{n} {k}" for k, n in counts.items() if n))
+        for signature, failing in results.deviations_by_signature(records).items():
+            known = " (known: expectations)" if failing[0]["outcome"] == "expected-failure" else ""
+            terminalreporter.write_line(
+                f"  deviation {signature}: {len(failing)} pipeline(s), first {failing[0]['id']}{known}"
+            )
     for path in recorder.results_paths:
         terminalreporter.write_line(f"results: {path} (merge runs with `beam-conformance report`)")
     _report_batches(terminalreporter, list(recorder.records.values()))

@@ -1,6 +1,7 @@
-"""Machine-readable results of one run: ``results-<target>.json`` for the kit's cases, and
-``results-<target>.java-vr.json`` for Beam's Java ValidatesRunner tests (``--suite java-vr``; the
-document's ``suite`` says which, and a run of both writes both)."""
+"""Machine-readable results of one run: ``results-<target>.json`` for the kit's cases,
+``results-<target>.java-vr.json`` for Beam's Java ValidatesRunner tests (``--suite java-vr``) and
+``results-<target>.generated.json`` for generated pipelines (``-m generated``); the document's
+``suite`` says which, and a run of several writes each."""
 
 from __future__ import annotations
 
@@ -17,7 +18,8 @@ from conformance import capabilities
 from conformance.peers.artifacts import cache_dir
 
 FORMAT = "beam-conformance-results/1"
-SUITES = ("cases", "java-vr")
+# the kit's cases, Beam's Java ValidatesRunner tests, and the pipelines the kit generates (-m generated)
+SUITES = ("cases", "java-vr", "generated")
 OUTCOMES = ("passed", "failed", "expected-failure", "unexpected-pass", "skipped", "error")
 
 
@@ -40,6 +42,10 @@ def case_record(nodeid: str, props: dict, duration_s: float) -> dict:
     if props.get("java_categories") is not None:
         # one of Beam's Java ValidatesRunner tests: its own categories (the capability is placed from them)
         record["java_categories"] = list(props["java_categories"])
+    if props.get("signature"):
+        # a generated pipeline's deviation: its signature, and the capability its minimal program counts under
+        record["signature"] = props["signature"]
+        record["counts_against"] = props.get("counts_against", cap.id)
     if props.get("batch"):
         # the shared job it ran in (--batch-size), or why it ran alone after its batch
         record["batch"] = props["batch"]
@@ -161,6 +167,16 @@ def results_file_name(target: str, suite: str = "cases") -> str:
 def junit_file_name(target: str, suite: str = "cases") -> str:
     """The JUnit XML beside a run's results: a Java-only run has its own, a run of both suites one."""
     return f"junit-{slug(target)}.java-vr.xml" if suite == "java-vr" else f"junit-{slug(target)}.xml"
+
+
+def deviations_by_signature(records: list[dict]) -> dict[str, list[dict]]:
+    """A generated run's deviations (failing cases, known or not) grouped by signature, the
+    commonest first: a thousand failing pipelines of one bug are one entry."""
+    grouped: dict[str, list[dict]] = {}
+    for record in records:
+        if record.get("signature") and record["outcome"] in ("failed", "expected-failure"):
+            grouped.setdefault(record["signature"], []).append(record)
+    return dict(sorted(grouped.items(), key=lambda kv: (-len(kv[1]), kv[0])))
 
 
 def suite_of(document: dict) -> str:

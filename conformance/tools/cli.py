@@ -13,7 +13,7 @@ import time
 
 import yaml
 
-from conformance import capabilities
+from conformance import capabilities, generated
 from conformance.java_vr import SUITES
 from conformance.session import results
 from conformance.session.expectations import Expectations, ExpectationsError
@@ -66,45 +66,82 @@ def _report(args) -> int:
     return 0
 
 
+def _pytest(target: str, args, options: list[str]) -> int:
+    """One pytest process of the suite against ``target``, with ``options`` after the common ones."""
+    command = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "--pyargs",
+        "conformance",
+        "--target",
+        target,
+        "--results-dir",
+        args.results_dir,
+        *options,
+        "-p",
+        "no:cacheprovider",
+        "--show-capture=no",
+        "--tb=short",
+        "-q",
+    ]
+    if args.workers != "0":
+        command += ["-n", args.workers]
+    command += args.pytest_args
+    print(f"== beam-conformance: {target}: {' '.join(command[1:])}", flush=True)
+    started = time.monotonic()
+    code = subprocess.call(command)
+    print(f"== beam-conformance: {target}: pytest exit code {code} after {time.monotonic() - started:.0f}s", flush=True)
+    return code
+
+
+def _write_matrix(args) -> None:
+    paths = sorted(glob.glob(os.path.join(args.results_dir, "results-*.json")))
+    if paths:
+        for path in write_reports(paths, args.out, args.previous):
+            print(f"wrote {path}")
+
+
 def _run(args) -> int:
     """Run the suite once per target (each in its own pytest process), then always write the matrix."""
     os.makedirs(args.results_dir, exist_ok=True)
     worst = 0
     for target in [t for value in args.target for t in value.split()]:
-        command = [
-            sys.executable,
-            "-m",
-            "pytest",
-            "--pyargs",
-            "conformance",
-            "--target",
-            target,
-            "--results-dir",
-            args.results_dir,
-            "--junit-beside-results",
-            "--suite",
-            args.suite,
-            "-p",
-            "no:cacheprovider",
-            "--show-capture=no",
-            "--tb=short",
-            "-q",
-        ]
-        if args.workers != "0":
-            command += ["-n", args.workers]
-        command += args.pytest_args
-        print(f"== beam-conformance: {target}: {' '.join(command[1:])}", flush=True)
-        started = time.monotonic()
-        code = subprocess.call(command)
-        print(
-            f"== beam-conformance: {target}: pytest exit code {code} after {time.monotonic() - started:.0f}s",
-            flush=True,
-        )
+        code = _pytest(target, args, ["--junit-beside-results", "--suite", args.suite])
         worst = worst or code
-    paths = sorted(glob.glob(os.path.join(args.results_dir, "results-*.json")))
-    if paths:
-        for path in write_reports(paths, args.out, args.previous):
-            print(f"wrote {path}")
+    _write_matrix(args)
+    return worst
+
+
+def _generate(args) -> int:
+    """Generated pipelines against each target (-m generated), judged by the model; then the matrix."""
+    os.makedirs(args.results_dir, exist_ok=True)
+    options = [
+        "-m",
+        "generated",
+        "--generated-examples",
+        str(args.examples),
+        "--generated-seed",
+        str(args.seed),
+        "--generated-shrink-runs",
+        str(args.shrink_runs),
+    ]
+    if args.minutes is not None:
+        options += ["--generated-minutes", str(args.minutes)]
+    if args.capabilities:
+        options += ["--generated-capabilities", args.capabilities]
+    for flag, value in (
+        ("--target-name", args.target_name),
+        ("--job-server-cmd", args.job_server_cmd),
+        ("--expectations", args.expectations),
+    ):
+        if value is not None:
+            options += [flag, value]
+    worst = 0
+    for target in [t for value in args.target for t in value.split()]:
+        code = _pytest(target, args, options)
+        worst = worst or code
+    _write_matrix(args)
     return worst
 
 
@@ -236,6 +273,11 @@ def _capabilities(_args) -> int:
     return 0
 
 
+def _checked_capabilities(text: str) -> str:
+    generated.capability_names(text)  # refused here, at once, rather than by each pytest run
+    return text
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="beam-conformance",
@@ -307,6 +349,81 @@ def main(argv: list[str] | None = None) -> int:
     )
     run.add_argument("pytest_args", nargs="*", help="passed to pytest after --")
     run.set_defaults(func=_run)
+    gen = sub.add_parser(
+        "generate",
+        help="generate pipelines from a seed, run them on targets and judge them against the kit's model "
+        "of Beam; exits 1 on a deviation no expectations entry covers",
+        description="Draws --examples pipelines from --seed (the same pipelines on every machine), runs each "
+        "on the target and judges its output against conformance/model: exactly where the model fixes it, "
+        "by constraints where the runner may choose. A deviation is shrunk to a minimal program, named by "
+        "its signature and written as a standalone repro-<signature>.py under RESULTS_DIR/generated. "
+        "Results: RESULTS_DIR/results-<target>.generated.json; the matrix in --out gets a section for them. "
+        "Extra arguments after -- go to pytest. Exit code: 0 when every deviation is covered by the "
+        "target's expectations (signature entries), 1 otherwise, as pytest's.",
+    )
+    gen.add_argument(
+        "--target",
+        action="append",
+        required=True,
+        help="a target to judge (repeat, or separate several by spaces): reference, spark, prism, grpc, ...",
+    )
+    gen.add_argument(
+        "--examples",
+        type=generated.at_least_one,
+        default=generated.DEFAULT_EXAMPLES,
+        help=f"how many pipelines to draw and judge per target (default {generated.DEFAULT_EXAMPLES})",
+    )
+    gen.add_argument(
+        "--seed",
+        type=int,
+        default=generated.DEFAULT_SEED,
+        help=f"the seed to draw from: a seed and a count give the same pipelines on every machine "
+        f"(default {generated.DEFAULT_SEED})",
+    )
+    gen.add_argument(
+        "--minutes",
+        type=generated.positive_minutes,
+        default=None,
+        help="a time budget per target: pipelines whose turn comes later are skipped unrun (default: none)",
+    )
+    gen.add_argument(
+        "--capabilities",
+        type=_checked_capabilities,
+        default=None,
+        metavar="LIST",
+        help="draw only pipelines touching these capabilities: comma-separated ids (triggers.count), groups "
+        "(triggers) or matrix rows ('Count triggers'); see beam-conformance capabilities (default: all)",
+    )
+    gen.add_argument(
+        "--shrink-runs",
+        type=generated.at_least_one,
+        default=generated.DEFAULT_SHRINK_RUNS,
+        help="at most this many runs of smaller candidates when shrinking a deviating pipeline "
+        f"(default {generated.DEFAULT_SHRINK_RUNS})",
+    )
+    gen.add_argument("--target-name", default=None, help="the name results and reports give the target (grpc targets)")
+    gen.add_argument(
+        "--job-server-cmd",
+        default=None,
+        help="start this job server for --target grpc ({port} is replaced by a free port), as a suite run does",
+    )
+    gen.add_argument(
+        "--expectations",
+        default=None,
+        metavar="FILE",
+        help="the expectations file whose signature entries cover known deviations (default: the target's own)",
+    )
+    gen.add_argument("--results-dir", default="reports", help="where results and repro programs go (default ./reports)")
+    gen.add_argument(
+        "--out", default="reports", help="where capability-matrix.* and beam-matrix-comparison.* go (default ./reports)"
+    )
+    gen.add_argument(
+        "--workers",
+        default="auto",
+        help="pytest-xdist workers per run: a number, 'auto' (one per core) or 0 for none (default auto)",
+    )
+    gen.add_argument("pytest_args", nargs="*", help="passed to pytest after --")
+    gen.set_defaults(func=_generate, previous=None)
     base = sub.add_parser(
         "baseline",
         help="write a runner's expectations file from a run's failures, so the next run is a gate",

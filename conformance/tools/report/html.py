@@ -412,6 +412,7 @@ def render(matrix: Matrix) -> str:
     )
     out.append(_targets_table(cols))
     out += _java_vr_section(matrix)
+    out += _generated_section(matrix)
     out.append(
         '<h2 id="cases-heading">Cases per cell</h2><section id="cases" aria-labelledby="cases-heading">'
         + "".join(details)
@@ -508,4 +509,56 @@ def _java_vr_section(matrix: Matrix) -> list[str]:
         + f"</tr></thead><tbody>{''.join(row_rows)}</tbody></table></div>"
         + "".join(_java_vr_failures(i, r) for i, r in enumerate(runs))
         + "</section>"
+    ]
+
+
+def _generated_section(matrix: Matrix) -> list[str]:
+    """Generated pipelines: per target the pipelines run, and its deviations by signature."""
+    runs = matrix.generated
+    if not runs:
+        return []
+    head = "".join(
+        f'<th scope="col">{h}</th>'
+        for h in ("target", "drawn", "run", *(label for label, _ in COUNTS), "signatures", "wall time")
+    )
+    target_rows = "".join(
+        f'<tr><th scope="row">{_e(run.name)}</th>'
+        + "".join(
+            f"<td>{_e(c)}</td>"
+            for c in (
+                run.drawn_text,
+                run.ran,
+                *(run.summary.get(key, 0) for _, key in COUNTS),
+                len(run.deviations),
+                f"{run.wall_time_s:g} s",
+            )
+        )
+        + "</tr>"
+        for run in runs
+    )
+    deviations = []
+    for run in runs:
+        if not run.deviations:
+            continue
+        items = "".join(
+            f'<li class="failing"><code>{_e(d.signature)}</code>: {d.pipelines} pipeline(s), first '
+            f"<code>{_e(d.first)}</code>; counts against <b>{_e(d.row)}</b> (<code>{_e(d.capability)}</code>)"
+            + (f'<div class="known">known: {_e(d.known)}</div>' if d.known else "")
+            + "</li>"
+            for d in run.deviations
+        )
+        deviations.append(
+            f'<details class="cell-cases"><summary>Deviations on {_e(run.name)} ({len(run.deviations)} '
+            f'signatures)</summary><ul class="cases">{items}</ul></details>'
+        )
+    return [
+        '<h2 id="generated-heading">Generated pipelines</h2>'
+        '<section class="java-vr" aria-labelledby="generated-heading">'
+        '<p class="intro">Pipelines the kit generated from a seed (<code>beam-conformance generate</code>) and '
+        "judged against its executable model of Beam. Deviations are grouped by signature, the rule broken and "
+        "the transforms of the minimal program; each counts against the row of its minimal program's "
+        "capability.</p>"
+        '<div class="jv-wrap" role="region" aria-labelledby="generated-runs" tabindex="0">'
+        '<table class="jv"><caption id="generated-runs">Generated pipelines per target</caption>'
+        f"<thead><tr>{head}</tr></thead><tbody>{target_rows}</tbody></table></div>" + "".join(deviations) + "</section>"
     ]

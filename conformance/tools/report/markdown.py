@@ -76,6 +76,7 @@ def render(matrix: Matrix) -> str:
         out.append("")
     out += _failures(matrix)
     out += java_vr_section(matrix)
+    out += generated_section(matrix)
     changed = [c.changes for c in matrix.columns if c.changes is not None]
     if changed:
         out += [diff.to_markdown(changed, "Changes since the previous run", marker=False)]
@@ -173,5 +174,48 @@ def java_vr_section(matrix: Matrix) -> list[str]:
             first = results.innermost_cause(results.first_line(case["message"]))
             why = f"{case['known_failure']}" if case.get("known_failure") else first
             out.append(f"| `{case['id'].removeprefix('java_vr/')}` | {case['outcome']} | {_esc(why)[:240]} |")
+        out.append("")
+    return out
+
+
+def generated_section(matrix: Matrix) -> list[str]:
+    """Generated pipelines: per target how many ran and passed, and its deviations by signature with
+    the row each counts against."""
+    if not matrix.generated:
+        return []
+    out = [
+        "## Generated pipelines",
+        "",
+        "Pipelines the kit generated from a seed (`beam-conformance generate`, or `-m generated`) and judged "
+        "against its executable model of Beam: exactly where the model fixes the output, by constraints where "
+        "the runner may choose. Deviations are grouped by signature (the rule broken and the transforms of "
+        "the minimal program); each counts against the row of its minimal program's capability. These runs "
+        "are not columns of the matrix above.",
+        "",
+        "| target | drawn | run | passed | deviating (new) | deviating (known) | skipped | signatures | wall time |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for run in matrix.generated:
+        s = run.summary
+        out.append(
+            f"| {run.name} | {_esc(run.drawn_text)} | {run.ran} | {s.get('passed', 0)} | {s.get('failed', 0)} "
+            f"| {s.get('expected-failure', 0)} | {s.get('skipped', 0)} | {len(run.deviations)} "
+            f"| {run.wall_time_s:g} s |"
+        )
+    out.append("")
+    for run in matrix.generated:
+        if not run.deviations:
+            continue
+        out += [
+            f"### Deviations on {run.name}",
+            "",
+            "| signature | pipelines | counts against | first | known |",
+            "|---|---|---|---|---|",
+        ]
+        for d in run.deviations:
+            out.append(
+                f"| `{_esc(d.signature)}` | {d.pipelines} | {_esc(d.row)} (`{d.capability}`) | `{d.first}` "
+                f"| {_esc(d.known or 'no')[:200]} |"
+            )
         out.append("")
     return out

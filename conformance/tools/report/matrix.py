@@ -10,7 +10,9 @@ runner does fail them):
 
 Runs of Beam's Java ValidatesRunner suite (results documents whose ``suite`` is ``java-vr``) are not
 columns of the matrix: they make a section of their own (``Matrix.java_vr``), per target its counts,
-wall time and the verdicts of its tests per matrix row.
+wall time and the verdicts of its tests per matrix row. Runs of generated pipelines (``suite``
+``generated``) make another (``Matrix.generated``): per target the pipelines run and the deviations
+by signature, each with the row it counts against.
 """
 
 from __future__ import annotations
@@ -193,6 +195,56 @@ class JavaVrRun:
         }
 
 
+@dataclass(frozen=True)
+class Deviation:
+    """One signature of a generated run: how many pipelines showed it, and the row it counts against
+    (its minimal program's capability)."""
+
+    signature: str
+    capability: str
+    row: str
+    pipelines: int
+    first: str  # the first pipeline's case id
+    known: str | None  # the expectations entry covering it, if any
+
+    def to_json(self) -> dict:
+        return {k: getattr(self, k) for k in ("signature", "capability", "row", "pipelines", "first", "known")}
+
+
+@dataclass
+class GeneratedRun:
+    """One target's run of generated pipelines (``-m generated``), judged by the kit's model."""
+
+    name: str
+    info: dict
+    summary: dict
+    wall_time_s: float
+    drawn: dict  # the results' selection.generated: seed, examples, capabilities, minutes
+    deviations: list[Deviation]
+
+    @property
+    def ran(self) -> int:
+        return sum(n for k, n in self.summary.items() if k != "skipped")
+
+    @property
+    def drawn_text(self) -> str:
+        d = self.drawn
+        narrowed = f", touching {', '.join(d['capabilities'])}" if d.get("capabilities") else ""
+        budget = f", within {d['minutes']:g} min" if d.get("minutes") else ""
+        return f"seed {d.get('seed', '?')}, {d.get('examples', '?')} drawn{narrowed}{budget}"
+
+    def to_json(self) -> dict:
+        return {
+            "name": self.name,
+            "info": self.info,
+            "summary": self.summary,
+            "wall_time_s": self.wall_time_s,
+            "drawn": self.drawn,
+            "pipelines_run": self.ran,
+            "deviations": [d.to_json() for d in self.deviations],
+        }
+
+
 @dataclass
 class Matrix:
     columns: list[Column]
@@ -201,6 +253,8 @@ class Matrix:
     capabilities: dict[str, dict[str, Cell]]
     # runs of Beam's Java ValidatesRunner suite, one per target (a section of their own)
     java_vr: list[JavaVrRun] = field(default_factory=list)
+    # runs of generated pipelines, one per target (a section of their own)
+    generated: list[GeneratedRun] = field(default_factory=list)
 
     def java_vr_rows(self) -> list[str]:
         """The matrix rows any Java run placed a test in, in the matrix's order."""
@@ -233,8 +287,9 @@ def build(documents: list[dict], previous: dict[str, dict] | None = None) -> Mat
     ``previous`` (target -> an earlier results document) adds each column's changes since then."""
     by_target: dict[str, dict] = {}
     java: dict[str, dict] = {}
+    generated: dict[str, dict] = {}
     for doc in documents:
-        (java if results.suite_of(doc) == "java-vr" else by_target)[doc["target"]] = doc
+        {"java-vr": java, "generated": generated}.get(results.suite_of(doc), by_target)[doc["target"]] = doc
     columns = [
         Column(
             name,
@@ -258,7 +313,38 @@ def build(documents: list[dict], previous: dict[str, dict] | None = None) -> Mat
             for holder, entry in _placements(cap, case):
                 caps[holder.id][name].cases.append(entry)
                 rows[holder.row][name].cases.append(entry)
-    return Matrix(columns, rows, caps, [_java_vr_run(doc) for doc in java.values()])
+    return Matrix(
+        columns,
+        rows,
+        caps,
+        [_java_vr_run(doc) for doc in java.values()],
+        [_generated_run(doc) for doc in generated.values()],
+    )
+
+
+def _generated_run(doc: dict) -> GeneratedRun:
+    deviations = []
+    for signature, failing in results.deviations_by_signature(doc["cases"]).items():
+        cap_id = failing[0].get("counts_against", failing[0]["capability"])
+        cap = capabilities.BY_ID.get(cap_id)
+        deviations.append(
+            Deviation(
+                signature,
+                cap_id,
+                cap.row if cap is not None else failing[0].get("matrix_row", "Other"),
+                len(failing),
+                failing[0]["id"],
+                failing[0].get("known_failure"),
+            )
+        )
+    return GeneratedRun(
+        doc["target"],
+        doc.get("target_info", {}),
+        doc.get("summary", {}),
+        doc.get("wall_time_s", 0.0),
+        doc.get("selection", {}).get("generated", {}),
+        deviations,
+    )
 
 
 def _java_vr_run(doc: dict) -> JavaVrRun:
@@ -333,4 +419,6 @@ def to_json(matrix: Matrix) -> dict:
         ],
         # Beam's Java ValidatesRunner suite, per target (not columns of the matrix above)
         "java_vr": [run.to_json() for run in matrix.java_vr],
+        # generated pipelines judged by the kit's model, per target (not columns of the matrix above)
+        "generated": [run.to_json() for run in matrix.generated],
     }
