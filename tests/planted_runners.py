@@ -8,7 +8,7 @@ import dataclasses
 
 from conformance.session import targets
 from conformance.session.targets.reference import ReferenceTarget
-from reference_runner.engine import panes, timers, triggers
+from reference_runner.engine import panes, triggers, userstate
 
 
 class _Planted(ReferenceTarget):
@@ -62,16 +62,21 @@ class EmptyOnTimeDropped(_Planted):
         return init
 
 
-class TimersHoldNothing(_Planted):
-    """Watermark holds: a pending timer holds no stage's output watermark."""
+class BagForgetsEarlierBundles(_Planted):
+    """State: a bundle's first append to a bag or combining cell starts from empty instead of from
+    what earlier bundles committed, so a key and window keeps only its last bundle's values."""
 
-    name = "planted-timer-hold"
-    owner, attribute = timers.TimerStore, "hold"
+    name = "planted-state-bundles"
+    owner, attribute = userstate.UserStateStore, "append"
 
     def planted(self, original):
-        return lambda self, default: default
+        def append(store, bundle, cell, items):
+            staged = store._staged.setdefault(bundle, {})
+            staged.setdefault(cell, []).extend(items)
+
+        return append
 
 
-PLANTED = [LatenessIgnored, CountOneLate, EmptyOnTimeDropped, TimersHoldNothing]
+PLANTED = [LatenessIgnored, CountOneLate, EmptyOnTimeDropped, BagForgetsEarlierBundles]
 for cls in PLANTED:
     targets.register(cls.name, cls)

@@ -1,13 +1,15 @@
 """Hypothesis strategies for well-typed generated pipelines (conformance/generated/programs.py).
 
-Three shapes:
+Four shapes:
 - *batch*: a Create of timestamped pairs and up to five steps of any kind;
 - *on-time stream*: a TestStream whose elements are never behind its watermark, then the same
   steps (windowed before anything groups, as an unbounded global-window GroupByKey with the
   default trigger is refused): every correct runner gives the batch result;
 - *triggered stream*: any TestStream script (late and droppable data, processing time), a few
   element-wise steps, then a WindowInto with a trigger, accumulation, allowed lateness and
-  timestamp combiner, and a GroupByKey.
+  timestamp combiner, and a GroupByKey;
+- *stateful*: a Create or an on-time TestStream, windowed, into a stateful DoFn with bag,
+  combining and value state and an event-time timer, maybe grouped after.
 
 Choices are drawn simplest first, so that hypothesis shrinks a program toward fewer steps, fewer
 events and plainer triggers.
@@ -116,10 +118,12 @@ def batch_programs() -> st.SearchStrategy:
 
 
 @st.composite
-def streams(draw, on_time: bool, unique_values: bool = False, max_events: int = 8) -> Stream:
+def streams(draw, on_time: bool, unique_values: bool = False, max_events: int = 8, paced: bool = False) -> Stream:
     """A TestStream script. ``on_time``: no element is behind the watermark when it arrives.
     ``unique_values``: every element's value is its position in the stream, so that panes show
-    exactly which elements they hold."""
+    exactly which elements they hold. ``paced``: the watermark may step on after each batch of
+    elements, so that it often stands between a window's end and its garbage collection, where
+    non-final ON_TIME and LATE panes fire, instead of jumping past both at the stream's end."""
     events: list = []
     watermark = 0
     position = 0
@@ -133,6 +137,10 @@ def streams(draw, on_time: bool, unique_values: bool = False, max_events: int = 
                 position += 1
                 batch_.append((draw(KEYS), value, ts))
             events.append(("elements", tuple(batch_)))
+            step = draw(st.integers(0, 8)) if paced else 0
+            if step:
+                watermark += step
+                events.append(("watermark", watermark))
         elif kind == "watermark":
             watermark += draw(st.integers(1, 15))
             events.append(("watermark", watermark))
@@ -166,6 +174,9 @@ def trigger_strategy(global_window: bool) -> st.SearchStrategy:
     counts = st.builds(triggers.AfterCount, st.integers(1, 3))
     choices = [] if global_window else [st.just(triggers.Default())]
     choices += [
+        # the early/late trigger of Beam's guides, every element early: in discarding mode its
+        # ON_TIME pane is often empty, and still fires (OnTimeBehavior FIRE_ALWAYS, SEMANTICS 5)
+        st.just(triggers.AfterWatermark(early=triggers.AfterCount(1), late=triggers.AfterCount(1))),
         _early_late(),
         st.builds(triggers.Repeatedly, st.one_of(counts, _once())),
         counts,
@@ -197,7 +208,7 @@ def triggered_programs(draw) -> Program:
     else:
         spec = draw(window_specs(allow_sessions=False))
         trig = draw(trigger_strategy(spec.is_global))
-    stream = draw(streams(on_time=sessions, unique_values=True))
+    stream = draw(streams(on_time=sessions, unique_values=True, paced=True))
     pre = draw(
         st.lists(
             st.one_of(
@@ -213,7 +224,8 @@ def triggered_programs(draw) -> Program:
         spec,
         trig,
         accumulating=draw(st.booleans()),
-        lateness=draw(st.sampled_from([0, 5, 20])),
+        # some lateness first: late firings and non-final ON_TIME panes need it
+        lateness=draw(st.sampled_from([5, 0, 20])),
         # EARLIEST and LATEST under triggers wait for the hold rule to be proven from the model
         # (the reference runner and the model disagree on late-born sliding windows: not settled)
         timestamp_combiner=batch.END_OF_WINDOW,
@@ -221,7 +233,30 @@ def triggered_programs(draw) -> Program:
     return Program(stream, pre, tail)
 
 
+@st.composite
+def stateful_programs(draw) -> Program:
+    """A stateful DoFn with its timer, on a Create or an on-time TestStream: windowed (state and
+    timers are per key and window), maybe a few element-wise steps, the DoFn, and maybe a grouping
+    of what its timer emits. Drawn as a shape of its own: left to ``steps_for``, a stateful step
+    needs a WindowInto before it and is rare."""
+    streaming = draw(st.booleans())
+    if streaming:
+        source: Create | Stream = draw(streams(on_time=True))
+    else:
+        source = Create(draw(st.lists(st.tuples(KEYS, VALUES, SECONDS), max_size=12).map(tuple)))
+    spec = draw(window_specs(allow_global=False, allow_sessions=False))
+    steps = (s.WindowInto(spec, draw(COMBINERS)), *draw(st.lists(elementwise(), max_size=2)), s.Accumulate())
+    after = draw(
+        st.one_of(
+            st.just(()),
+            st.builds(lambda r: (s.GroupAndReduce(r),), st.sampled_from(s.REDUCERS)),
+            st.builds(lambda c: (s.CombinePerKey(c),), st.sampled_from(s.COMBINE_FNS)),
+        )
+    )
+    return Program(source, steps + after)
+
+
 def programs() -> st.SearchStrategy:
     """Any generated pipeline: triggered streams first (the commonest source of runner bugs),
-    then batch, then on-time streams."""
-    return st.one_of(triggered_programs(), batch_programs(), on_time_stream_programs())
+    then batch, then on-time streams, then stateful DoFns."""
+    return st.one_of(triggered_programs(), batch_programs(), on_time_stream_programs(), stateful_programs())
