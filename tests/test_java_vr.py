@@ -253,8 +253,8 @@ def test_the_time_cap_kills_a_stuck_test_and_the_next_one_runs(launcher):
         jvm.start()
         assert jvm.process is not None
         stuck_pid = jvm.process.pid
-        stuck = jvm.run(IMPULSE, timeout=60)
-        assert stuck.outcome == "failed" and stuck.message.startswith("timed out after 60 s"), stuck
+        stuck = jvm.run(IMPULSE, timeout=15)
+        assert stuck.outcome == "failed" and stuck.message.startswith("timed out after 15 s"), stuck
         with pytest.raises(ProcessLookupError):  # killed, with its process group
             os.killpg(stuck_pid, 0)
         after = jvm.run(PASSING, timeout=300)

@@ -249,6 +249,31 @@ def test_earliest_timestamp_ignores_elements_behind_watermark(runner):
 
 
 @capability("triggers.event_time")
+def test_latest_timestamp_ignores_elements_behind_watermark(runner):
+    # SEMANTICS 4, the LATEST side of known_late_data_watermark: watermark 5, inputs 2, 3, 7, 8 with
+    # LATEST. 2 and 3 are behind the watermark and hold nothing, so the pane is at 8, the latest of
+    # the others; their end-of-window hold does not make it 9.999 (Java's WatermarkHold outputs at
+    # the earlier of the element holds and that hold; Python's trigger driver adds none for them).
+    stream = (
+        TestStream()
+        .advance_watermark_to(5)
+        .add_elements([keyed_at(t, t) for t in (2, 3, 7, 8)])
+        .advance_watermark_to(11)
+        .advance_watermark_to_infinity()
+    )
+    p = _pipeline(runner)
+    out = group_panes(
+        p | "Stream" >> stream,
+        window.FixedWindows(10),
+        trigger.DefaultTrigger(),
+        DISCARDING,
+        timestamp_combiner=window.TimestampCombiner.OUTPUT_AT_LATEST,
+    )
+    check(out, [el(("k", [2, 3, 7, 8]), 8, W(0, 10), on_time_pane(0, last=True))])
+    runner.run(p)
+
+
+@capability("triggers.event_time")
 def test_earliest_timestamp_falls_back_to_end_of_window_without_hold(runner):
     # SEMANTICS 4 transcript known_late_data_no_watermark_hold_possible: watermark 8, inputs
     # 2,3,7 all behind it: no element hold is possible and the pane is at end of window (9.999).

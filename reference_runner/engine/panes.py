@@ -33,6 +33,9 @@ class _Window:
     born_late: bool  # created after the watermark passed its end: no ON_TIME pane
     values: list = field(default_factory=list)  # the next pane's values (all so far if accumulating)
     holds: list = field(default_factory=list)  # output-time holds of elements since the last pane
+    # timestamps of the elements since the last pane that could hold the watermark: the pane's
+    # output time combines these alone (none: the window's end), SEMANTICS 4
+    stamps: list = field(default_factory=list)
     new: int = 0  # elements since the last pane
     panes: int = 0  # panes emitted
     nonspeculative: int = 0  # non-early panes emitted
@@ -73,7 +76,10 @@ class TriggeredBuffer:
                     self.dropped += 1
                     continue
                 win.values.append(value)
-                win.holds.append(self._hold(timestamp, win.window, watermark))
+                stamp = self._stamp(timestamp, watermark)
+                win.holds.append(win.window.max_timestamp if stamp is None else stamp)
+                if stamp is not None:
+                    win.stamps.append(stamp)
                 win.new += 1
                 ctx = self._ctx(win, watermark, now)
                 self.trigger.on_element(win.state, ctx)
@@ -169,6 +175,7 @@ class TriggeredBuffer:
             for win in wins:
                 merged.values += win.values
                 merged.holds += win.holds
+                merged.stamps += win.stamps
                 merged.new += win.new
             per_window[target] = merged
         return per_window.get(next((t for t, parts in groups.items() if added in parts), added))
@@ -176,11 +183,14 @@ class TriggeredBuffer:
     def _gc_time(self, w) -> int:
         return min(w.max_timestamp + self.grouping.allowed_lateness, MAX_TIMESTAMP)
 
-    def _hold(self, timestamp: int, w, watermark: int) -> int:
-        # An element behind the watermark cannot hold it: it holds at the end of the window.
+    def _stamp(self, timestamp: int, watermark: int) -> int | None:
+        """The element's own hold under EARLIEST or LATEST; None for an element behind the
+        watermark, which cannot hold it (it holds at the end of the window) and leaves its pane's
+        output time to the others: Java's WatermarkHold takes the earlier of the element holds and
+        the end-of-window hold, Python's trigger driver adds no hold for it."""
         if self.grouping.timestamp_combiner in (EARLIEST, LATEST) and timestamp >= watermark:
             return timestamp
-        return w.max_timestamp
+        return None
 
     @staticmethod
     def _ctx(win: _Window, watermark: int, now: int) -> triggers.Context:
@@ -206,7 +216,7 @@ class TriggeredBuffer:
             nonspec = -1 if timing == "EARLY" else win.nonspeculative
             pane = Pane(win.panes == 0, final, timing, win.panes, nonspec)
             # Holds of elements since the last pane: none left, the pane is at the window's end.
-            timestamp = combine_timestamps(grouping.timestamp_combiner, win.holds, win.window)
+            timestamp = combine_timestamps(grouping.timestamp_combiner, win.stamps, win.window)
             out.append(grouping.codec.build(win.key, list(win.values), timestamp, win.window, pane))
             win.panes += 1
             if timing != "EARLY":
@@ -215,7 +225,7 @@ class TriggeredBuffer:
             win.on_time_done = True
         if not self.grouping.accumulating:
             win.values = []
-        win.holds, win.new = [], 0
+        win.holds, win.stamps, win.new = [], [], 0
         if final:
             win.closed = True
             win.values = []
