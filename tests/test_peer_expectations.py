@@ -186,7 +186,7 @@ def rejudge(expectations: Expectations, record: dict) -> str:
     if record["outcome"] in ("skipped", "error"):  # skipped by the case itself, or no verdict of its own
         return record["outcome"]
     failed = record["outcome"] in ("failed", "expected-failure")
-    return expectations.judge(known, failed, detected_property(record)).outcome
+    return expectations.judge(known, failed, detected_property(record), record.get("signature")).outcome
 
 
 @pytest.mark.parametrize("results_name", _committed_results())
