@@ -82,3 +82,37 @@ def test_batch_programs_share_jobs_and_streams_run_alone(tmp_path):
     alone = [c for c in cases if c.get("batch", "").startswith("ran alone: its TestStream")]
     assert shared and all(not c["streaming"] for c in shared), cases
     assert all(c["streaming"] for c in alone)
+
+
+def test_baseline_turns_a_generated_run_into_signature_entries(tmp_path):
+    from conformance.tools import baseline
+
+    failing = {
+        "outcome": "failed",
+        "capability": "triggers.count",
+        "message": "deviation pane timing @ GroupByKey+TestStream+WindowInto (shrunk to 3 transforms in 8 runs; "
+        "standalone program: reports/generated/repro-x.py):\noutput differs from the Beam model:\ncheck 'generated': "
+        "predicate failed: the output the Beam model allows (conformance.model): model deviation [pane timing] "
+        "key 'a', window [0, 2000): the model fixes 2 pane(s) here, the runner emitted 1",
+        "signature": "pane timing @ GroupByKey+TestStream+WindowInto",
+    }
+    run = {
+        "target": "mine",
+        "suite": "generated",
+        "cases": [
+            {**failing, "id": "generated/pipeline[s1-00001]"},
+            {**failing, "id": "generated/pipeline[s1-00004]"},
+            {"id": "generated/pipeline[s1-00002]", "outcome": "passed", "capability": "gbk.fixed", "message": ""},
+        ],
+        "selection": {"deselected": 0, "case_modules_not_collected": []},
+    }
+    document = baseline.build(run)
+    assert document["known_failures"] == [
+        {
+            "signature": "pane timing @ GroupByKey+TestStream+WindowInto",
+            "reason": "model deviation [pane timing] key 'a', window [0, 2000): the model fixes 2 pane(s) here, "
+            "the runner emitted 1",
+        }
+    ]
+    updated, notes = baseline.update(document, run)  # the same run again: the entry covers both pipelines
+    assert updated["known_failures"] == document["known_failures"] and not [n for n in notes if "added" in n]

@@ -10,6 +10,7 @@ was not narrowed (no ``-k``/``-m`` deselection, every case module collected: res
 that) and the capability has at least two cases. ``update`` merges a newer run into an existing file: entries
 whose cases now pass go, entries that still fail stay as written (reason, issue, skip, flaky),
 and a glob or capability entry with some cases passing is narrowed to the cases still failing.
+A run of generated pipelines gives one signature entry per deviation signature.
 """
 
 from __future__ import annotations
@@ -37,7 +38,11 @@ def reason_of(record: dict) -> str:
     lines = [line.strip() for line in message.splitlines() if line.strip()]
     if not lines:
         return f"{record.get('outcome', 'failed')} without a message"
-    if lines[0].startswith("output differs from the Beam model"):
+    deviation = next((line for line in lines if "model deviation [" in line), None)
+    if record.get("signature") and deviation is not None:
+        # a generated pipeline's: the rule broken and where, as the model's judge said it
+        text = deviation[deviation.index("model deviation [") :]
+    elif lines[0].startswith("output differs from the Beam model"):
         checks = _CHECK_LINE.findall(message)
         text = "output differs from the Beam model: " + (checks[0] if checks else lines[-1])
     elif lines[0].startswith("the job failed on"):
@@ -84,11 +89,22 @@ def _property_entries(failing: list[dict]) -> tuple[list[dict], list[dict]]:
     return entries, [r for r in failing if r["id"] not in taken]
 
 
+def _signature_entries(failing: list[dict]) -> tuple[list[dict], list[dict]]:
+    """Generated pipelines: one signature entry per deviation signature (a thousand pipelines of
+    one bug are one entry), and the failing records that carry none."""
+    grouped = results.deviations_by_signature(failing)
+    entries = [{"signature": sig, "reason": reason_of(records[0])} for sig, records in grouped.items()]
+    return entries, [r for r in failing if not r.get("signature")]
+
+
 def _collapse(new_failing: list[dict], records: list[dict], narrowed: bool) -> list[dict]:
-    """One property entry per property two or more cases deviate in alone, case entries for
-    the rest of ``new_failing``, one capability entry where all of a capability's cases in the
-    run fail (and the run was the whole suite)."""
+    """One signature entry per deviation signature of generated pipelines, one property entry per
+    property two or more cases deviate in alone, case entries for the rest of ``new_failing``, one
+    capability entry where all of a capability's cases in the run fail (and the run was the whole
+    suite)."""
+    by_signature, new_failing = _signature_entries(new_failing)
     entries, new_failing = _property_entries(new_failing)
+    entries = by_signature + entries
     by_cap: dict[str, list[dict]] = {}
     for r in new_failing:
         by_cap.setdefault(r["capability"], []).append(r)
@@ -114,7 +130,7 @@ def _coverage(entries: list[KnownFailure], records: list[dict]) -> dict[int, lis
     for r in records:
         known = expectations.lookup(r["id"], r["capability"])
         # the plugin's own verdict: a property entry decides a failure no other entry covers
-        entry = expectations.judge(known, r["outcome"] in FAILING, detected_property(r)).entry
+        entry = expectations.judge(known, r["outcome"] in FAILING, detected_property(r), r.get("signature")).entry
         if entry is not None:
             covered.setdefault(index[id(entry)], []).append(r)
     return covered
@@ -156,7 +172,7 @@ def update(existing: dict, run: dict, included: list[KnownFailure] = ()) -> tupl
         decided = covered.get(i, [])
         passing = [r for r in decided if r["outcome"] in PASSING]
         still = [r for r in decided if r["outcome"] not in PASSING]  # failing, or skipped by it
-        label = entry.case or f"capability {entry.capability}"
+        label = entry.case or (f"signature {entry.signature}" if entry.signature else f"capability {entry.capability}")
         if entry.property_name is not None:
             if decided or results.narrowed(run):
                 kept.append(item)
@@ -182,7 +198,9 @@ def update(existing: dict, run: dict, included: list[KnownFailure] = ()) -> tupl
     )
     added = _collapse(new_failing, records, _no_capability_entries(run))
     for entry in added:
-        named = entry.get("case") or next(f"{k} {entry[k]}" for k in ("property", "capability") if k in entry)
+        named = entry.get("case") or next(
+            f"{k} {entry[k]}" for k in ("signature", "property", "capability") if k in entry
+        )
         notes.append(f"added {named}: {entry['reason']}")
     document = {k: v for k, v in existing.items() if k != "known_failures"}
     document.setdefault("target", run["target"])

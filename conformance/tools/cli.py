@@ -273,6 +273,20 @@ def _capabilities(_args) -> int:
     return 0
 
 
+def _pytest_run_options(parser, results_help: str) -> None:
+    """The options of a command that runs pytest once per target and then writes the matrix."""
+    parser.add_argument(
+        "--workers",
+        default="auto",
+        help="pytest-xdist workers per run: a number, 'auto' (one per core) or 0 for none (default auto)",
+    )
+    parser.add_argument("--results-dir", default="reports", help=f"{results_help} (default ./reports)")
+    parser.add_argument(
+        "--out", default="reports", help="where capability-matrix.* and beam-matrix-comparison.* go (default ./reports)"
+    )
+    parser.add_argument("pytest_args", nargs="*", help="passed to pytest after --")
+
+
 def _checked_capabilities(text: str) -> str:
     generated.capability_names(text)  # refused here, at once, rather than by each pytest run
     return text
@@ -326,28 +340,19 @@ def main(argv: list[str] | None = None) -> int:
         "spark, beam-direct, beam-fnapi, grpc://HOST:PORT, ...",
     )
     run.add_argument(
-        "--workers",
-        default="auto",
-        help="pytest-xdist workers per run: a number, 'auto' (one per core) or 0 for none (default auto)",
-    )
-    run.add_argument(
         "--suite",
         choices=SUITES,
         default="cases",
         help="cases (default): the kit's cases; java-vr: Beam's Java ValidatesRunner tests against each target "
         "(results-<target>.java-vr.json, junit-<target>.java-vr.xml); all: both",
     )
-    run.add_argument("--results-dir", default="reports", help="where results and JUnit XML go (default ./reports)")
-    run.add_argument(
-        "--out", default="reports", help="where capability-matrix.* and beam-matrix-comparison.* go (default ./reports)"
-    )
+    _pytest_run_options(run, "where results and JUnit XML go")
     run.add_argument(
         "--previous",
         metavar="RESULTS",
         default=None,
         help="an earlier run (results file or directory): the matrix shows changes since it",
     )
-    run.add_argument("pytest_args", nargs="*", help="passed to pytest after --")
     run.set_defaults(func=_run)
     gen = sub.add_parser(
         "generate",
@@ -413,16 +418,7 @@ def main(argv: list[str] | None = None) -> int:
         metavar="FILE",
         help="the expectations file whose signature entries cover known deviations (default: the target's own)",
     )
-    gen.add_argument("--results-dir", default="reports", help="where results and repro programs go (default ./reports)")
-    gen.add_argument(
-        "--out", default="reports", help="where capability-matrix.* and beam-matrix-comparison.* go (default ./reports)"
-    )
-    gen.add_argument(
-        "--workers",
-        default="auto",
-        help="pytest-xdist workers per run: a number, 'auto' (one per core) or 0 for none (default auto)",
-    )
-    gen.add_argument("pytest_args", nargs="*", help="passed to pytest after --")
+    _pytest_run_options(gen, "where results and repro programs go")
     gen.set_defaults(func=_generate, previous=None)
     base = sub.add_parser(
         "baseline",
