@@ -117,7 +117,9 @@ def judge(runner: CaseRunner, drawn: Drawn) -> None:
             drawn.seed,
             drawn.examples,
             drawn.program,
-            lambda candidate: running.run(runner, candidate) == rule,
+            # each candidate in a runner of its own streaming-ness: a shrink may turn a Create
+            # program into a TestStream one (the grammar's first shape), which a batch case refuses
+            lambda candidate: running.run(CaseRunner(runner.target, candidate.streaming), candidate) == rule,
             strategy=strategy(drawn.wanted),
             max_runs=drawn.judging.shrink_runs,
         )
