@@ -326,12 +326,11 @@ def _generated_run(doc: dict) -> GeneratedRun:
     deviations = []
     for signature, failing in results.deviations_by_signature(doc["cases"]).items():
         cap_id = failing[0].get("counts_against", failing[0]["capability"])
-        cap = capabilities.BY_ID.get(cap_id)
         deviations.append(
             Deviation(
                 signature,
                 cap_id,
-                cap.row if cap is not None else failing[0].get("matrix_row", "Other"),
+                _row_of(cap_id, failing[0]),
                 len(failing),
                 failing[0]["id"],
                 failing[0].get("known_failure"),
@@ -347,12 +346,16 @@ def _generated_run(doc: dict) -> GeneratedRun:
     )
 
 
+def _row_of(cap_id: str, case: dict) -> str:
+    """The matrix row a capability belongs to; for one of a newer taxonomy, the row its record names."""
+    cap = capabilities.BY_ID.get(cap_id)
+    return cap.row if cap is not None else case.get("matrix_row", "Other")
+
+
 def _java_vr_run(doc: dict) -> JavaVrRun:
     rows: dict[str, Cell] = {}
     for case in doc["cases"]:
-        cap = capabilities.BY_ID.get(case["capability"])
-        row = cap.row if cap is not None else case.get("matrix_row", "Other")
-        rows.setdefault(row, Cell()).cases.append(case)
+        rows.setdefault(_row_of(case["capability"], case), Cell()).cases.append(case)
     return JavaVrRun(
         doc["target"],
         doc.get("target_info", {}),
