@@ -116,3 +116,9 @@ def test_baseline_turns_a_generated_run_into_signature_entries(tmp_path):
     ]
     updated, notes = baseline.update(document, run)  # the same run again: the entry covers both pipelines
     assert updated["known_failures"] == document["known_failures"] and not [n for n in notes if "added" in n]
+
+
+def test_a_capability_the_generator_never_reaches_is_named(tmp_path):
+    run = _generate(tmp_path, "--target", "reference", "--examples", "2", "--capabilities", "metrics")
+    assert run.returncode != 0
+    assert "the generator writes no pipeline touching metrics." in run.stdout + run.stderr

@@ -9,10 +9,11 @@ import time
 from dataclasses import dataclass
 
 import pytest
+from hypothesis.errors import Unsatisfiable
 
 from conformance.authoring.case_runner import CaseFailure, CaseRunner
 from conformance.generated import DEFAULT_SHRINK_RUNS, grammar, repro, running, sampling, selection
-from conformance.generated.programs import Program, primary_capability
+from conformance.generated.programs import PRIMARY, Program, primary_capability
 
 
 def strategy(wanted: tuple[str, ...] = ()):
@@ -55,12 +56,16 @@ class Drawn:
 
 
 def params(seed: int, examples: int, wanted: tuple[str, ...] = (), judging: Judging = Judging()) -> list:
-    drawn = [
-        Drawn(p, seed, i, examples, wanted, judging)
-        for i, p in enumerate(sampling.sample(seed, examples, strategy(wanted)))
-    ]
+    try:
+        programs = sampling.sample(seed, examples, strategy(wanted))
+    except Unsatisfiable:
+        programs = []
+    drawn = [Drawn(p, seed, i, examples, wanted, judging) for i, p in enumerate(programs)]
     if not drawn:
-        raise ValueError(f"the generator draws no program touching {', '.join(wanted)}")
+        raise ValueError(
+            f"--generated-capabilities: the generator writes no pipeline touching {', '.join(wanted)}; "
+            f"it reaches {', '.join(sorted(PRIMARY))} and the capabilities they sit beside"
+        )
     return [
         pytest.param(
             d,

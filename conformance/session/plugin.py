@@ -623,9 +623,8 @@ def pytest_generate_tests(metafunc):
         from conformance.generated import cases as generated_cases  # only a -m generated run needs it
 
         config = metafunc.config
-        metafunc.parametrize(
-            "generated_program",
-            generated_cases.params(
+        try:
+            drawn = generated_cases.params(
                 config.getoption("generated_seed"),
                 config.getoption("generated_examples"),
                 config.getoption("generated_capabilities"),
@@ -636,8 +635,10 @@ def pytest_generate_tests(metafunc):
                     if hasattr(config, "workerinput")
                     else config.stash.get(_GENERATED_DEADLINE, None),
                 ),
-            ),
-        )
+            )
+        except ValueError as e:
+            raise pytest.UsageError(str(e)) from None
+        metafunc.parametrize("generated_program", drawn)
     if "java_vr_test" in metafunc.fixturenames:
         config = metafunc.config
         try:
